@@ -1,0 +1,122 @@
+/**
+ * Wires the service together: database (embedded or external), migrations,
+ * domain, services, the call pipeline and the one-port listener. Used by the
+ * CLI and by the integration tests, so both run exactly the same thing.
+ */
+import type pg from "pg";
+import type { Config } from "./config.js";
+import { Keys } from "./domain/keys.js";
+import { FixedWindowLimiter } from "./domain/rate-limit.js";
+import { systemClock, type Clock } from "./domain/time.js";
+import type { Logger } from "./logger.js";
+import { createHttpHandler } from "./server/http-handler.js";
+import { listen, type Listener } from "./server/listener.js";
+import { Metrics } from "./server/metrics.js";
+import { CallPipeline } from "./server/rpc/pipeline.js";
+import { createServices } from "./services/index.js";
+import { startEmbeddedPostgres } from "./store/embedded.js";
+import { PgKeyRepository } from "./store/keys.js";
+import { migrate } from "./store/migrate.js";
+import { createPool } from "./store/pool.js";
+
+export interface AppOptions {
+  config: Config;
+  logger: Logger;
+  clock?: Clock;
+}
+
+export interface App {
+  readonly url: string;
+  readonly port: number;
+  readonly pool: pg.Pool;
+  /** Drains in-flight requests, stops background work and the database. */
+  close(): Promise<void>;
+}
+
+export interface Database {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The configured external database, or the embedded one under AGENTBUS_DATA_DIR. */
+export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+  if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
+  logger.info({ data_dir: config.dataDir }, "starting embedded PostgreSQL (set DATABASE_URL to use an external server)");
+  return startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    port: config.embeddedPgPort,
+    log: (level, msg) => logger[level]({ component: "embedded-postgres" }, msg),
+  });
+}
+
+export async function startApp({ config, logger, clock = systemClock }: AppOptions): Promise<App> {
+  const database = await openDatabase(config, logger);
+  const cleanups: Array<() => Promise<void>> = [() => database.stop()];
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => logger.error({ err }, "shutdown step failed"));
+  };
+  try {
+    const pool = createPool(database.url, {
+      max: config.dbPoolSize,
+      onError: (err) => logger.warn({ err }, "idle database connection failed"),
+    });
+    cleanups.push(() => pool.end());
+    const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
+    if (applied.length > 0) logger.info({ applied }, "migrations applied");
+
+    const keys = new Keys(new PgKeyRepository(pool), { clock, cacheTtlMs: 5_000 });
+    const pipeline = new CallPipeline(
+      createServices({ keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
+      {
+        keys,
+        adminToken: config.adminToken,
+        rateLimiter: new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock),
+        reportInternal: (err) => logger.error({ err }, "internal error"),
+      },
+    );
+
+    const metrics = new Metrics();
+    metrics.gauge("agentbus_db_pool_total_connections", "Open database connections.", () => pool.totalCount);
+    metrics.gauge("agentbus_db_pool_idle_connections", "Idle database connections.", () => pool.idleCount);
+    metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);
+
+    const shutdown = new AbortController();
+    const listener: Listener = await listen({
+      host: config.host,
+      port: config.port,
+      handler: createHttpHandler({
+        pipeline,
+        pool,
+        metrics,
+        logger,
+        corsOrigins: config.corsOrigins,
+        maxBodyBytes: config.maxBodyBytes,
+        trustProxy: config.trustProxy,
+        shutdownSignal: shutdown.signal,
+      }),
+    });
+
+    let closed: Promise<void> | undefined;
+    return {
+      url: listener.url,
+      port: listener.address.port,
+      pool,
+      close() {
+        closed ??= (async () => {
+          // Long-lived calls (long-polls, streams) are told to finish half-way
+          // through the grace period; ordinary requests just complete.
+          const grace = config.shutdownGraceMs;
+          const timer = setTimeout(() => shutdown.abort(), grace / 2);
+          await listener.close(grace);
+          clearTimeout(timer);
+          shutdown.abort();
+          await cleanup();
+        })();
+        return closed;
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}

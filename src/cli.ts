@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+/**
+ * agentbus serve   — run the service (embedded PostgreSQL unless DATABASE_URL is set)
+ * agentbus migrate — apply pending migrations and exit
+ */
+import { startApp, openDatabase } from "./app.js";
+import { ConfigError, loadConfig, type Config } from "./config.js";
+import { createLogger } from "./logger.js";
+import { migrate } from "./store/migrate.js";
+import { createPool } from "./store/pool.js";
+
+const USAGE = `usage: agentbus <command>
+
+commands:
+  serve     run the service on HOST:PORT (gRPC, gRPC-Web, Connect and REST on one port)
+  migrate   apply pending database migrations and exit
+
+Configuration comes from the environment; see the README for every variable.`;
+
+function readConfig(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`agentbus: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+async function serve(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger(config.logLevel);
+  process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
+  let app;
+  try {
+    app = await startApp({ config, logger });
+  } catch (err) {
+    logger.fatal({ err }, `agentbus could not start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  logger.info({ url: app.url }, `agentbus listening on ${app.url}`);
+  const stop = (signal: string) => {
+    logger.info({ signal }, "shutting down");
+    // A hard stop if draining hangs, so an orchestrator never waits forever.
+    setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, config.shutdownGraceMs + 5_000).unref();
+    app.close().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}
+
+async function runMigrations(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger(config.logLevel);
+  const database = await openDatabase(config, logger);
+  const pool = createPool(database.url, { max: 2 });
+  try {
+    const applied = await migrate(pool, { log: (msg) => logger.info(msg) });
+    logger.info({ applied }, applied.length > 0 ? `applied ${applied.length} migration(s)` : "database is up to date");
+  } finally {
+    await pool.end();
+    await database.stop();
+  }
+}
+
+const command = process.argv[2];
+switch (command) {
+  case "serve":
+    await serve();
+    break;
+  case "migrate":
+    await runMigrations().catch((err: unknown) => {
+      process.stderr.write(`agentbus migrate failed: ${(err as Error).message}\n`);
+      process.exit(1);
+    });
+    break;
+  case undefined:
+  case "help":
+  case "--help":
+  case "-h":
+    process.stdout.write(`${USAGE}\n`);
+    break;
+  default:
+    process.stderr.write(`agentbus: unknown command "${command}"\n\n${USAGE}\n`);
+    process.exit(2);
+}

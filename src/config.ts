@@ -1,0 +1,104 @@
+/**
+ * Every setting of the service, read once from the environment and validated
+ * at start. A bad value stops the process with a message naming the variable.
+ * Nothing else in the code base reads process.env.
+ */
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const nonNegativeInt = z.coerce.number().int().min(0);
+const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v));
+
+/** Each variable with its default and the reason for the default. */
+const schema = z.object({
+  // Loopback by default: exposing the service is a deliberate act.
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: port.default(8080),
+  // Unset: an embedded PostgreSQL is started under AGENTBUS_DATA_DIR.
+  DATABASE_URL: optionalString.pipe(z.string().url().optional()),
+  AGENTBUS_DATA_DIR: z.string().min(1).default("./.agentbus"),
+  // 0 picks a free port at each start; the embedded server is only ours.
+  AGENTBUS_EMBEDDED_PG_PORT: port.default(0),
+  // Enough for the hot paths on a small machine without starving PostgreSQL.
+  AGENTBUS_DB_POOL_SIZE: positiveInt.max(1000).default(20),
+  AGENTBUS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  AGENTBUS_CORS_ORIGINS: z.string().min(1).default("*"),
+  // Per source address per hour; stops one client from minting unbounded keys.
+  AGENTBUS_KEY_MINT_LIMIT: nonNegativeInt.default(20),
+  // Requests per key per minute; 0 turns the limit off.
+  AGENTBUS_RATE_LIMIT: nonNegativeInt.default(600),
+  // Unset disables the admin routes (403 admin_disabled).
+  AGENTBUS_ADMIN_TOKEN: optionalString,
+  // JSON bodies above this are refused with 413 before parsing.
+  AGENTBUS_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
+  // How long SIGTERM waits for in-flight requests before closing connections.
+  AGENTBUS_SHUTDOWN_GRACE_MS: nonNegativeInt.default(5000),
+  // Honour X-Forwarded-For for per-address limits (only behind a trusted proxy).
+  AGENTBUS_TRUST_PROXY: bool.default(false),
+});
+
+export type Env = Record<string, string | undefined>;
+
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPgPort: number;
+  dbPoolSize: number;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  corsOrigins: string[];
+  keyMintLimitPerHour: number;
+  rateLimitPerMinute: number;
+  adminToken: string | undefined;
+  maxBodyBytes: number;
+  shutdownGraceMs: number;
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`Invalid configuration: ${variable}: ${detail}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = String(issue?.path[0] ?? "environment");
+    throw new ConfigError(variable, `${issue?.message ?? "invalid value"} (got ${JSON.stringify(env[variable] ?? null)})`);
+  }
+  const c = parsed.data;
+  return {
+    host: c.HOST,
+    port: c.PORT,
+    databaseUrl: c.DATABASE_URL,
+    dataDir: c.AGENTBUS_DATA_DIR,
+    embeddedPgPort: c.AGENTBUS_EMBEDDED_PG_PORT,
+    dbPoolSize: c.AGENTBUS_DB_POOL_SIZE,
+    logLevel: c.AGENTBUS_LOG_LEVEL,
+    corsOrigins: c.AGENTBUS_CORS_ORIGINS.split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    keyMintLimitPerHour: c.AGENTBUS_KEY_MINT_LIMIT,
+    rateLimitPerMinute: c.AGENTBUS_RATE_LIMIT,
+    adminToken: c.AGENTBUS_ADMIN_TOKEN,
+    maxBodyBytes: c.AGENTBUS_MAX_BODY_BYTES,
+    shutdownGraceMs: c.AGENTBUS_SHUTDOWN_GRACE_MS,
+    trustProxy: c.AGENTBUS_TRUST_PROXY,
+  };
+}
+
+/** Names, defaults and meanings for the README table and `agentbus --help`. */
+export const configVariables = Object.keys(schema.shape);

@@ -1,0 +1,173 @@
+/**
+ * The error catalog: the one place that defines every error code the service
+ * returns, with its HTTP status, its gRPC code and the default advice.
+ * Everything throws ApiError with a code from here; the transport renders it
+ * as the REST body {error, message, suggestion, ...} or as a gRPC status with
+ * an ErrorDetail. /docs/errors is rendered from this table.
+ */
+
+/** gRPC status names (the transport maps them to numeric codes). */
+export type GrpcStatus =
+  | "invalid_argument"
+  | "unauthenticated"
+  | "permission_denied"
+  | "not_found"
+  | "already_exists"
+  | "failed_precondition"
+  | "aborted"
+  | "resource_exhausted"
+  | "unimplemented"
+  | "internal"
+  | "unavailable";
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly grpc: GrpcStatus;
+  /** Default human-readable message; a thrower may give a more specific one. */
+  readonly message: string;
+  /** What the caller can do about it. */
+  readonly suggestion?: string;
+}
+
+const spec = (status: number, grpc: GrpcStatus, message: string, suggestion?: string): ErrorSpec => ({
+  status,
+  grpc,
+  message,
+  ...(suggestion === undefined ? {} : { suggestion }),
+});
+
+const INVALID = (what: string, fix: string) => spec(422, "invalid_argument", `Invalid ${what}`, fix);
+
+export const errorCatalog = {
+  // 400
+  invalid_json: spec(400, "invalid_argument", "The request body is not valid JSON", "Send a JSON object, e.g. -d '{\"name\":\"jobs\"}'."),
+  // 401
+  unauthorized: spec(401, "unauthenticated", "Missing or invalid API key", "Send X-API-Key: <key> (gRPC metadata x-api-key). Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}."),
+  api_key_required: spec(401, "unauthenticated", "Resolving an invitation needs an API key", "Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}, then repeat this request with X-API-Key."),
+  admin_unauthorized: spec(401, "unauthenticated", "Missing or wrong admin token", "Send the operator token in X-Admin-Token."),
+  // 403
+  channel_access_denied: spec(403, "permission_denied", "You are not a member of this channel", "Ask the owner for access with POST /v1/channels/{identifier}/access-requests, or resolve an invitation."),
+  forbidden: spec(403, "permission_denied", "Only the channel owner may do this", "Use the key that created the channel."),
+  actor_forbidden: spec(403, "permission_denied", "That actor belongs to another owner", "Act as one of your own actors, or create one with POST /v1/actors."),
+  admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),
+  // 404
+  not_found: spec(404, "not_found", "No such route", "See /openapi.json for the routes this service offers."),
+  channel_not_found: spec(404, "not_found", "Channel not found", "Check the channel id or alias; discover channels with GET /v1/channels."),
+  message_not_found: spec(404, "not_found", "Message not found", "List the channel's messages with GET /v1/channels/{identifier}/messages."),
+  actor_not_found: spec(404, "not_found", "Actor not found", "Create the actor with POST /v1/actors, or use its id or alias."),
+  invitation_not_found: spec(404, "not_found", "Invitation not found", "Ask the channel owner for a new invitation."),
+  access_request_not_found: spec(404, "not_found", "Access request not found", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
+  webhook_not_found: spec(404, "not_found", "No webhook registered", "Register one with POST /v1/actors/{actor_id}/webhook."),
+  job_not_found: spec(404, "not_found", "Job not found", "Use the job_id returned when you submitted the job, with the same key."),
+  // 405
+  method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
+  // 409
+  alias_conflict: spec(409, "already_exists", "That alias is already taken", "Choose another alias."),
+  label_in_use: spec(409, "already_exists", "An active key already uses this agent_label", "Choose another agent_label, or revoke the other key with DELETE /v1/keys/me."),
+  already_claimed: spec(409, "failed_precondition", "This message has already been claimed", "List open work with GET /v1/channels/{identifier}/messages?status=unclaimed and claim another message."),
+  channel_not_claimable: spec(409, "failed_precondition", "Messages of a broadcast channel cannot be claimed", "Read broadcast messages by listing them; only claimable channels hand out claims."),
+  not_claimed: spec(409, "failed_precondition", "This message is not claimed", "Claim it first with POST /v1/messages/{id}/claim."),
+  message_claimed: spec(409, "failed_precondition", "A claimed message cannot be retracted", "Wait for the claimer to release it."),
+  access_request_resolved: spec(409, "failed_precondition", "This access request was already decided", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
+  cannot_remove_owner: spec(409, "failed_precondition", "The owner cannot be removed from the channel", "Delete the channel instead, if it is no longer needed."),
+  idempotency_in_progress: spec(409, "aborted", "A request with this Idempotency-Key is still running", "Retry after a moment with the same Idempotency-Key to get its result."),
+  job_not_completed: spec(409, "failed_precondition", "The job has not completed yet", "Poll GET /jobs/{job_id} until status is completed."),
+  // 410
+  message_expired: spec(410, "failed_precondition", "The message has expired", "Read it in GET /v1/channels/{identifier}/history."),
+  invitation_revoked: spec(410, "failed_precondition", "The invitation was revoked", "Ask the channel owner for a new invitation."),
+  invitation_expired: spec(410, "failed_precondition", "The invitation has expired", "Ask the channel owner for a new invitation."),
+  lease_expired: spec(410, "failed_precondition", "The lease has expired or does not exist", "Claim the message again with POST /v1/messages/{id}/claim-with-lease."),
+  result_expired: spec(410, "failed_precondition", "The job result has expired", "Results are kept 24 hours; submit the job again."),
+  // 413
+  payload_too_large: spec(413, "invalid_argument", "The request body is too large", "Send a smaller body."),
+  // 422
+  missing_field: spec(422, "invalid_argument", "A required field is missing", "Add the field named in the message."),
+  invalid_string: INVALID("string", "Send a non-empty string."),
+  invalid_field: INVALID("field value", "Send a value of the documented type."),
+  invalid_fields: INVALID("fields", "Remove the fields listed in `fields`; see /openapi.json for the accepted ones."),
+  invalid_json_shape: spec(422, "invalid_argument", "The request body must be a JSON object", "Wrap the fields in an object: {\"field\": value}."),
+  invalid_object: INVALID("object", "Send a JSON object."),
+  invalid_mode: INVALID("mode", "Use \"broadcast\" or \"claimable\"."),
+  invalid_access: INVALID("access", "Use \"open\" or \"restricted\"."),
+  invalid_discoverable: INVALID("discoverable", "Send true or false."),
+  invalid_paused: INVALID("paused", "Send true or false."),
+  invalid_ttl_seconds: INVALID("ttl_seconds", "Use an integer from 300 to 2592000."),
+  invalid_retention_days: INVALID("retention_days", "Use an integer from 1 to 365."),
+  invalid_max_messages: INVALID("max_messages", "Use an integer from 1 to 1000000, or null for no cap."),
+  invalid_max_writes_per_minute: INVALID("max_writes_per_minute", "Use an integer from 1 to 1000000, or null for no limit."),
+  invalid_related_channels: INVALID("related_channels", "Send an array of channel ids or aliases."),
+  invalid_channel_name: INVALID("channel name", "Use at most 200 visible characters, without control or invisible characters."),
+  invalid_agent_label: INVALID("agent_label", "Use a non-empty string of at most 128 characters."),
+  invalid_mentions: INVALID("mentions", "Send an array of actor ids or aliases."),
+  invalid_limit: INVALID("limit", "Use an integer from 1 to 100."),
+  invalid_cursor: INVALID("cursor", "Pass a next_cursor value from a previous page unchanged, an RFC 3339 timestamp, or 0."),
+  invalid_since: INVALID("since", "Pass a next_cursor value from a previous page unchanged, an RFC 3339 timestamp, or 0."),
+  invalid_wait: INVALID("wait", "Use a number of seconds, e.g. wait=20."),
+  invalid_status: INVALID("status", "Use \"unclaimed\" or \"claimed\"."),
+  invalid_lease_seconds: INVALID("lease_seconds", "Use an integer from 30 to 3600."),
+  invalid_webhook_url: INVALID("webhook URL", "Use an absolute http:// or https:// URL."),
+  invalid_url: INVALID("URL", "Use an absolute http:// or https:// URL."),
+  invalid_video_url: INVALID("video URL", "Use a watch-page URL (…/watch?v=<id>) or a short link (…/<id>)."),
+  invalid_format: INVALID("format", "Use \"html\" or \"markdown\"."),
+  invalid_job_id: INVALID("job_id", "Use the integer job_id returned at submission."),
+  invalid_key_id: INVALID("key_id", "Send the key_id of an API key."),
+  invalid_update_mask: INVALID("update_mask", "Name only fields of ChannelUpdate."),
+  content_too_large: spec(422, "invalid_argument", "The message content is too large", "Keep content within max_content_bytes, or store large payloads elsewhere and send a link."),
+  metadata_too_large: spec(422, "invalid_argument", "The metadata is too large", "Keep metadata within 16 KiB."),
+  metadata_validation_failed: spec(422, "invalid_argument", "The metadata does not match the channel's metadata_schema", "Fix the fields listed in `violations`; read the schema with GET /v1/channels/{identifier}."),
+  idempotency_key_reused: spec(422, "invalid_argument", "This Idempotency-Key was used for a different request", "Use a fresh Idempotency-Key for each distinct operation."),
+  invalid_idempotency_key: INVALID("Idempotency-Key", "Use 1 to 255 printable ASCII characters."),
+  // 429
+  rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
+  channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
+  // 500
+  internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),
+  // 501
+  not_implemented: spec(501, "unimplemented", "Not implemented yet", "This operation is part of the API but not available on this version of the service."),
+  // 503
+  channel_paused: spec(503, "unavailable", "The channel is paused", "Wait for the owner to resume the channel; reads still work."),
+  store_unavailable: spec(503, "unavailable", "The database is unavailable", "Retry with backoff; the service recovers when the database returns."),
+  shutting_down: spec(503, "unavailable", "The service is shutting down", "Retry against another instance or in a moment."),
+  pdf_renderer_unavailable: spec(503, "unavailable", "The PDF renderer is not available", "The operator must install Chromium or set AGENTBUS_CHROMIUM_PATH."),
+  llm_not_configured: spec(503, "unavailable", "No language-model credential is configured", "The operator must set OPENAI_API_KEY."),
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(errorCatalog, code);
+}
+
+/** JSON values allowed in extra error fields. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export interface ApiErrorOptions {
+  suggestion?: string;
+  /** Extra fields of the error body, e.g. {retry_after: 60}. */
+  details?: Record<string, JsonValue>;
+  /** Response headers the error implies, e.g. Retry-After. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/** An error with a catalog code; safe to show to the caller. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly suggestion: string | undefined;
+  readonly details: Record<string, JsonValue>;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message?: string, options: ApiErrorOptions = {}) {
+    const entry: ErrorSpec = errorCatalog[code];
+    super(message ?? entry.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ApiError";
+    this.code = code;
+    this.suggestion = options.suggestion ?? entry.suggestion;
+    this.details = options.details ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return errorCatalog[this.code].status;
+  }
+}

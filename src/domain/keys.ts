@@ -1,0 +1,112 @@
+/**
+ * Self-issued API keys (decision A4). A key is "<key_id>.<secret>"; only a
+ * SHA-256 of the secret is stored. A fast hash is right here because the
+ * secret is 192 random bits, not a password: there is nothing to brute-force.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Caller } from "./caller.js";
+import { ApiError } from "./errors.js";
+import type { Clock, Micros } from "./time.js";
+
+export interface KeyRecord {
+  keyId: string;
+  secretHash: Buffer;
+  agentLabel: string;
+  ownerId: string;
+  createdAt: Micros;
+  revokedAt: Micros | null;
+}
+
+export interface KeyRepository {
+  insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use">;
+  findById(keyId: string): Promise<KeyRecord | undefined>;
+  /** Marks the key revoked; revoking twice is harmless. */
+  revoke(keyId: string): Promise<void>;
+}
+
+export interface IssuedKey {
+  key: string;
+  keyId: string;
+  agentLabel: string;
+  ownerId: string;
+}
+
+const KEY_PATTERN = /^(ak_[A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{32})$/;
+export const MAX_AGENT_LABEL_LENGTH = 128;
+// Control, bidi-override and zero-width characters make labels that look alike.
+const INVISIBLE = /[\p{Cc}\p{Cf}]/u;
+
+const hashSecret = (secret: string) => createHash("sha256").update(secret).digest();
+
+export interface KeysOptions {
+  clock: Clock;
+  /**
+   * How long a successful lookup is trusted without asking the database.
+   * Revocation on this process takes effect at once; on other replicas
+   * within this time.
+   */
+  cacheTtlMs: number;
+  cacheSize?: number;
+}
+
+export class Keys {
+  private readonly cache = new Map<string, { record: KeyRecord; until: number }>();
+
+  constructor(
+    private readonly repo: KeyRepository,
+    private readonly options: KeysOptions,
+  ) {}
+
+  async issue(agentLabel: string): Promise<IssuedKey> {
+    if (agentLabel.trim() === "") throw new ApiError("missing_field", "'agent_label' is required", { details: { field: "agent_label" } });
+    if ([...agentLabel].length > MAX_AGENT_LABEL_LENGTH || INVISIBLE.test(agentLabel)) {
+      throw new ApiError("invalid_agent_label", `'agent_label' must be at most ${MAX_AGENT_LABEL_LENGTH} visible characters`, {
+        details: { field: "agent_label" },
+      });
+    }
+    const keyId = `ak_${randomBytes(12).toString("base64url")}`;
+    const secret = randomBytes(24).toString("base64url");
+    const outcome = await this.repo.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel });
+    if (outcome === "label_in_use") throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}'`);
+    return { key: `${keyId}.${secret}`, keyId, agentLabel, ownerId: agentLabel };
+  }
+
+  /** Resolves a presented key to its caller, or throws 401 unauthorized. */
+  async authenticate(presented: string): Promise<Caller> {
+    const match = KEY_PATTERN.exec(presented);
+    if (!match) throw new ApiError("unauthorized", "Malformed API key");
+    const [, keyId, secret] = match as unknown as [string, string, string];
+    const record = await this.lookup(keyId);
+    if (!record) throw new ApiError("unauthorized", "Invalid API key");
+    if (!timingSafeEqual(record.secretHash, hashSecret(secret))) throw new ApiError("unauthorized", "Invalid API key");
+    if (record.revokedAt !== null) throw new ApiError("unauthorized", "Inactive API key", { suggestion: "This key was revoked; mint a new one with POST /v1/keys." });
+    return { keyId: record.keyId, agentLabel: record.agentLabel, ownerId: record.ownerId };
+  }
+
+  async describe(caller: Caller): Promise<KeyRecord> {
+    const record = await this.repo.findById(caller.keyId);
+    if (!record) throw new ApiError("unauthorized", "Invalid API key");
+    return record;
+  }
+
+  async revoke(caller: Caller): Promise<void> {
+    await this.repo.revoke(caller.keyId);
+    this.cache.delete(caller.keyId);
+  }
+
+  private async lookup(keyId: string): Promise<KeyRecord | undefined> {
+    const now = this.options.clock.now() / 1000;
+    const cached = this.cache.get(keyId);
+    if (cached && cached.until > now) return cached.record;
+    const record = await this.repo.findById(keyId);
+    if (record && record.revokedAt === null) {
+      this.cache.delete(keyId);
+      this.cache.set(keyId, { record, until: now + this.options.cacheTtlMs });
+      // Map iteration order is insertion order: the first entry is the oldest.
+      if (this.cache.size > (this.options.cacheSize ?? 10_000)) this.cache.delete(this.cache.keys().next().value as string);
+    } else {
+      this.cache.delete(keyId);
+    }
+    return record;
+  }
+}

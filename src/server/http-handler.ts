@@ -1,0 +1,197 @@
+/**
+ * The request handler behind the one port: request ids, security and CORS
+ * headers, logs and metrics for every request; then the operational routes,
+ * the REST transcoder, and Connect (gRPC, gRPC-Web, Connect) in that order.
+ */
+import { cors as connectCors } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { ApiError } from "../domain/errors.js";
+import type { Logger } from "../logger.js";
+import { renderErrorDocs } from "./error-docs.js";
+import { checkHealth } from "./health.js";
+import type { Metrics } from "./metrics.js";
+import { clientAddressKey, requestIdKey } from "./rpc/context.js";
+import type { CallPipeline } from "./rpc/pipeline.js";
+import { RestRoutes } from "./rest/routes.js";
+import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
+
+export interface HttpHandlerOptions {
+  pipeline: CallPipeline;
+  pool: pg.Pool;
+  metrics: Metrics;
+  logger: Logger;
+  corsOrigins: readonly string[];
+  maxBodyBytes: number;
+  trustProxy: boolean;
+  shutdownSignal: AbortSignal;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+const DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'";
+
+const ALLOWED_HEADERS = [
+  ...connectCors.allowedHeaders,
+  "X-API-Key",
+  "X-Admin-Token",
+  "Idempotency-Key",
+  "X-Request-Id",
+  "Last-Event-ID",
+].join(", ");
+const EXPOSED_HEADERS = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "X-Idempotent-Replay", "Idempotency-Key"].join(", ");
+const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].join(", ");
+
+export function createHttpHandler(options: HttpHandlerOptions) {
+  const { pipeline, metrics, logger } = options;
+  const routes = new RestRoutes(pipeline.services.map((s) => s.service));
+  const transcoder = new RestTranscoder({
+    pipeline,
+    defaultMaxBodyBytes: options.maxBodyBytes,
+    shutdownSignal: options.shutdownSignal,
+  });
+  const procedures = new Set<string>();
+  for (const { service } of pipeline.services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
+
+  const connect = connectNodeAdapter({
+    routes: (router) => pipeline.registerConnect(router),
+    // Unknown fields and enum names are errors, not silently dropped data.
+    jsonOptions: { ignoreUnknownFields: false },
+    readMaxBytes: options.maxBodyBytes,
+    shutdownSignal: options.shutdownSignal,
+    contextValues: (req) =>
+      createContextValues()
+        .set(requestIdKey, String(req.headers["x-request-id"] ?? ""))
+        .set(clientAddressKey, clientAddress(req, options.trustProxy)),
+  });
+
+  const allowOrigin = (origin: string | undefined): string | undefined => {
+    if (options.corsOrigins.includes("*")) return "*";
+    return origin !== undefined && options.corsOrigins.includes(origin) ? origin : undefined;
+  };
+
+  return (req: NodeRequest, res: NodeResponse): void => {
+    const started = performance.now();
+    const incomingId = req.headers["x-request-id"];
+    const requestId = typeof incomingId === "string" && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    // Connect handlers read the id from the request headers.
+    req.headers["x-request-id"] = requestId;
+    const url = new URL(req.url ?? "/", "http://agentbus.invalid");
+    let route = "unmatched";
+    let protocol = "http";
+
+    res.setHeader("X-Request-Id", requestId);
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.setHeader("X-Frame-Options", "DENY");
+    res.setHeader("Referrer-Policy", "no-referrer");
+    res.setHeader("Content-Security-Policy", API_CSP);
+    const origin = allowOrigin(typeof req.headers.origin === "string" ? req.headers.origin : undefined);
+    if (origin) {
+      res.setHeader("Access-Control-Allow-Origin", origin);
+      res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+      if (origin !== "*") res.setHeader("Vary", "Origin");
+    }
+
+    res.once("close", () => {
+      const seconds = (performance.now() - started) / 1000;
+      const status = res.statusCode;
+      metrics.observeRequest(route, req.method ?? "", protocol, status, seconds);
+      logger.info(
+        { request_id: requestId, method: req.method, route, protocol, status, duration_ms: Math.round(seconds * 100000) / 100 },
+        "request",
+      );
+    });
+
+    const fail = (err: unknown) => {
+      logger.error({ request_id: requestId, route, err }, "unhandled error while serving a request");
+      if (!res.headersSent) sendError(res, new ApiError("internal_error"), requestId);
+      else res.destroy();
+    };
+
+    try {
+      if (req.method === "OPTIONS") {
+        route = "preflight";
+        res.writeHead(204, {
+          "Access-Control-Allow-Methods": ALLOWED_METHODS,
+          "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+          "Access-Control-Max-Age": "7200",
+        });
+        res.end();
+        return;
+      }
+
+      const path = url.pathname;
+      if (req.method === "GET" || req.method === "HEAD") {
+        if (path === "/health") {
+          route = "/health";
+          checkHealth(options.pool).then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report), fail);
+          return;
+        }
+        if (path === "/metrics") {
+          route = "/metrics";
+          metrics.render().then(({ contentType, body }) => {
+            res.writeHead(200, { "Content-Type": contentType });
+            res.end(body);
+          }, fail);
+          return;
+        }
+        if (path === "/docs/errors") {
+          route = "/docs/errors";
+          res.setHeader("Content-Security-Policy", DOCS_CSP);
+          res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+          res.end(renderErrorDocs());
+          return;
+        }
+      }
+
+      const match = routes.match(req.method ?? "GET", path);
+      if (match.kind === "route") {
+        route = match.route.template.template;
+        protocol = "rest";
+        transcoder
+          .handle(req, res, match.route, match.pathParams, {
+            requestId,
+            clientAddress: clientAddress(req, options.trustProxy),
+            url,
+          })
+          .catch(fail);
+        return;
+      }
+      if (match.kind === "wrong_method") {
+        route = "method_not_allowed";
+        sendError(res, new ApiError("method_not_allowed", `${req.method} is not allowed here; use ${match.allowed.join(" or ")}`), requestId, {
+          Allow: match.allowed.join(", "),
+        });
+        return;
+      }
+      if (procedures.has(path)) {
+        route = path;
+        protocol = rpcProtocol(req);
+        connect(req, res);
+        return;
+      }
+      sendError(res, new ApiError("not_found", `No route for ${req.method} ${path}`), requestId);
+    } catch (err) {
+      fail(err);
+    }
+  };
+}
+
+function rpcProtocol(req: NodeRequest): string {
+  const type = String(req.headers["content-type"] ?? "");
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+function clientAddress(req: NodeRequest, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = req.headers["x-forwarded-for"];
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? "unknown";
+}

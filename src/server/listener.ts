@@ -1,0 +1,129 @@
+/**
+ * One port for every protocol. gRPC needs HTTP/2 without TLS (h2c) while curl
+ * and browsers speak HTTP/1.1, and Node's http2 server cannot serve plain
+ * HTTP/1.1 on a cleartext socket. So a net.Server reads the first bytes of
+ * each connection: the HTTP/2 client preface goes to an http2 server, anything
+ * else to an http server. Both share one request handler.
+ *
+ * Node only tracks connections of servers that called listen() themselves, so
+ * this module tracks the handed-over sockets and sessions to drain them on
+ * shutdown.
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net, { type AddressInfo, type Socket } from "node:net";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  handler: RequestHandler;
+  /** Idle HTTP/1.1 keep-alive connections are closed after this long. */
+  keepAliveTimeoutMs?: number;
+  /** A connection that sends nothing for this long is dropped (slow clients). */
+  idleTimeoutMs?: number;
+}
+
+export interface Listener {
+  readonly address: AddressInfo;
+  readonly url: string;
+  /** Stops accepting, lets in-flight requests finish for up to graceMs, then cuts what is left. */
+  close(graceMs: number): Promise<void>;
+}
+
+export async function listen(options: ListenOptions): Promise<Listener> {
+  const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
+  const h1 = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000 }, options.handler);
+  // Applied per connection by the http server's own connection listener.
+  h1.timeout = idleTimeoutMs;
+  const h2 = http2.createServer({}, options.handler);
+
+  const h1Sockets = new Map<Socket, { busy: number }>();
+  const h2Sessions = new Set<http2.ServerHttp2Session>();
+  let closing = false;
+
+  h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const state = h1Sockets.get(req.socket);
+    if (!state) return;
+    state.busy++;
+    res.on("close", () => {
+      state.busy--;
+      // Once draining, a connection is closed as soon as its last response is done.
+      if (closing && state.busy === 0) req.socket.destroySoon();
+    });
+    if (closing) res.setHeader("Connection", "close");
+  });
+
+  h2.on("session", (session) => {
+    h2Sessions.add(session);
+    session.setTimeout(idleTimeoutMs, () => session.close());
+    session.on("close", () => h2Sessions.delete(session));
+    if (closing) session.close();
+  });
+  h2.on("sessionError", () => {});
+
+  const server = net.createServer((socket) => {
+    let head = Buffer.alloc(0);
+    const onReadable = () => {
+      let chunk: Buffer | null;
+      while ((chunk = socket.read() as Buffer | null) !== null) head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const looksH2 = n > 0 && head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      // Wait for more bytes while the preface may still arrive split across packets.
+      if (head.length === 0 || (looksH2 && head.length < PREFACE.length)) return;
+      socket.setTimeout(0);
+      socket.removeListener("readable", onReadable);
+      // read()+unshift() rather than pause/resume: http2 takes over the native
+      // handle and a resumed JS stream would read the same bytes twice.
+      socket.unshift(head);
+      if (looksH2) {
+        h2.emit("connection", socket);
+      } else {
+        h1Sockets.set(socket, { busy: 0 });
+        socket.on("close", () => h1Sockets.delete(socket));
+        h1.emit("connection", socket);
+      }
+    };
+    socket.setTimeout(10_000, () => socket.destroy());
+    socket.on("error", () => socket.destroy());
+    socket.on("readable", onReadable);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  return {
+    address,
+    url: `http://${hostForUrl}:${address.port}`,
+    async close(graceMs: number) {
+      if (closing) return;
+      closing = true;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const [socket, state] of h1Sockets) if (state.busy === 0) socket.destroy();
+      // GOAWAY: the client opens no new streams; open ones may finish.
+      for (const session of h2Sessions) session.close();
+      const drained = async () => {
+        while (h1Sockets.size > 0 || h2Sessions.size > 0) await new Promise((r) => setTimeout(r, 20));
+      };
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([drained(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+      clearTimeout(timer);
+      for (const socket of h1Sockets.keys()) socket.destroy();
+      for (const session of h2Sessions) session.destroy();
+      await stopped;
+    },
+  };
+}

@@ -1,0 +1,716 @@
+/**
+ * The REST JSON dialect of the API (decisions J1–J6), between plain JSON and
+ * protobuf-es messages. protobuf-es' own toJson/fromJson speak the canonical
+ * proto3 JSON mapping (camelCase, int64 as strings, omitted defaults,
+ * "CHANNEL_MODE_CLAIMABLE"), which the contract does not, so this module walks
+ * the descriptors itself:
+ *
+ * - Rendering: snake_case keys in declaration order, every field present
+ *   (null / [] / {}), integers as numbers, short lowercase enum names with
+ *   UNSPECIFIED as null, timestamps with exactly six fractional digits, and a
+ *   oneof as one key named after the oneof.
+ * - Decoding: binds body, query string and path variables the way
+ *   google.api.http (and grpc-gateway) do, with strict JSON types and errors
+ *   that carry the contract's codes (`invalid_<field>` when the catalog has
+ *   one). Bad input only ever raises ApiError.
+ */
+import {
+  ScalarType,
+  create,
+  fromJson,
+  isMessage,
+  toJson,
+  type DescEnum,
+  type DescEnumValue,
+  type DescField,
+  type DescMessage,
+  type Message,
+  type MessageShape,
+  type JsonValue as ProtobufJsonValue,
+} from "@bufbuild/protobuf";
+import { isReflectMessage, reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
+import {
+  EmptySchema,
+  FeatureSet_FieldPresence,
+  FieldMaskSchema,
+  ListValueSchema,
+  StructSchema,
+  TimestampSchema,
+  ValueSchema,
+} from "@bufbuild/protobuf/wkt";
+import { ApiError, isErrorCode, type ErrorCode, type JsonValue } from "../../domain/errors.js";
+import { formatTimestamp, fromProtoTimestamp, parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+
+export type { JsonValue } from "../../domain/errors.js";
+export type JsonObject = { [key: string]: JsonValue };
+
+// ---------------------------------------------------------------------------
+// Enums
+
+/** The REST name of an enum value: lowercase, without the enum's shared prefix. */
+function shortEnumName(desc: DescEnum, value: DescEnumValue): string {
+  const lower = value.name.toLowerCase();
+  const prefix = desc.sharedPrefix;
+  return prefix !== undefined && lower.startsWith(prefix) && lower.length > prefix.length
+    ? lower.slice(prefix.length)
+    : lower;
+}
+
+/**
+ * Renders an enum value as its short lowercase name (`CHANNEL_MODE_CLAIMABLE`
+ * → "claimable"). The zero value (`*_UNSPECIFIED`) and numbers the enum does
+ * not declare render as null: the contract only ever shows declared names.
+ */
+export function enumToJson(desc: DescEnum, value: number): string | null {
+  if (value === 0) return null;
+  const declared = desc.value[value];
+  return declared === undefined ? null : shortEnumName(desc, declared);
+}
+
+/**
+ * Parses an enum from REST input: the short name case-insensitively
+ * ("claimable", "CLAIMABLE") or the full proto name ("CHANNEL_MODE_CLAIMABLE").
+ * Never returns the zero value: "unspecified" is not something a caller may send.
+ */
+export function enumFromJson(desc: DescEnum, text: string): number | undefined {
+  const lower = text.toLowerCase();
+  for (const value of desc.values) {
+    if (value.number === 0) continue;
+    if (shortEnumName(desc, value) === lower || value.name.toLowerCase() === lower) return value.number;
+  }
+  return undefined;
+}
+
+/** The names a caller may send for an enum, in declaration order (for messages and OpenAPI). */
+export function enumJsonNames(desc: DescEnum): string[] {
+  return desc.values.filter((v) => v.number !== 0).map((v) => shortEnumName(desc, v));
+}
+
+// ---------------------------------------------------------------------------
+// Rendering
+
+const TYPE_TIMESTAMP = TimestampSchema.typeName;
+const TYPE_STRUCT = StructSchema.typeName;
+const TYPE_LIST_VALUE = ListValueSchema.typeName;
+const TYPE_FIELD_MASK = FieldMaskSchema.typeName;
+const TYPE_EMPTY = EmptySchema.typeName;
+
+const isWellKnown = (desc: DescMessage): boolean => desc.typeName.startsWith("google.protobuf.");
+
+const hasExplicitPresence = (field: DescField): boolean => field.presence === FeatureSet_FieldPresence.EXPLICIT;
+
+/** Renders a message as the contract's JSON object (J1–J4). */
+export function renderMessage(schema: DescMessage, message: Message): JsonObject {
+  return renderFields(reflect(schema, message));
+}
+
+function renderFields(r: ReflectMessage): JsonObject {
+  const out: JsonObject = {};
+  // members keeps declaration order and lists a oneof once, where it is declared.
+  for (const member of r.desc.members) {
+    if (member.kind === "oneof") {
+      const selected = r.oneofCase(member);
+      out[member.name] = selected === undefined ? null : renderField(r, selected);
+    } else {
+      out[member.name] = renderField(r, member);
+    }
+  }
+  return out;
+}
+
+function renderField(r: ReflectMessage, field: DescField): JsonValue {
+  switch (field.fieldKind) {
+    case "list": {
+      const items: JsonValue[] = [];
+      for (const item of r.get(field)) items.push(renderElement(field, item));
+      return items;
+    }
+    case "map": {
+      const entries: [string, JsonValue][] = [];
+      for (const [key, value] of r.get(field)) entries.push([String(key), renderElement(field, value)]);
+      return Object.fromEntries(entries);
+    }
+    case "message":
+      return r.isSet(field) ? renderMessageValue(r.get(field)) : null;
+    case "enum":
+      return hasExplicitPresence(field) && !r.isSet(field) ? null : enumToJson(field.enum, r.get(field));
+    case "scalar":
+      return hasExplicitPresence(field) && !r.isSet(field) ? null : renderScalar(field.scalar, r.get(field));
+  }
+}
+
+/** An element of a list or a value of a map, as ReflectList/ReflectMap hand it out. */
+function renderElement(field: DescField & { fieldKind: "list" | "map" }, item: unknown): JsonValue {
+  const kind = field.fieldKind === "list" ? field.listKind : field.mapKind;
+  if (kind === "message") return isReflectMessage(item) ? renderMessageValue(item) : null;
+  if (kind === "enum") return typeof item === "number" && field.enum ? enumToJson(field.enum, item) : null;
+  return field.scalar === undefined ? null : renderScalar(field.scalar, item as ScalarValue);
+}
+
+function renderMessageValue(m: ReflectMessage): JsonValue {
+  const message = m.message;
+  if (isMessage(message, TimestampSchema)) return formatTimestamp(fromProtoTimestamp(message));
+  // Our clients send and read field names in snake_case, so masks stay as stored.
+  if (isMessage(message, FieldMaskSchema)) return message.paths.join(",");
+  if (isMessage(message, EmptySchema)) return {};
+  if (isMessage(message, ValueSchema) && message.kind.case === undefined) return null;
+  // Struct, Value, ListValue, wrappers, Duration: their canonical JSON is already plain JSON.
+  if (isWellKnown(m.desc)) return toJson(m.desc, message) as JsonValue;
+  return renderFields(m);
+}
+
+function renderScalar(type: ScalarType, value: ScalarValue): JsonValue {
+  if (typeof value === "bigint") return Number(value); // J3: integers are numbers, even int64
+  if (typeof value === "number") {
+    if ((type === ScalarType.DOUBLE || type === ScalarType.FLOAT) && !Number.isFinite(value)) return null;
+    return value;
+  }
+  if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+export interface RequestInput {
+  /** Variables captured from the path template, already percent-decoded. */
+  pathParams: Record<string, string>;
+  query: URLSearchParams;
+  /** The parsed JSON body, or undefined when the request had none. */
+  body: unknown;
+  /** The HttpRule's body: "" (no body), "*" (the whole request) or a field name. */
+  bodyField: string;
+  /** J6: unknown body keys are ignored on create and rejected on PATCH. */
+  rejectUnknownBodyFields: boolean;
+}
+
+/**
+ * Builds a request message from a REST request: the body first, then query
+ * parameters for the fields neither the path nor the body binds, then (for
+ * PATCH-style rules) the update mask from the body's keys, then the path
+ * variables, which override anything else.
+ */
+export function decodeRequest<T extends DescMessage>(schema: T, input: RequestInput): MessageShape<T> {
+  const message = create(schema);
+  const root = reflect(schema, message);
+  const pathBound = Object.keys(input.pathParams).map((name) => canonicalPath(schema, name));
+  const bodyKeys = bindBody(root, input);
+  bindQuery(root, input, pathBound);
+  fillUpdateMask(root, input, bodyKeys);
+  bindPath(root, input.pathParams);
+  return message;
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Binds the body; returns the proto names of the known keys it had (for the update mask). */
+function bindBody(root: ReflectMessage, input: RequestInput): string[] {
+  if (input.bodyField === "") return [];
+  const body = input.body === undefined ? {} : input.body;
+  if (!isJsonObject(body)) {
+    throw new ApiError("invalid_json_shape", `The request body must be a JSON object, not ${describeJson(body)}`);
+  }
+  const target = input.bodyField === "*" ? root.desc : bodyFieldOf(root.desc, input.bodyField).message;
+  if (input.rejectUnknownBodyFields && !isWellKnown(target)) rejectUnknownKeys(target, body);
+
+  if (input.bodyField === "*") {
+    decodeObjectInto(root, body, "");
+  } else {
+    const field = bodyFieldOf(root.desc, input.bodyField);
+    root.set(field, decodeMessage(field, field.message, body, ""));
+  }
+  if (isWellKnown(target)) return [];
+  const names: string[] = [];
+  for (const key of Object.keys(body)) {
+    const field = findField(target, key);
+    if (field !== undefined && !names.includes(field.name)) names.push(field.name);
+  }
+  return names;
+}
+
+function bodyFieldOf(desc: DescMessage, name: string): DescField & { fieldKind: "message" } {
+  const field = desc.fields.find((f) => f.name === name);
+  // A rule naming a missing or non-message field is a bug in the proto, not bad input.
+  if (field?.fieldKind !== "message") {
+    throw new Error(`HttpRule body "${name}" is not a message field of ${desc.typeName}`);
+  }
+  return field;
+}
+
+/** J6 on PATCH: every key the request cannot take is listed at once, nested ones dotted. */
+function rejectUnknownKeys(desc: DescMessage, body: Record<string, unknown>): void {
+  const unknown: string[] = [];
+  collectUnknownKeys(desc, body, "", unknown);
+  if (unknown.length > 0) {
+    throw new ApiError("invalid_fields", `Unknown field${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`, {
+      details: { fields: unknown },
+    });
+  }
+}
+
+function collectUnknownKeys(desc: DescMessage, object: Record<string, unknown>, prefix: string, out: string[]): void {
+  for (const [key, value] of Object.entries(object)) {
+    const field = findField(desc, key);
+    if (field === undefined) {
+      out.push(prefix + key);
+      continue;
+    }
+    const nested = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message");
+    if (!nested || field.message === undefined || isWellKnown(field.message)) continue;
+    const elements = field.fieldKind === "list" && Array.isArray(value) ? value : [value];
+    for (const element of elements) {
+      if (isJsonObject(element)) collectUnknownKeys(field.message, element, `${prefix}${field.name}.`, out);
+    }
+  }
+}
+
+const fieldIndex = new WeakMap<DescMessage, Map<string, DescField>>();
+
+/** Finds a field by its proto name (snake_case) or its JSON name (camelCase). */
+function findField(desc: DescMessage, name: string): DescField | undefined {
+  let index = fieldIndex.get(desc);
+  if (index === undefined) {
+    index = new Map();
+    for (const field of desc.fields) {
+      index.set(field.jsonName, field);
+      index.set(field.name, field); // the proto name wins if the two ever collide
+    }
+    fieldIndex.set(desc, index);
+  }
+  return index.get(name);
+}
+
+function decodeObjectInto(r: ReflectMessage, object: Record<string, unknown>, prefix: string): void {
+  for (const [key, value] of Object.entries(object)) {
+    const field = findField(r.desc, key);
+    if (field !== undefined) decodeFieldInto(r, field, value, prefix + field.name);
+  }
+}
+
+function decodeFieldInto(r: ReflectMessage, field: DescField, json: unknown, path: string): void {
+  // null (or a key set to undefined by a caller) leaves the field unset; on PATCH
+  // the key still lands in the update mask, which is how a field is cleared.
+  if (json === null || json === undefined) {
+    r.clear(field);
+    return;
+  }
+  switch (field.fieldKind) {
+    case "scalar":
+      r.set(field, scalarFromJson(field, field.scalar, json, path));
+      return;
+    case "enum":
+      r.set(field, enumFromJsonValue(field, field.enum, json, path));
+      return;
+    case "message":
+      r.set(field, decodeMessage(field, field.message, json, path));
+      return;
+    case "list": {
+      if (!Array.isArray(json)) throw invalid(field, path, `must be an array of ${elementNoun(field)}`);
+      const list = r.get(field);
+      list.clear();
+      json.forEach((item: unknown, i) => {
+        if (item === null || item === undefined) {
+          throw invalid(field, path, `must be an array of ${elementNoun(field)} (item ${i + 1} is null)`);
+        }
+        const itemPath = `${path}[${i}]`;
+        if (field.listKind === "scalar") list.add(scalarFromJson(field, field.scalar, item, path, itemPath));
+        else if (field.listKind === "enum") list.add(enumFromJsonValue(field, field.enum, item, path, itemPath));
+        else list.add(decodeMessage(field, field.message, item, path, itemPath));
+      });
+      return;
+    }
+    case "map": {
+      if (!isJsonObject(json)) throw invalid(field, path, "must be a JSON object");
+      const map = r.get(field);
+      map.clear();
+      for (const [key, item] of Object.entries(json)) {
+        const itemPath = `${path}.${key}`;
+        const mapKey = scalarFromText(field, field.mapKey, key, path, itemPath);
+        if (item === null || item === undefined) throw invalid(field, path, `must not have null values ('${itemPath}')`);
+        if (field.mapKind === "scalar") map.set(mapKey, scalarFromJson(field, field.scalar, item, path, itemPath));
+        else if (field.mapKind === "enum") map.set(mapKey, enumFromJsonValue(field, field.enum, item, path, itemPath));
+        else map.set(mapKey, decodeMessage(field, field.message, item, path, itemPath));
+      }
+      return;
+    }
+  }
+}
+
+/**
+ * Decodes a JSON value into a message of type `desc` held by `field` (a
+ * singular field, a list element or a map value). `path` names the field in
+ * errors; `shown` is what the message quotes (the element, for lists).
+ */
+function decodeMessage(field: DescField, desc: DescMessage, json: unknown, path: string, shown = path): ReflectMessage {
+  switch (desc.typeName) {
+    case TYPE_TIMESTAMP: {
+      const micros = typeof json === "string" ? parseTimestamp(json) : undefined;
+      if (micros === undefined) throw invalid(field, path, TIMESTAMP_EXPECTATION, shown);
+      return reflect(TimestampSchema, create(TimestampSchema, toProtoTimestamp(micros)));
+    }
+    case TYPE_FIELD_MASK:
+      if (typeof json !== "string") throw invalid(field, path, FIELD_MASK_EXPECTATION, shown);
+      return reflect(FieldMaskSchema, fieldMaskFromText(field, json, path, shown));
+    case TYPE_EMPTY:
+      if (!isJsonObject(json)) throw invalid(field, path, "must be a JSON object", shown);
+      return reflect(EmptySchema, create(EmptySchema));
+    case TYPE_STRUCT:
+      if (!isJsonObject(json)) throw invalid(field, path, "must be a JSON object", shown);
+      return reflect(desc, wellKnownFromJson(field, desc, json, path, "must be a JSON object", shown));
+    case TYPE_LIST_VALUE:
+      if (!Array.isArray(json)) throw invalid(field, path, "must be a JSON array", shown);
+      return reflect(desc, wellKnownFromJson(field, desc, json, path, "must be a JSON array", shown));
+  }
+  if (isWellKnown(desc)) {
+    // Value, wrappers, Duration: the canonical proto3 JSON form.
+    return reflect(desc, wellKnownFromJson(field, desc, json, path, `must be a valid ${desc.name}`, shown));
+  }
+  if (!isJsonObject(json)) throw invalid(field, path, "must be a JSON object", shown);
+  const nested = reflect(desc, create(desc));
+  // The body-bound message itself is the caller's top level: its keys are not prefixed.
+  decodeObjectInto(nested, json, shown === "" ? "" : `${shown}.`);
+  return nested;
+}
+
+function wellKnownFromJson(
+  field: DescField,
+  desc: DescMessage,
+  json: unknown,
+  path: string,
+  expectation: string,
+  shown: string,
+): Message {
+  try {
+    return fromJson(desc, json as ProtobufJsonValue);
+  } catch {
+    throw invalid(field, path, expectation, shown);
+  }
+}
+
+const TIMESTAMP_EXPECTATION = "must be an RFC 3339 timestamp such as 2026-11-21T03:14:39.743512Z";
+const FIELD_MASK_EXPECTATION = "must be a comma-separated list of field names";
+const FIELD_NAME_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+function fieldMaskFromText(field: DescField, text: string, path: string, shown: string) {
+  const paths = text
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+  if (!paths.every((p) => FIELD_NAME_PATH.test(p))) throw invalid(field, path, FIELD_MASK_EXPECTATION, shown);
+  return create(FieldMaskSchema, { paths });
+}
+
+function enumFromJsonValue(field: DescField, desc: DescEnum, json: unknown, path: string, shown = path): number {
+  const value = typeof json === "string" ? enumFromJson(desc, json) : undefined;
+  if (value === undefined) {
+    const names = enumJsonNames(desc).map((n) => JSON.stringify(n));
+    throw invalid(field, path, `must be one of ${names.join(", ")}`, shown);
+  }
+  return value;
+}
+
+// ---- scalars
+
+interface IntegerRange {
+  readonly min: bigint;
+  readonly max: bigint;
+  readonly is64: boolean;
+}
+
+const INT32: IntegerRange = { min: -(2n ** 31n), max: 2n ** 31n - 1n, is64: false };
+const UINT32: IntegerRange = { min: 0n, max: 2n ** 32n - 1n, is64: false };
+const INT64: IntegerRange = { min: -(2n ** 63n), max: 2n ** 63n - 1n, is64: true };
+const UINT64: IntegerRange = { min: 0n, max: 2n ** 64n - 1n, is64: true };
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+function integerRange(type: ScalarType): IntegerRange | undefined {
+  switch (type) {
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+      return INT32;
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+      return UINT32;
+    case ScalarType.INT64:
+    case ScalarType.SINT64:
+    case ScalarType.SFIXED64:
+      return INT64;
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+      return UINT64;
+    default:
+      return undefined;
+  }
+}
+
+const FLOAT_MAX = 3.4028234663852886e38;
+const CANONICAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+const DECIMAL_NUMBER = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+const BASE64 = /^([A-Za-z0-9+/_-]{4})*([A-Za-z0-9+/_-]{2}(==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
+
+/** A JSON body value: strict JSON types (J3: integers must be numbers, not numeric strings). */
+function scalarFromJson(field: DescField, type: ScalarType, json: unknown, path: string, shown = path): ScalarValue {
+  const range = integerRange(type);
+  if (range !== undefined) {
+    if (typeof json !== "number" || !Number.isInteger(json)) throw invalid(field, path, "must be an integer", shown);
+    // A JSON number beyond 2^53 has already lost digits, so 64-bit values must be safe integers.
+    const min = range.is64 && range.min < -SAFE_MAX ? -SAFE_MAX : range.min;
+    const max = range.is64 && range.max > SAFE_MAX ? SAFE_MAX : range.max;
+    return integerInRange(field, BigInt(json), { ...range, min, max }, path, shown);
+  }
+  switch (type) {
+    case ScalarType.STRING:
+      if (typeof json !== "string") throw invalid(field, path, "must be a string", shown);
+      return json;
+    case ScalarType.BOOL:
+      if (typeof json !== "boolean") throw invalid(field, path, "must be true or false", shown);
+      return json;
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      if (typeof json !== "number") throw invalid(field, path, "must be a number", shown);
+      return floatInRange(field, type, json, path, shown);
+    case ScalarType.BYTES:
+      if (typeof json !== "string") throw invalid(field, path, "must be a base64 string", shown);
+      return bytesFromBase64(field, json, path, shown);
+    default:
+      throw new Error(`unhandled scalar type ${String(type)}`);
+  }
+}
+
+/** A query-string or path value: text converted per the field's type. */
+function scalarFromText(field: DescField, type: ScalarType, text: string, path: string, shown = path): ScalarValue {
+  const range = integerRange(type);
+  if (range !== undefined) {
+    if (!CANONICAL_INTEGER.test(text)) throw invalid(field, path, "must be an integer", shown);
+    return integerInRange(field, BigInt(text), range, path, shown);
+  }
+  switch (type) {
+    case ScalarType.STRING:
+      return text;
+    case ScalarType.BOOL:
+      if (text !== "true" && text !== "false") throw invalid(field, path, "must be true or false", shown);
+      return text === "true";
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      if (!DECIMAL_NUMBER.test(text)) throw invalid(field, path, "must be a number", shown);
+      return floatInRange(field, type, Number(text), path, shown);
+    case ScalarType.BYTES:
+      return bytesFromBase64(field, text, path, shown);
+    default:
+      throw new Error(`unhandled scalar type ${String(type)}`);
+  }
+}
+
+function integerInRange(field: DescField, value: bigint, range: IntegerRange, path: string, shown: string): ScalarValue {
+  if (value < range.min || value > range.max) {
+    throw invalid(field, path, `must be an integer from ${range.min} to ${range.max}`, shown);
+  }
+  return range.is64 ? value : Number(value);
+}
+
+function floatInRange(field: DescField, type: ScalarType, value: number, path: string, shown: string): number {
+  const limit = type === ScalarType.FLOAT ? FLOAT_MAX : Number.MAX_VALUE;
+  if (!Number.isFinite(value) || Math.abs(value) > limit) throw invalid(field, path, "must be a finite number", shown);
+  return value;
+}
+
+function bytesFromBase64(field: DescField, text: string, path: string, shown: string): Uint8Array {
+  if (!BASE64.test(text)) throw invalid(field, path, "must be a base64 string", shown);
+  return new Uint8Array(Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64"));
+}
+
+// ---- query string and path
+
+/** A field path from the request root, resolved against proto and JSON names. */
+type FieldChain = DescField[];
+
+function resolveFieldPath(root: DescMessage, dotted: string): FieldChain | undefined {
+  const chain: FieldChain = [];
+  let desc: DescMessage | undefined = root;
+  for (const part of dotted.split(".")) {
+    if (desc === undefined) return undefined;
+    const field = findField(desc, part);
+    if (field === undefined) return undefined;
+    chain.push(field);
+    // Only singular, non-well-known messages can be stepped into.
+    desc = field.fieldKind === "message" && !isWellKnown(field.message) ? field.message : undefined;
+  }
+  return chain;
+}
+
+function canonicalPath(root: DescMessage, dotted: string): string {
+  return resolveFieldPath(root, dotted)?.map((f) => f.name).join(".") ?? dotted;
+}
+
+const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+
+/** Whether a field given as text (query or path) can take the value; the rest need a JSON body. */
+function acceptsText(field: DescField): boolean {
+  switch (field.fieldKind) {
+    case "scalar":
+    case "enum":
+      return true;
+    case "list":
+      return field.listKind !== "message";
+    case "message":
+      return field.message.typeName === TYPE_TIMESTAMP || field.message.typeName === TYPE_FIELD_MASK;
+    case "map":
+      return false;
+  }
+}
+
+function bindQuery(root: ReflectMessage, input: RequestInput, pathBound: string[]): void {
+  const names = [...new Set(input.query.keys())];
+  const rejected: string[] = [];
+  // Grouped by canonical field path, so `max_messages` and `maxMessages` are one field.
+  const bindings = new Map<string, { chain: FieldChain; values: string[] }>();
+  for (const name of names) {
+    const chain = resolveFieldPath(root.desc, name);
+    const leaf = chain?.at(-1);
+    const canonical = chain?.map((f) => f.name).join(".") ?? name;
+    const boundByBody =
+      input.bodyField === "*" || (input.bodyField !== "" && overlaps(canonical, input.bodyField));
+    const boundByPath = pathBound.some((p) => overlaps(canonical, p));
+    if (chain === undefined || leaf === undefined || !acceptsText(leaf) || boundByBody || boundByPath) {
+      rejected.push(name);
+    } else {
+      const binding = bindings.get(canonical) ?? { chain, values: [] };
+      binding.values.push(...input.query.getAll(name));
+      bindings.set(canonical, binding);
+    }
+  }
+  if (rejected.length > 0) {
+    throw new ApiError(
+      "invalid_fields",
+      `Unknown query parameter${rejected.length > 1 ? "s" : ""}: ${rejected.join(", ")}`,
+      { details: { fields: rejected } },
+    );
+  }
+  for (const { chain, values } of bindings.values()) setFromText(root, chain, values);
+}
+
+function bindPath(root: ReflectMessage, pathParams: Record<string, string>): void {
+  for (const [name, value] of Object.entries(pathParams)) {
+    const chain = resolveFieldPath(root.desc, name);
+    const leaf = chain?.at(-1);
+    // The router builds pathParams from the proto's own templates, so a
+    // mismatch is a bug in the proto rather than bad input.
+    if (chain === undefined || leaf === undefined || !acceptsText(leaf) || leaf.fieldKind === "list") {
+      throw new Error(`Path variable "${name}" is not a scalar field of ${root.desc.typeName}`);
+    }
+    setFromText(root, chain, [value]);
+  }
+}
+
+/** Sets the field at the end of `chain` from text values, creating the messages on the way. */
+function setFromText(root: ReflectMessage, chain: FieldChain, values: string[]): void {
+  let target = root;
+  for (const step of chain.slice(0, -1)) {
+    if (step.fieldKind !== "message") throw new Error(`cannot step into ${step.toString()}`);
+    if (!target.isSet(step)) target.set(step, reflect(step.message, create(step.message)));
+    target = target.get(step);
+  }
+  const field = chain[chain.length - 1];
+  if (field === undefined) return;
+  const path = chain.map((f) => f.name).join(".");
+
+  if (field.fieldKind === "list") {
+    const list = target.get(field);
+    list.clear();
+    values.forEach((text, i) => {
+      const shown = `${path}[${i}]`;
+      if (field.listKind === "scalar") list.add(scalarFromText(field, field.scalar, text, path, shown));
+      else if (field.listKind === "enum") list.add(enumFromJsonValue(field, field.enum, text, path, shown));
+    });
+    return;
+  }
+  if (values.length !== 1) throw invalid(field, path, "must be given only once");
+  const text = values[0] ?? "";
+  switch (field.fieldKind) {
+    case "scalar":
+      target.set(field, scalarFromText(field, field.scalar, text, path));
+      return;
+    case "enum":
+      target.set(field, enumFromJsonValue(field, field.enum, text, path));
+      return;
+    case "message":
+      // Timestamp and FieldMask take the same text as in a JSON body.
+      target.set(field, decodeMessage(field, field.message, text, path));
+      return;
+    case "map":
+      throw new Error(`cannot set map ${field.toString()} from text`);
+  }
+}
+
+// ---- update mask
+
+/**
+ * grpc-gateway's PATCH convention: when the body binds one message field and
+ * the request has an `update_mask` the caller did not give (query or path),
+ * the mask lists the body's known keys, in body order, nulls included (a key
+ * set to null means "clear this field"). Nested objects are replaced whole,
+ * so only top-level keys enter the mask.
+ */
+function fillUpdateMask(root: ReflectMessage, input: RequestInput, bodyKeys: string[]): void {
+  if (input.bodyField === "" || input.bodyField === "*" || input.bodyField === "update_mask") return;
+  const mask = root.desc.fields.find((f) => f.name === "update_mask");
+  if (mask?.fieldKind !== "message" || mask.message.typeName !== TYPE_FIELD_MASK) return;
+  if (root.isSet(mask) || Object.keys(input.pathParams).some((p) => overlaps(canonicalPath(root.desc, p), "update_mask"))) {
+    return;
+  }
+  root.set(mask, reflect(FieldMaskSchema, create(FieldMaskSchema, { paths: bodyKeys })));
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+// Codes that name a field-sounding word but mean something else.
+const NOT_FIELD_CODES = new Set<string>(["invalid_json", "invalid_json_shape", "invalid_fields"]);
+
+/**
+ * The catalog code for a bad value of `field`: `invalid_<field name>` when the
+ * catalog defines it (the contract's own codes, e.g. invalid_mode), otherwise
+ * a code for the kind of value expected.
+ */
+export function fieldErrorCode(field: DescField): ErrorCode {
+  const specific = `invalid_${field.name}`;
+  if (isErrorCode(specific) && !NOT_FIELD_CODES.has(specific)) return specific;
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return "invalid_string";
+  if (field.fieldKind === "map") return "invalid_object";
+  if (field.fieldKind === "message" && (field.message.typeName === TYPE_STRUCT || !isWellKnown(field.message))) {
+    return "invalid_object";
+  }
+  return "invalid_field";
+}
+
+function invalid(field: DescField, path: string, expectation: string, shown = path): ApiError {
+  return new ApiError(fieldErrorCode(field), `'${shown}' ${expectation}`, { details: { field: path } });
+}
+
+function elementNoun(field: DescField & { fieldKind: "list" }): string {
+  switch (field.listKind) {
+    case "enum":
+      return `values (${enumJsonNames(field.enum).map((n) => JSON.stringify(n)).join(", ")})`;
+    case "message":
+      return isWellKnown(field.message) && field.message.typeName === TYPE_TIMESTAMP ? "timestamps" : "objects";
+    case "scalar":
+      return field.scalar === ScalarType.STRING
+        ? "strings"
+        : field.scalar === ScalarType.BOOL
+          ? "booleans"
+          : integerRange(field.scalar) !== undefined
+            ? "integers"
+            : field.scalar === ScalarType.BYTES
+              ? "base64 strings"
+              : "numbers";
+  }
+}
+
+function describeJson(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}

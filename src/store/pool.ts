@@ -1,0 +1,174 @@
+/**
+ * The PostgreSQL connection pool and the two helpers every store module uses.
+ *
+ * Type parsing is configured per pool, not through the global pg.types
+ * registry, so that no other library sharing the `pg` module (Agenda, tests)
+ * sees its values change shape behind its back.
+ */
+import pg from "pg";
+import { parseTimestamp, type Micros } from "../domain/time.js";
+
+const OID = {
+  INT8: 20,
+  TEXT_ARRAY: 1009,
+  INT8_ARRAY: 1016,
+  TIMESTAMP: 1114,
+  TIMESTAMP_ARRAY: 1115,
+  TIMESTAMPTZ: 1184,
+  TIMESTAMPTZ_ARRAY: 1185,
+} as const;
+
+/**
+ * Timestamps become integer microseconds: pg's default turns them into a JS
+ * Date, which drops the microseconds that cursors must keep (decision J4).
+ */
+function parseMicros(text: string): Micros {
+  if (text === "infinity") return Number.POSITIVE_INFINITY;
+  if (text === "-infinity") return Number.NEGATIVE_INFINITY;
+  // `timestamp` (without time zone) has no offset in its text form; we only
+  // ever store UTC in it, and every session runs with TimeZone=UTC.
+  const micros = parseTimestamp(/[+-]\d{2}(:?\d{2})?$|Z$/.test(text) ? text : `${text}Z`);
+  // Throwing here fails the query (pg catches row-parse errors) rather than
+  // handing a caller a silently wrong instant, e.g. for BC or year > 9999.
+  if (micros === undefined) throw new Error(`Unsupported timestamp value from PostgreSQL: ${JSON.stringify(text)}`);
+  return micros;
+}
+
+/**
+ * int8 becomes a number: counts, sequence ids and sizes stay far below 2^53.
+ * Refuse rather than round if one ever does not.
+ */
+function parseInt8(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new Error(`int8 value ${text} does not fit a JS number exactly`);
+  return value;
+}
+
+type Nested<T> = T | null | Nested<T>[];
+
+// pg-types' TypeId enum omits array OIDs, though its registry has them.
+const builtinParser = pg.types.getTypeParser as (oid: number, format?: "text" | "binary") => (text: string) => unknown;
+const textArrayParser = builtinParser(OID.TEXT_ARRAY, "text") as (text: string) => Nested<string>;
+
+/** Reuses pg's text[] parser (quoting, NULLs, nesting) and converts each element. */
+function arrayOf<T>(element: (text: string) => T): (text: string) => Nested<T> {
+  const convert = (value: Nested<string>): Nested<T> =>
+    value === null ? null : Array.isArray(value) ? value.map(convert) : element(value);
+  return (text) => convert(textArrayParser(text));
+}
+
+const parsers = new Map<number, (text: string) => unknown>([
+  [OID.INT8, parseInt8],
+  [OID.INT8_ARRAY, arrayOf(parseInt8)],
+  [OID.TIMESTAMP, parseMicros],
+  [OID.TIMESTAMP_ARRAY, arrayOf(parseMicros)],
+  [OID.TIMESTAMPTZ, parseMicros],
+  [OID.TIMESTAMPTZ_ARRAY, arrayOf(parseMicros)],
+]);
+
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    (format !== "binary" && parsers.get(oid)) || builtinParser(oid, format)) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+export interface PoolOptions {
+  /** Most connections this process opens. */
+  max: number;
+  /** Called for errors on idle clients (e.g. the server restarted); defaults to ignoring them. */
+  onError?: (err: Error) => void;
+}
+
+export function createPool(url: string, options: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    types,
+    // Every session in UTC, so now()::date, date_trunc and casts to
+    // timestamp agree across servers whatever their configured zone.
+    options: "-c TimeZone=UTC",
+    application_name: "agentbus",
+    // A black-holed server would otherwise hang a request for the OS TCP
+    // timeout (minutes); this turns it into a prompt store_unavailable.
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
+  });
+  // Without a listener an idle client's error (server restart, network drop)
+  // is an unhandled 'error' event and kills the process. The pool already
+  // discards that client; the next checkout reconnects.
+  pool.on("error", (err) => options.onError?.(err));
+  return pool;
+}
+
+/**
+ * Runs fn inside BEGIN/COMMIT on one client; rolls back when it throws.
+ * The client is always released; a client whose connection failed or whose
+ * ROLLBACK failed is destroyed instead of returned, since its state is unknown.
+ */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // pg-pool removes its error listener while a client is checked out; a
+  // connection lost between two queries of fn would otherwise be an
+  // unhandled 'error' event. The next query on this client fails anyway.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on("error", onError);
+  try {
+    await client.query("BEGIN");
+    const result = await fn(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (err) {
+    try {
+      await client.query("ROLLBACK");
+    } catch (rollbackErr) {
+      broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+    }
+    throw err;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+const CONNECTION_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+// 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now.
+const SHUTDOWN_SQLSTATES = new Set(["57P01", "57P02", "57P03"]);
+
+// pg reports a dropped or timed-out connection only through the message.
+const CONNECTION_MESSAGES = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error and is not queryable",
+];
+
+/**
+ * True when err means the database could not be reached or the connection
+ * was lost (callers answer 503 store_unavailable), false for an error the
+ * server raised about the query itself.
+ */
+export function isConnectionError(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const { code, message, errors } = err as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === "string") {
+    if (CONNECTION_ERRNOS.has(code) || SHUTDOWN_SQLSTATES.has(code)) return true;
+    // SQLSTATE class 08: connection exception.
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  if (typeof message === "string" && CONNECTION_MESSAGES.some((m) => message.includes(m))) return true;
+  // Node's happy-eyeballs connect (localhost → ::1 and 127.0.0.1) fails with
+  // an AggregateError holding one error per address.
+  if (Array.isArray(errors)) return errors.some(isConnectionError);
+  return false;
+}

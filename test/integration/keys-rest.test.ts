@@ -1,0 +1,149 @@
+import { createHash } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+
+const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+describe("POST /v1/keys", () => {
+  it("issues a key without authentication, answering 201 with the A4 shape", async () => {
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "planner" } });
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.body).sort()).toEqual(["agent_label", "expires_at", "key", "key_id", "owner_id"]);
+    expect(res.body).toMatchObject({ agent_label: "planner", owner_id: "planner", expires_at: null });
+    expect(res.body.key).toMatch(new RegExp(`^${res.body.key_id}\\.`));
+  });
+
+  it("refuses a label already held by an active key with 409 label_in_use and a suggestion", async () => {
+    await mintKey(server.url, "twin");
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "twin" } });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: "label_in_use" });
+    expect(res.body.suggestion).toEqual(expect.any(String));
+  });
+
+  it("frees the label of a revoked key", async () => {
+    const key = await mintKey(server.url, "phoenix");
+    expect((await rest(server.url, "DELETE", "/v1/keys/me", { key })).status).toBe(200);
+    expect((await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "phoenix" } })).status).toBe(201);
+  });
+
+  it("answers 422 missing_field for a blank or absent agent_label", async () => {
+    for (const body of [{}, { agent_label: "  " }]) {
+      const res = await rest(server.url, "POST", "/v1/keys", { body });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ error: "missing_field" });
+    }
+  });
+
+  it("answers 422 invalid_agent_label for a non-string agent_label", async () => {
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: 42 } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_agent_label" });
+  });
+
+  it("answers 422 invalid_agent_label for a label over 128 characters", async () => {
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "x".repeat(129) } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_agent_label" });
+  });
+
+  it("stores only a SHA-256 hash of the secret", async () => {
+    const res = await rest<{ key: string; key_id: string }>(server.url, "POST", "/v1/keys", { body: { agent_label: "vault" } });
+    const secret = res.body.key.split(".")[1]!;
+    const client = new pg.Client({ connectionString: server.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query("SELECT * FROM api_keys WHERE key_id = $1", [res.body.key_id]);
+      expect(JSON.stringify(rows[0])).not.toContain(secret);
+      expect((rows[0].secret_hash as Buffer).equals(createHash("sha256").update(secret).digest())).toBe(true);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("never writes the key into the logs", async () => {
+    const key = await mintKey(server.url, "quiet");
+    await rest(server.url, "GET", "/v1/keys/me", { key });
+    const secret = key.split(".")[1]!;
+    expect(server.rawLogs.length).toBeGreaterThan(0);
+    expect(server.rawLogs.join("\n")).not.toContain(secret);
+  });
+
+  it("limits minting per source address when AGENTBUS_KEY_MINT_LIMIT is set", async () => {
+    const limited = await startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "2" });
+    try {
+      expect((await rest(limited.url, "POST", "/v1/keys", { body: { agent_label: "a1" } })).status).toBe(201);
+      expect((await rest(limited.url, "POST", "/v1/keys", { body: { agent_label: "a2" } })).status).toBe(201);
+      const third = await rest(limited.url, "POST", "/v1/keys", { body: { agent_label: "a3" } });
+      expect(third.status).toBe(429);
+      expect(third.body).toMatchObject({ error: "rate_limit_exceeded" });
+      expect(Number(third.headers.get("retry-after"))).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("GET /v1/keys/me", () => {
+  it("describes the calling key", async () => {
+    const key = await mintKey(server.url, "self-aware");
+    const res = await rest(server.url, "GET", "/v1/keys/me", { key });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ key_id: key.split(".")[0], agent_label: "self-aware", owner_id: "self-aware", active: true });
+    expect(res.body.created_at).toMatch(TIMESTAMP_6);
+  });
+});
+
+describe("DELETE /v1/keys/me", () => {
+  it("revokes the key at once", async () => {
+    const key = await mintKey(server.url);
+    const res = await rest(server.url, "DELETE", "/v1/keys/me", { key });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ key_id: key.split(".")[0], revoked: true });
+    const after = await rest(server.url, "GET", "/v1/keys/me", { key });
+    expect(after.status).toBe(401);
+    expect(after.body).toMatchObject({ error: "unauthorized", message: "Inactive API key" });
+  });
+});
+
+describe("401 unauthorized on protected routes", () => {
+  const cases: Array<[string, (key: string) => string | undefined, string]> = [
+    ["missing", () => undefined, "Missing X-API-Key header"],
+    ["malformed", () => "not-a-key", "Malformed API key"],
+    ["unknown", () => "ak_AAAAAAAAAAAAAAAA.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB", "Invalid API key"],
+    ["wrong secret", (key) => `${key.split(".")[0]}.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB`, "Invalid API key"],
+  ];
+  for (const [name, keyFor, message] of cases) {
+    it(`answers 401 with the error body when the key is ${name}`, async () => {
+      const key = await mintKey(server.url);
+      const res = await rest(server.url, "GET", "/v1/keys/me", { key: keyFor(key) });
+      expect(res.status).toBe(401);
+      expect(res.body).toMatchObject({ error: "unauthorized", message, documentation_url: "/docs/errors#unauthorized" });
+      expect(res.body.suggestion).toEqual(expect.stringContaining("POST /v1/keys"));
+      expect(res.body.request_id).toBe(res.headers.get("x-request-id"));
+    });
+  }
+
+  it("checks the key before anything else on routes not implemented yet", async () => {
+    const res = await rest(server.url, "POST", "/v1/channels", { body: { name: "x", mode: "broadcast" } });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe("RPCs whose issue has not landed", () => {
+  it("answer 501 not_implemented over REST", async () => {
+    const key = await mintKey(server.url);
+    const res = await rest(server.url, "GET", "/jobs/1", { key });
+    expect(res.status).toBe(501);
+    expect(res.body).toMatchObject({ error: "not_implemented" });
+  });
+});

@@ -1,0 +1,61 @@
+/** Runs `agentbus` as a real child process, the way an operator does. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  url: string;
+  lines: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
+  /** Sends a signal and records when, so `exited.afterMs` measures from it. */
+  signal(sig: NodeJS.Signals): void;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>): { child: ChildProcess; lines: string[]; stderr: () => string; exited: Promise<number | null> } {
+  const base = { ...process.env };
+  for (const name of Object.keys(base)) if (name === "DATABASE_URL" || name === "PORT" || name.startsWith("AGENTBUS_")) delete base[name];
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    cwd: root,
+    env: { ...base, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  let stderr = "";
+  createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, lines, stderr: () => stderr, exited };
+}
+
+export async function startServiceProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+  const { child, lines, stderr } = spawnCli(["serve"], { HOST: "127.0.0.1", PORT: "0", ...env });
+  let signalledAt = 0;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal, afterMs: performance.now() - signalledAt })),
+  );
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const line of lines) {
+      const match = /listening on (http:\/\/[^"\s]+)/.exec(line);
+      if (match) {
+        return {
+          child,
+          url: match[1]!,
+          lines,
+          exited,
+          signal(sig) {
+            signalledAt = performance.now();
+            child.kill(sig);
+          },
+        };
+      }
+    }
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`agentbus did not start:\n${lines.join("\n")}\n${stderr()}`);
+}

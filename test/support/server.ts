@@ -1,0 +1,88 @@
+/**
+ * Starts the real service on a free port over its own fresh database, exactly
+ * as `agentbus serve` does, for integration tests.
+ */
+import { Writable } from "node:stream";
+import { startApp, type App } from "../../src/app.js";
+import { loadConfig, type Env } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { createTestDatabase } from "./database.js";
+
+export interface TestServer {
+  url: string;
+  app: App;
+  databaseUrl: string;
+  /** Every log line the server wrote, as parsed JSON. */
+  logs: Array<Record<string, unknown>>;
+  rawLogs: string[];
+  close(): Promise<void>;
+}
+
+export async function startTestServer(env: Env = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    AGENTBUS_LOG_LEVEL: "info",
+    AGENTBUS_KEY_MINT_LIMIT: "0",
+    AGENTBUS_RATE_LIMIT: "0",
+    AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
+    ...env,
+  });
+  const rawLogs: string[] = [];
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line === "") continue;
+        rawLogs.push(line);
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  const app = await startApp({ config, logger: createLogger(config.logLevel, sink) });
+  return {
+    url: app.url,
+    app,
+    databaseUrl: db.url,
+    logs,
+    rawLogs,
+    async close() {
+      await app.close();
+      await db.drop();
+    },
+  };
+}
+
+export interface JsonResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A REST call with a JSON body; parses the JSON answer (or {} when empty). */
+export async function rest<T = Record<string, unknown>>(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; rawBody?: string; key?: string; headers?: Record<string, string> } = {},
+): Promise<JsonResponse<T>> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.key !== undefined) headers["X-API-Key"] = options.key;
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers["Content-Type"] = "application/json";
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: (text === "" ? {} : JSON.parse(text)) as T };
+}
+
+export async function mintKey(base: string, label = `agent-${Math.random().toString(36).slice(2, 10)}`): Promise<string> {
+  const res = await rest<{ key: string }>(base, "POST", "/v1/keys", { body: { agent_label: label } });
+  if (res.status !== 201) throw new Error(`minting a key failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.key;
+}

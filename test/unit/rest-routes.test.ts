@@ -1,0 +1,110 @@
+import { describe, expect, it } from "vitest";
+import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
+import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
+import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
+import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
+import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { rulesOf } from "../../src/server/rpc/method-rules.js";
+import { RestRoutes } from "../../src/server/rest/routes.js";
+
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService];
+const routes = new RestRoutes(services);
+
+/** Every REST route of the spec, contract and decisions, with the RPC that serves it. */
+const expected: Array<[string, string, string]> = [
+  ["POST", "/v1/keys", "CreateKey"],
+  ["GET", "/v1/keys/me", "GetCurrentKey"],
+  ["DELETE", "/v1/keys/me", "RevokeCurrentKey"],
+  ["POST", "/v1/channels", "CreateChannel"],
+  ["GET", "/v1/channels", "DiscoverChannels"],
+  ["GET", "/v1/channels/c1", "GetChannel"],
+  ["PATCH", "/v1/channels/c1", "UpdateChannel"],
+  ["DELETE", "/v1/channels/c1", "DeleteChannel"],
+  ["POST", "/v1/channels/c1/aliases", "AddChannelAlias"],
+  ["GET", "/v1/channels/c1/history", "ListChannelHistory"],
+  ["GET", "/v1/channels/c1/events", "ListChannelEvents"],
+  ["GET", "/v1/channels/c1/members", "ListMembers"],
+  ["POST", "/v1/channels/c1/members", "AddMember"],
+  ["DELETE", "/v1/channels/c1/members/ak_1", "RemoveMember"],
+  ["POST", "/v1/channels/c1/invitations", "CreateInvitation"],
+  ["GET", "/v1/channel-invitations/inv1", "ResolveInvitation"],
+  ["DELETE", "/v1/channel-invitations/inv1", "RevokeInvitation"],
+  ["POST", "/v1/channels/c1/access-requests", "CreateAccessRequest"],
+  ["GET", "/v1/channels/c1/access-requests", "ListAccessRequests"],
+  ["POST", "/v1/channels/c1/access-requests/r1/approve", "ApproveAccessRequest"],
+  ["POST", "/v1/channels/c1/access-requests/r1/deny", "DenyAccessRequest"],
+  ["GET", "/v1/channels/c1/webhook-deliveries", "ListWebhookDeliveries"],
+  ["POST", "/v1/channels/c1/messages", "CreateMessage"],
+  ["GET", "/v1/channels/c1/messages", "ListMessages"],
+  ["GET", "/v1/channels/c1/messages:stream", "WatchMessages"],
+  ["POST", "/v1/messages/m1/claim", "ClaimMessage"],
+  ["POST", "/v1/messages/m1/claim-with-lease", "ClaimMessageWithLease"],
+  ["POST", "/v1/leases/t1/heartbeat", "HeartbeatLease"],
+  ["POST", "/v1/messages/m1/release", "ReleaseMessage"],
+  ["POST", "/v1/messages/m1/ack", "AckMessage"],
+  ["DELETE", "/v1/messages/m1", "RetractMessage"],
+  ["POST", "/v1/actors", "CreateActor"],
+  ["GET", "/v1/actors/a1", "GetActor"],
+  ["POST", "/v1/actors/a1/aliases", "AddActorAlias"],
+  ["POST", "/v1/actors/a1/webhook", "SetActorWebhook"],
+  ["GET", "/v1/actors/a1/webhook", "GetActorWebhook"],
+  ["DELETE", "/v1/actors/a1/webhook", "DeleteActorWebhook"],
+  ["POST", "/v1/admin/channels/c1/pause", "PauseChannel"],
+  ["POST", "/v1/admin/channels/c1/resume", "ResumeChannel"],
+  ["POST", "/v1/pdf/generate", "CreatePdfJob"],
+  ["POST", "/v1/jobs/parse", "CreateJobPostingParseJob"],
+  ["POST", "/v1/video/transcript", "CreateTranscriptJob"],
+  ["POST", "/v1/youtube/transcript", "CreateTranscriptJob"],
+  ["GET", "/jobs/42", "GetJob"],
+  ["GET", "/v1/pdf/42", "DownloadPdf"],
+  ["GET", "/api/v1/pdf/42", "DownloadPdf"],
+];
+
+describe("REST routes derived from google.api.http", () => {
+  for (const [method, path, rpc] of expected) {
+    it(`routes ${method} ${path} to ${rpc}`, () => {
+      const match = routes.match(method, path);
+      expect(match.kind).toBe("route");
+      if (match.kind === "route") expect(match.route.method.name).toBe(rpc);
+    });
+  }
+
+  it("has no route the list above does not name", () => {
+    expect(routes.routes).toHaveLength(expected.length);
+  });
+
+  it("binds percent-decoded path variables", () => {
+    const match = routes.match("DELETE", "/v1/channels/c%2F1/members/ak_1");
+    expect(match).toMatchObject({ kind: "route", pathParams: { identifier: "c/1", key_id: "ak_1" } });
+  });
+
+  it("reports the allowed methods for a known path with the wrong method", () => {
+    expect(routes.match("PUT", "/v1/channels/c1")).toEqual({ kind: "wrong_method", allowed: expect.arrayContaining(["GET", "PATCH", "DELETE"]) });
+  });
+
+  it("matches nothing for an unknown path", () => {
+    expect(routes.match("GET", "/v2/channels").kind).toBe("none");
+  });
+});
+
+describe("method rules from the proto", () => {
+  it("reads success statuses from (agentbus.v1.rules)", () => {
+    const status = (svc: (typeof services)[number], name: string) => rulesOf(svc.methods.find((m) => m.name === name)!).successStatus;
+    expect(status(KeyService, "CreateKey")).toBe(201);
+    expect(status(ChannelService, "DeleteChannel")).toBe(204);
+    expect(status(ChannelService, "CreateAccessRequest")).toBe(202);
+    expect(status(JobService, "CreatePdfJob")).toBe(202);
+    expect(status(ChannelService, "GetChannel")).toBe(200);
+  });
+
+  it("protects every method with an API key unless the proto says otherwise", () => {
+    const open = services.flatMap((s) => s.methods).filter((m) => rulesOf(m).auth !== "api_key").map((m) => `${m.name}:${rulesOf(m).auth}`);
+    expect(open.sort()).toEqual(["CreateKey:none", "PauseChannel:admin_token", "ResumeChannel:admin_token"]);
+  });
+
+  it("treats reads as side-effect free and everything else as a mutation", () => {
+    expect(rulesOf(KeyService.methods.find((m) => m.name === "GetCurrentKey")!).mutates).toBe(false);
+    expect(rulesOf(KeyService.methods.find((m) => m.name === "RevokeCurrentKey")!).mutates).toBe(true);
+  });
+});
