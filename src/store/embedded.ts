@@ -133,7 +133,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (!(await exists(path.join(pgDir, "PG_VERSION")))) {
       log("info", `initialising PostgreSQL data directory ${pgDir}`);
       try {
-        await make(options.port || 5432).initialise();
+        await make(options.port).initialise(); // initdb ignores the port
       } catch (err) {
         throw failure("could not initialise", pgDir, dataDir, options.port, output, err);
       }

@@ -1,0 +1,266 @@
+/**
+ * The embedded server's lifecycle, each test in its own data dir and on a
+ * free port. Linux only: liveness checks read /proc.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { startEmbeddedPostgres, type EmbeddedLogLevel, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
+
+interface LogLine {
+  level: EmbeddedLogLevel;
+  msg: string;
+}
+
+const dataDirs: string[] = [];
+const servers: EmbeddedPostgresServer[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.stop();
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await once(child, "exit");
+    }
+  }
+  // A test that leaves a server behind fails, after the server is stopped.
+  const leftovers: number[] = [];
+  for (const dir of dataDirs.splice(0)) {
+    const pid = await postmasterPid(dir);
+    if (pid !== undefined && isAlive(pid)) {
+      leftovers.push(pid);
+      process.kill(pid, "SIGQUIT");
+      await waitUntil(() => !isAlive(pid));
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+  expect(leftovers, "PostgreSQL processes left running").toEqual([]);
+});
+
+async function newDataDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), "agentbus-embedded-test-"));
+  dataDirs.push(dir);
+  return dir;
+}
+
+async function start(dataDir: string, extraFlags: string[] = []): Promise<{ server: EmbeddedPostgresServer; logs: LogLine[] }> {
+  const logs: LogLine[] = [];
+  const server = await startEmbeddedPostgres({
+    dataDir,
+    port: 0,
+    log: (level, msg) => logs.push({ level, msg }),
+    extraFlags: [...FAST, ...extraFlags],
+  });
+  servers.push(server);
+  return { server, logs };
+}
+
+/** Runs startEmbeddedPostgres in another node process, as a second agentbus would. */
+async function startInChild(dataDir: string): Promise<ChildProcess> {
+  const script = `
+    const { startEmbeddedPostgres } = await import(${JSON.stringify(pathToFileURL(path.join(root, "src/store/embedded.ts")).href)});
+    const server = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, port: 0, log: () => {}, extraFlags: ${JSON.stringify(FAST)} });
+    process.on("SIGTERM", () => server.stop().then(() => process.exit(0)));
+    console.log("ready");
+    setInterval(() => {}, 60_000);
+  `;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("ready")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`child exited with ${code}: ${stderr}`)));
+  });
+  return child;
+}
+
+async function query<T>(url: string, sql: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+async function postmasterPid(dataDir: string): Promise<number | undefined> {
+  const text = await readFile(path.join(dataDir, "pg", "postmaster.pid"), "utf8").catch(() => undefined);
+  return text === undefined ? undefined : Number(text.split("\n")[0]);
+}
+
+/** Alive and not a zombie (an orphan reaped late by pid 1 still answers signal 0). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await sleep(25);
+  }
+}
+
+function postmasterPidFile(dataDir: string, pid: number): string {
+  // The format PostgreSQL writes: pid, data dir, start time, port, socket dir, listen address, shmem key, status.
+  return `${pid}\n${path.join(dataDir, "pg")}\n1795230879\n5432\n\n127.0.0.1\n  1234567    98304\nready   \n`;
+}
+
+describe("startEmbeddedPostgres", () => {
+  it("initialises a cluster on first start and returns a URL of the agentbus database", async () => {
+    const dataDir = await newDataDir();
+
+    const { server } = await start(dataDir);
+
+    const [row] = await query<Record<string, string>>(
+      server.url,
+      "SELECT current_database() AS db, current_user AS usr, host(inet_server_addr()) AS addr, " +
+        "current_setting('unix_socket_directories') AS sockets, pg_encoding_to_char(encoding) AS enc " +
+        "FROM pg_database WHERE datname = current_database()",
+    );
+    expect(row).toEqual({ db: "agentbus", usr: "postgres", addr: "127.0.0.1", sockets: "", enc: "UTF8" });
+    expect(new URL(server.url).hostname).toBe("127.0.0.1");
+  });
+
+  it("logs in with a random password kept in pg-password, readable by its owner only", async () => {
+    const dataDir = await newDataDir();
+
+    const { server } = await start(dataDir);
+
+    const file = path.join(dataDir, "pg-password");
+    const password = (await readFile(file, "utf8")).trim();
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(password.length).toBeGreaterThanOrEqual(32);
+    expect(decodeURIComponent(new URL(server.url).password)).toBe(password);
+    const wrong = new URL(server.url);
+    wrong.password = "password";
+    await expect(query(wrong.toString(), "SELECT 1")).rejects.toMatchObject({ code: "28P01" });
+  });
+
+  it("keeps data across stop and start", async () => {
+    const dataDir = await newDataDir();
+    const first = await start(dataDir);
+    await query(first.server.url, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')");
+    await first.server.stop();
+
+    const second = await start(dataDir);
+
+    expect(await query(second.server.url, "SELECT v FROM kept")).toEqual([{ v: "still here" }]);
+    expect(second.logs.map((l) => l.msg).join("\n")).not.toMatch(/initialising/);
+  });
+
+  it("holds agentbus.pid while running and removes it and the server on stop, however often stop is called", async () => {
+    const dataDir = await newDataDir();
+    const { server } = await start(dataDir);
+    const lock = path.join(dataDir, "agentbus.pid");
+    expect((await readFile(lock, "utf8")).split("\n")[0]).toBe(String(process.pid));
+    const pid = await postmasterPid(dataDir);
+
+    await Promise.all([server.stop(), server.stop()]);
+    await server.stop();
+
+    await expect(stat(lock)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(isAlive(pid!)).toBe(false);
+  });
+
+  it("removes a stale postmaster.pid naming a dead process, then starts", async () => {
+    const dataDir = await newDataDir();
+    await (await start(dataDir)).server.stop();
+    const gone = spawn("true");
+    await once(gone, "exit");
+    await writeFile(path.join(dataDir, "pg", "postmaster.pid"), postmasterPidFile(dataDir, gone.pid!));
+
+    const { server, logs } = await start(dataDir);
+
+    expect(logs).toContainEqual({ level: "warn", msg: expect.stringMatching(new RegExp(`stale .*postmaster\\.pid: pid ${gone.pid} is not running`)) });
+    expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+
+  it("treats a postmaster.pid naming a live process that is not this PostgreSQL as stale (pid reuse)", async () => {
+    const dataDir = await newDataDir();
+    await (await start(dataDir)).server.stop();
+    const other = spawn("sleep", ["60"]);
+    children.push(other);
+    await writeFile(path.join(dataDir, "pg", "postmaster.pid"), postmasterPidFile(dataDir, other.pid!));
+
+    const { server, logs } = await start(dataDir);
+
+    expect(logs).toContainEqual({ level: "warn", msg: expect.stringMatching(new RegExp(`stale .*pid ${other.pid} is a different process`)) });
+    expect(isAlive(other.pid!)).toBe(true);
+    expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+
+  it("stops a server orphaned by a killed agentbus, with a warning, then starts", async () => {
+    const dataDir = await newDataDir();
+    const child = await startInChild(dataDir);
+    const orphan = (await postmasterPid(dataDir))!;
+    child.kill("SIGKILL");
+    await once(child, "exit");
+    expect(isAlive(orphan)).toBe(true);
+
+    const { server, logs } = await start(dataDir);
+
+    expect(logs).toContainEqual({ level: "warn", msg: expect.stringMatching(new RegExp(`PostgreSQL pid ${orphan} is still running .*orphaned`)) });
+    expect(isAlive(orphan)).toBe(false);
+    expect(await postmasterPid(dataDir)).not.toBe(orphan);
+    expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+
+  it("refuses a data dir in use by another running agentbus, and leaves that one running", async () => {
+    const dataDir = await newDataDir();
+    const child = await startInChild(dataDir);
+    const serverPid = (await postmasterPid(dataDir))!;
+
+    await expect(start(dataDir)).rejects.toThrow(`The data directory ${dataDir} is in use by agentbus pid ${child.pid}`);
+
+    expect(isAlive(serverPid)).toBe(true);
+    expect((await readFile(path.join(dataDir, "agentbus.pid"), "utf8")).split("\n")[0]).toBe(String(child.pid));
+    child.kill("SIGTERM");
+    const [code] = await once(child, "exit");
+    expect(code).toBe(0);
+    expect(isAlive(serverPid)).toBe(false);
+  });
+
+  it("refuses a second start in the same process while the first is running", async () => {
+    const dataDir = await newDataDir();
+    await start(dataDir);
+
+    await expect(start(dataDir)).rejects.toThrow(/is in use by agentbus pid/);
+  });
+
+  it("turns an early exit of PostgreSQL into an Error carrying its output, and releases the data dir", async () => {
+    const dataDir = await newDataDir();
+
+    const err = await start(dataDir, ["-c", "no_such_setting=on"]).catch((e: unknown) => e);
+
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/Embedded PostgreSQL did not start[\s\S]*no_such_setting[\s\S]*move .* aside/);
+    await expect(stat(path.join(dataDir, "agentbus.pid"))).rejects.toMatchObject({ code: "ENOENT" });
+    const { server } = await start(dataDir);
+    expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+});
