@@ -24,6 +24,23 @@ describe("configuration", () => {
   });
 });
 
+describe("agentbus migrate", () => {
+  it("applies the migrations to an empty database and exits 0", async () => {
+    const empty = await createTestDatabase({ migrate: false });
+    try {
+      const cli = spawnCli(["migrate"], { DATABASE_URL: empty.url });
+      expect(await cli.exited).toBe(0);
+      const { rows } = await empty.pool.query("SELECT count(*)::int AS n FROM schema_migrations");
+      expect(rows[0].n).toBeGreaterThan(0);
+      const again = spawnCli(["migrate"], { DATABASE_URL: empty.url });
+      expect(await again.exited).toBe(0);
+      expect(again.lines.join("\n")).toContain("up to date");
+    } finally {
+      await empty.drop();
+    }
+  });
+});
+
 describe("SIGTERM", () => {
   it("lets an in-flight request finish, then exits 0 within a few seconds", async () => {
     const svc = await startServiceProcess({ DATABASE_URL: db.url, AGENTBUS_SHUTDOWN_GRACE_MS: "3000" });
