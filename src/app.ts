@@ -14,6 +14,7 @@ import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
 import { CallPipeline } from "./server/rpc/pipeline.js";
 import { createServices } from "./services/index.js";
+import { Db } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded.js";
 import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
@@ -64,10 +65,12 @@ export async function startApp({ config, logger, clock = systemClock }: AppOptio
     const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
 
-    const keys = new Keys(new PgKeyRepository(pool), { clock, cacheTtlMs: 5_000 });
+    const db = new Db(pool);
+    const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
     const pipeline = new CallPipeline(
-      createServices({ keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
+      createServices({ db, clock, config, keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
       {
+        db,
         keys,
         adminToken: config.adminToken,
         rateLimiter: new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock),

@@ -40,6 +40,10 @@ const schema = z.object({
   AGENTBUS_SHUTDOWN_GRACE_MS: nonNegativeInt.default(5000),
   // Honour X-Forwarded-For for per-address limits (only behind a trusted proxy).
   AGENTBUS_TRUST_PROXY: bool.default(false),
+  // Open channels are listed by discovery unless their creator says otherwise.
+  AGENTBUS_DEFAULT_DISCOVERABLE: bool.default(true),
+  // Large enough for structured task descriptions; big payloads belong in a link.
+  AGENTBUS_MAX_CONTENT_BYTES: positiveInt.max(16 * 1024 * 1024).default(65536),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -59,6 +63,8 @@ export interface Config {
   maxBodyBytes: number;
   shutdownGraceMs: number;
   trustProxy: boolean;
+  defaultDiscoverable: boolean;
+  maxContentBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +103,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: c.AGENTBUS_MAX_BODY_BYTES,
     shutdownGraceMs: c.AGENTBUS_SHUTDOWN_GRACE_MS,
     trustProxy: c.AGENTBUS_TRUST_PROXY,
+    defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,
+    maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,
   };
 }
 

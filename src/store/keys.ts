@@ -1,7 +1,7 @@
 /** SQL for api_keys. */
-import type pg from "pg";
 import type { KeyRecord, KeyRepository } from "../domain/keys.js";
 import type { Micros } from "../domain/time.js";
+import type { Db } from "./db.js";
 
 interface KeyRow {
   key_id: string;
@@ -15,11 +15,11 @@ interface KeyRow {
 const UNIQUE_VIOLATION = "23505";
 
 export class PgKeyRepository implements KeyRepository {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly db: Db) {}
 
   async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use"> {
     try {
-      await this.pool.query(
+      await this.db.query(
         "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, $2, $3, $4)",
         [key.keyId, key.secretHash, key.agentLabel, key.ownerId],
       );
@@ -31,7 +31,7 @@ export class PgKeyRepository implements KeyRepository {
   }
 
   async findById(keyId: string): Promise<KeyRecord | undefined> {
-    const { rows } = await this.pool.query<KeyRow>(
+    const { rows } = await this.db.query<KeyRow>(
       "SELECT key_id, secret_hash, agent_label, owner_id, created_at, revoked_at FROM api_keys WHERE key_id = $1",
       [keyId],
     );
@@ -47,6 +47,6 @@ export class PgKeyRepository implements KeyRepository {
   }
 
   async revoke(keyId: string): Promise<void> {
-    await this.pool.query("UPDATE api_keys SET revoked_at = clock_timestamp() WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
+    await this.db.query("UPDATE api_keys SET revoked_at = clock_timestamp() WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
   }
 }

@@ -11,6 +11,7 @@ import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "../../domain/errors.js";
 import type { Keys } from "../../domain/keys.js";
 import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
+import type { Db } from "../../store/db.js";
 import { callerKey } from "./context.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 import { rulesOf } from "./method-rules.js";
@@ -35,6 +36,7 @@ export function serviceEntry<S extends DescService>(service: S, handlers: Partia
 }
 
 export interface PipelineOptions {
+  db: Db;
   keys: Keys;
   adminToken: string | undefined;
   rateLimiter: FixedWindowLimiter;

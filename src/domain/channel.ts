@@ -1,0 +1,55 @@
+/**
+ * A channel as the rules see it, and who may do what with it (decisions A1, A2).
+ */
+import type { Caller } from "./caller.js";
+import { ApiError, type JsonValue } from "./errors.js";
+import type { Micros } from "./time.js";
+
+export type ChannelMode = "broadcast" | "claimable";
+export type ChannelAccess = "open" | "restricted";
+
+export interface ChannelRecord {
+  id: string;
+  name: string;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  discoverable: boolean;
+  description: string;
+  ownerId: string;
+  createdByKeyId: string;
+  metadataSchema: { [key: string]: JsonValue };
+  pinnedMessage: string | null;
+  webhookUrl: string | null;
+  /** Write-only: never rendered. */
+  webhookSecret: string | null;
+  ttlSeconds: number;
+  retentionDays: number;
+  maxMessages: number | null;
+  maxWritesPerMinute: number | null;
+  paused: boolean;
+  createdAt: Micros;
+  updatedAt: Micros;
+}
+
+/** A channel looked up on behalf of a caller, with the caller's standing in it. */
+export interface ChannelView extends ChannelRecord {
+  /** The caller owns the channel or has a member row. */
+  callerIsMember: boolean;
+}
+
+export const isOwner = (channel: ChannelRecord, caller: Caller): boolean => channel.createdByKeyId === caller.keyId;
+
+/** Open: any key. Restricted: the owner and members only. */
+export function canUse(channel: ChannelView, caller: Caller): boolean {
+  return channel.access === "open" || isOwner(channel, caller) || channel.callerIsMember;
+}
+
+export function assertCanUse(channel: ChannelView, caller: Caller): void {
+  if (!canUse(channel, caller)) throw new ApiError("channel_access_denied");
+}
+
+/** Owner-only operations (A2); a stranger to a restricted channel learns no more than channel_access_denied. */
+export function assertOwner(channel: ChannelView, caller: Caller): void {
+  assertCanUse(channel, caller);
+  if (!isOwner(channel, caller)) throw new ApiError("forbidden");
+}

@@ -1,0 +1,67 @@
+/**
+ * The database handle the repositories use. Queries run on the transaction
+ * of the current async context when there is one, so a caller can make
+ * several repository calls atomic without threading a client through them:
+ * the idempotency layer wraps a whole handler this way, and a nested
+ * transaction becomes a savepoint.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type pg from "pg";
+import { withTransaction } from "./pool.js";
+
+interface TransactionScope {
+  client: pg.PoolClient;
+  afterCommit: Array<() => void>;
+  savepoints: number;
+}
+
+export class Db {
+  private readonly scope = new AsyncLocalStorage<TransactionScope>();
+
+  constructor(readonly pool: pg.Pool) {}
+
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    const current = this.scope.getStore();
+    return current ? current.client.query<R>(text, values) : this.pool.query<R>(text, values);
+  }
+
+  get inTransaction(): boolean {
+    return this.scope.getStore() !== undefined;
+  }
+
+  /** Runs fn atomically: a transaction, or a savepoint inside the current one. */
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const current = this.scope.getStore();
+    if (current) {
+      const name = `sp_${++current.savepoints}`;
+      const hooksBefore = current.afterCommit.length;
+      await current.client.query(`SAVEPOINT ${name}`);
+      try {
+        const result = await fn();
+        await current.client.query(`RELEASE SAVEPOINT ${name}`);
+        return result;
+      } catch (err) {
+        await current.client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        // What the rolled-back part wanted announced never happened.
+        current.afterCommit.length = hooksBefore;
+        throw err;
+      }
+    }
+    const hooks: Array<() => void> = [];
+    const result = await withTransaction(this.pool, (client) =>
+      this.scope.run({ client, afterCommit: hooks, savepoints: 0 }, fn),
+    );
+    for (const hook of hooks) hook();
+    return result;
+  }
+
+  /**
+   * Runs fn once the current transaction has committed (at once outside a
+   * transaction): wake-ups and pushes must never announce a rolled-back write.
+   */
+  afterCommit(fn: () => void): void {
+    const current = this.scope.getStore();
+    if (current) current.afterCommit.push(fn);
+    else fn();
+  }
+}
