@@ -3,6 +3,7 @@
  * domain, services, the call pipeline and the one-port listener. Used by the
  * CLI and by the integration tests, so both run exactly the same thing.
  */
+import { setMaxListeners } from "node:events";
 import type pg from "pg";
 import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
@@ -84,6 +85,9 @@ export async function startApp({ config, logger, clock = systemClock }: AppOptio
     metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);
 
     const shutdown = new AbortController();
+    // Every in-flight call listens on this one signal; the default cap of 10
+    // listeners would warn under ordinary concurrency.
+    setMaxListeners(0, shutdown.signal);
     const listener: Listener = await listen({
       host: config.host,
       port: config.port,

@@ -3,18 +3,22 @@
  * landed is registered with no handlers: each method answers
  * 501 / Unimplemented with error code not_implemented.
  */
-import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
-import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
-import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { Config } from "../config.js";
+import { Actors } from "../domain/actors.js";
+import { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../domain/time.js";
 import type { ServiceEntry } from "../server/rpc/pipeline.js";
+import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
+import { MessageStore } from "../store/messages.js";
+import { actorService } from "./actor-service.js";
+import { channelService } from "./channel-service.js";
 import { keyService } from "./key-service.js";
+import { messageService } from "./message-service.js";
 
 export interface ServiceDependencies {
   db: Db;
@@ -25,11 +29,19 @@ export interface ServiceDependencies {
 }
 
 export function createServices(deps: ServiceDependencies): ServiceEntry[] {
+  const actors = new Actors(deps.db);
+  const messages = new Messages(
+    new MessageStore(deps.db),
+    (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId),
+    actors,
+    deps.clock,
+    { maxContentBytes: deps.config.maxContentBytes },
+  );
   return [
     keyService(deps.keys, deps.mintLimiter),
-    { service: ChannelService, handlers: {} },
-    { service: MessageService, handlers: {} },
-    { service: ActorService, handlers: {} },
+    channelService(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable }),
+    messageService(messages, deps.clock),
+    actorService(deps.db),
     { service: AdminService, handlers: {} },
     { service: JobService, handlers: {} },
   ];

@@ -1,7 +1,9 @@
-/** SQL for channels: lookup by id or alias, on behalf of a caller. */
-import type { ChannelRecord, ChannelView } from "../domain/channel.js";
+/** SQL for channels: lookup by id or alias on behalf of a caller, create, discovery, update, delete, aliases. */
+import type { Caller } from "../domain/caller.js";
+import type { ChannelAccess, ChannelMode, ChannelRecord, ChannelView } from "../domain/channel.js";
+import type { ChannelResource, ChannelSummary, NewChannel, RelatedChannelRef } from "../domain/channels.js";
 import type { JsonValue } from "../domain/errors.js";
-import type { Micros } from "../domain/time.js";
+import { formatTimestamp, type Micros } from "../domain/time.js";
 import type { Db } from "./db.js";
 
 export interface ChannelRow {
@@ -56,11 +58,15 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** PostgreSQL text cannot hold U+0000: such an identifier names nothing (and must not reach a query). */
+export const hasNul = (text: string): boolean => text.includes("\u0000");
+
 /** True when text can be compared with a uuid column without a cast error. */
 export const isUuid = (text: string): boolean => UUID.test(text);
 
 /** Finds a channel by id, else by alias, with the caller's membership; undefined when none. */
 export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
+  if (hasNul(identifier)) return undefined;
   const { rows } = await db.query<ChannelRow & { is_member: boolean }>(
     `SELECT ${CHANNEL_COLUMNS},
        (c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member
@@ -71,4 +77,242 @@ export async function findChannelView(db: Db, identifier: string, callerKeyId: s
   );
   const row = rows[0];
   return row && { ...toChannelRecord(row), callerIsMember: row.is_member };
+}
+
+// ---------------------------------------------------------------------------
+// Create, render, discover, update, delete, aliases (issue 3)
+
+/** The channel's aliases (sorted by code point) and related channels ({id, name, mode}, sorted by name), as two columns. */
+const CHANNEL_EXTRAS = `
+  COALESCE((SELECT array_agg(a.alias ORDER BY a.alias COLLATE "C") FROM channel_aliases a WHERE a.channel_id = c.id), '{}') AS aliases,
+  COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'mode', r.mode) ORDER BY r.name COLLATE "C", r.id)
+            FROM channel_links l JOIN channels r ON r.id = l.related_channel_id
+            WHERE l.channel_id = c.id), '[]'::json) AS related_channels`;
+
+interface ChannelExtrasRow {
+  aliases: string[];
+  related_channels: RelatedChannelRef[];
+}
+
+const toResource = (row: ChannelRow & ChannelExtrasRow): ChannelResource => ({
+  ...toChannelRecord(row),
+  aliases: row.aliases,
+  relatedChannels: row.related_channels,
+});
+
+/**
+ * Serialises channel creation so that created_at (UNIQUE, the discovery
+ * cursor) is strictly increasing in commit order: a channel committed after
+ * a discovery page was read is always newer than that page, so paging never
+ * repeats or skips one. The lock is transaction-scoped: held until commit.
+ */
+const CHANNEL_CREATE_LOCK = "7018141376633893235"; // "agentbus" as a 64-bit integer
+
+/**
+ * Inserts a validated channel with the caller as owner and first member, and
+ * its links. Must run inside a transaction (the advisory lock is held until
+ * it commits). Returns the new id.
+ */
+export async function insertChannel(db: Db, channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<string> {
+  await db.query("SELECT pg_advisory_xact_lock($1::bigint)", [CHANNEL_CREATE_LOCK]);
+  const { rows } = await db.query<{ id: string }>(
+    `WITH stamp AS (
+       SELECT greatest(clock_timestamp(), (SELECT max(created_at) FROM channels) + interval '1 microsecond') AS at
+     ), created AS (
+       INSERT INTO channels (name, mode, access, discoverable, description, owner_id, created_by_key_id, metadata_schema,
+                             pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
+                             max_writes_per_minute, created_at, updated_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, stamp.at, stamp.at FROM stamp
+       RETURNING id
+     ), member AS (
+       INSERT INTO channel_members (channel_id, key_id) SELECT id, $7 FROM created
+     ), links AS (
+       INSERT INTO channel_links (channel_id, related_channel_id)
+       SELECT created.id, r.id FROM created JOIN channels r ON r.id = ANY($16::uuid[])
+     )
+     SELECT id FROM created`,
+    [
+      channel.name,
+      channel.mode,
+      channel.access,
+      channel.discoverable,
+      channel.description,
+      owner.ownerId,
+      owner.keyId,
+      JSON.stringify(channel.metadataSchema),
+      channel.pinnedMessage,
+      channel.webhookUrl,
+      channel.webhookSecret,
+      channel.ttlSeconds,
+      channel.retentionDays,
+      channel.maxMessages,
+      channel.maxWritesPerMinute,
+      relatedIds,
+    ],
+  );
+  const id = rows[0]?.id;
+  if (id === undefined) throw new Error("INSERT INTO channels returned no row");
+  return id;
+}
+
+/** The full channel resource by id; undefined when none. */
+export async function loadChannelResource(db: Db, id: string): Promise<ChannelResource | undefined> {
+  if (!isUuid(id)) return undefined;
+  const { rows } = await db.query<ChannelRow & ChannelExtrasRow>(
+    `SELECT ${CHANNEL_COLUMNS}, ${CHANNEL_EXTRAS} FROM channels c WHERE c.id = $1`,
+    [id],
+  );
+  const row = rows[0];
+  return row && toResource(row);
+}
+
+/** findChannelView plus aliases and related channels, in one query (GET). */
+export async function findChannelResource(
+  db: Db,
+  identifier: string,
+  callerKeyId: string,
+): Promise<(ChannelResource & ChannelView) | undefined> {
+  if (hasNul(identifier)) return undefined;
+  const { rows } = await db.query<ChannelRow & ChannelExtrasRow & { is_member: boolean }>(
+    `SELECT ${CHANNEL_COLUMNS}, ${CHANNEL_EXTRAS},
+       (c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member
+     FROM channels c
+     WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
+     LIMIT 1`,
+    [isUuid(identifier) ? identifier : null, identifier, callerKeyId],
+  );
+  const row = rows[0];
+  return row && { ...toResource(row), callerIsMember: row.is_member };
+}
+
+/** For each ref (channel id or alias), the channel id it names, or null; in input order. */
+export async function resolveChannelRefs(db: Db, refs: readonly string[]): Promise<Array<string | null>> {
+  const { rows } = await db.query<{ id: string | null }>(
+    `SELECT coalesce((SELECT c.id FROM channels c WHERE c.id = i.ref_id),
+                     (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = i.ref))::text AS id
+     FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS i(ref, ref_id, ord)
+     ORDER BY i.ord`,
+    [refs, refs.map((ref) => (isUuid(ref) ? ref : null))],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Discoverable channels, newest first, created before `before` when given; is_member for the caller. */
+export async function discoverChannels(db: Db, callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+  const select = `SELECT c.id, c.name, c.mode, c.access, c.description, c.created_at,
+       (c.created_by_key_id = $1 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $1)) AS is_member
+     FROM channels c`;
+  const { rows } = await db.query<Pick<ChannelRow, "id" | "name" | "mode" | "access" | "description" | "created_at"> & { is_member: boolean }>(
+    before === undefined
+      ? `${select} WHERE c.discoverable ORDER BY c.created_at DESC LIMIT $2`
+      : `${select} WHERE c.discoverable AND c.created_at < $3::timestamptz ORDER BY c.created_at DESC LIMIT $2`,
+    before === undefined ? [callerKeyId, limit] : [callerKeyId, limit, formatTimestamp(before)],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    mode: r.mode,
+    access: r.access,
+    description: r.description,
+    createdAt: r.created_at,
+    isMember: r.is_member,
+  }));
+}
+
+/** Locks the channel row for an update and reads it with its related channel ids; undefined when gone. */
+export async function lockChannel(db: Db, id: string): Promise<{ record: ChannelRecord; relatedIds: string[] } | undefined> {
+  const { rows } = await db.query<ChannelRow & { related_ids: string[] }>(
+    `SELECT ${CHANNEL_COLUMNS},
+       ARRAY(SELECT l.related_channel_id::text FROM channel_links l WHERE l.channel_id = c.id) AS related_ids
+     FROM channels c WHERE c.id = $1 FOR NO KEY UPDATE OF c`,
+    [id],
+  );
+  const row = rows[0];
+  return row && { record: toChannelRecord(row), relatedIds: row.related_ids };
+}
+
+/** Column changes of an update (only the keys present are written). */
+export interface ChannelChanges {
+  name?: string;
+  mode?: ChannelMode;
+  access?: ChannelAccess;
+  discoverable?: boolean;
+  description?: string;
+  metadataSchema?: { [key: string]: JsonValue };
+  pinnedMessage?: string | null;
+  retentionDays?: number;
+  maxMessages?: number | null;
+  maxWritesPerMinute?: number | null;
+  paused?: boolean;
+  webhookUrl?: string | null;
+  webhookSecret?: string | null;
+}
+
+const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
+  name: "name",
+  mode: "mode",
+  access: "access",
+  discoverable: "discoverable",
+  description: "description",
+  metadataSchema: "metadata_schema",
+  pinnedMessage: "pinned_message",
+  retentionDays: "retention_days",
+  maxMessages: "max_messages",
+  maxWritesPerMinute: "max_writes_per_minute",
+  paused: "paused",
+  webhookUrl: "webhook_url",
+  webhookSecret: "webhook_secret",
+};
+
+/**
+ * Writes the changed columns and, when given, replaces the related channels;
+ * moves updated_at strictly forward. Callers pass only real changes.
+ */
+export async function updateChannel(db: Db, id: string, changes: ChannelChanges, relatedIds: readonly string[] | undefined): Promise<void> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [key, value] of Object.entries(changes) as Array<[keyof ChannelChanges, unknown]>) {
+    const column = CHANGE_COLUMNS[key];
+    values.push(key === "metadataSchema" ? JSON.stringify(value) : value);
+    sets.push(`${column} = $${values.length}${key === "metadataSchema" ? "::jsonb" : ""}`);
+  }
+  sets.push("updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')");
+  await db.query(`UPDATE channels SET ${sets.join(", ")} WHERE id = $1`, values);
+  if (relatedIds !== undefined) {
+    await db.query("DELETE FROM channel_links WHERE channel_id = $1", [id]);
+    await db.query(
+      `INSERT INTO channel_links (channel_id, related_channel_id)
+       SELECT $1, r.id FROM channels r WHERE r.id = ANY($2::uuid[]) AND r.id <> $1`,
+      [id, relatedIds],
+    );
+  }
+}
+
+/** Deletes the channel; every table that references it cascades. */
+export async function deleteChannel(db: Db, id: string): Promise<void> {
+  await db.query("DELETE FROM channels WHERE id = $1", [id]);
+}
+
+/**
+ * Adds an alias in the global channel namespace without raising a unique
+ * violation (safe inside a caller's transaction): "added", "exists" (this
+ * channel already has it) or "conflict" (another channel has it). Adding one
+ * moves the channel's updated_at.
+ */
+export async function insertChannelAlias(db: Db, channelId: string, alias: string): Promise<"added" | "exists" | "conflict"> {
+  const { rows } = await db.query<{ inserted: boolean }>(
+    `WITH ins AS (
+       INSERT INTO channel_aliases (alias, channel_id) VALUES ($1, $2) ON CONFLICT (alias) DO NOTHING RETURNING alias
+     ), bump AS (
+       UPDATE channels SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
+     )
+     SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
+    [alias, channelId],
+  );
+  if (rows[0]?.inserted) return "added";
+  // A fresh statement sees the holder even when it committed after the INSERT's snapshot.
+  const holder = await db.query<{ channel_id: string }>("SELECT channel_id FROM channel_aliases WHERE alias = $1", [alias]);
+  const holderId = holder.rows[0]?.channel_id;
+  return holderId === channelId ? "exists" : "conflict";
 }

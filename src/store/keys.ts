@@ -1,6 +1,7 @@
 /** SQL for api_keys. */
 import type { KeyRecord, KeyRepository } from "../domain/keys.js";
 import type { Micros } from "../domain/time.js";
+import { ensureDefaultActor } from "./actors.js";
 import type { Db } from "./db.js";
 
 interface KeyRow {
@@ -17,12 +18,21 @@ const UNIQUE_VIOLATION = "23505";
 export class PgKeyRepository implements KeyRepository {
   constructor(private readonly db: Db) {}
 
+  /**
+   * Inserts the key and its default actor (named after the agent label)
+   * atomically. The unique violation of a taken label is caught outside
+   * db.transaction, which is a savepoint inside a caller's transaction, so
+   * the caller's transaction survives it.
+   */
   async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use"> {
     try {
-      await this.db.query(
-        "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, $2, $3, $4)",
-        [key.keyId, key.secretHash, key.agentLabel, key.ownerId],
-      );
+      await this.db.transaction(async () => {
+        await this.db.query(
+          "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, $2, $3, $4)",
+          [key.keyId, key.secretHash, key.agentLabel, key.ownerId],
+        );
+        await ensureDefaultActor(this.db, key);
+      });
       return "inserted";
     } catch (err) {
       if ((err as { code?: string }).code === UNIQUE_VIOLATION) return "label_in_use";

@@ -5,6 +5,7 @@
 import { Writable } from "node:stream";
 import { startApp, type App } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/config.js";
+import type { Clock } from "../../src/domain/time.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase } from "./database.js";
 
@@ -18,7 +19,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Env = {}): Promise<TestServer> {
+export async function startTestServer(env: Env = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
@@ -42,7 +43,7 @@ export async function startTestServer(env: Env = {}): Promise<TestServer> {
       done();
     },
   });
-  const app = await startApp({ config, logger: createLogger(config.logLevel, sink) });
+  const app = await startApp({ config, logger: createLogger(config.logLevel, sink), clock: options.clock });
   return {
     url: app.url,
     app,

@@ -40,8 +40,22 @@ export function toApiError(err: unknown, report: InternalErrorReporter): ApiErro
     return new ApiError(connectCodeToErrorCode(err.code), err.rawMessage);
   }
   if (isConnectionError(err)) return new ApiError("store_unavailable", undefined, { cause: err });
+  if (isUnstorableText(err)) {
+    return new ApiError("invalid_string", "Text must not contain the NUL character (U+0000)", {
+      suggestion: "Remove U+0000 from strings and metadata; PostgreSQL cannot store it.",
+      cause: err,
+    });
+  }
   report(err);
   return new ApiError("internal_error", undefined, { cause: err });
+}
+
+// 22021 character_not_in_repertoire (NUL in text), 22P05 untranslatable_character
+// (\u0000 in jsonb): the caller sent text PostgreSQL cannot store, not a bug.
+const UNSTORABLE_TEXT = new Set(["22021", "22P05"]);
+
+function isUnstorableText(err: unknown): boolean {
+  return typeof err === "object" && err !== null && UNSTORABLE_TEXT.has(String((err as { code?: unknown }).code));
 }
 
 function connectCodeToErrorCode(code: Code): ErrorCode {

@@ -1,7 +1,8 @@
 /**
  * The one call path every RPC takes, whether it arrived as gRPC, gRPC-Web,
  * Connect or REST: authenticate per the method's rules, apply the per-key
- * rate limit, run the handler, and normalise any error to the catalog.
+ * rate limit, run the handler (under its Idempotency-Key for writes), and
+ * normalise any error to the catalog.
  * Connect routes and the REST transcoder are thin adapters over this, so a
  * rule added here holds on every protocol.
  */
@@ -14,6 +15,7 @@ import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
 import type { Db } from "../../store/db.js";
 import { callerKey } from "./context.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
+import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
 import { rulesOf } from "./method-rules.js";
 
 export type UnaryHandler = (request: Message, ctx: HandlerContext) => Promise<unknown> | unknown;
@@ -41,16 +43,20 @@ export interface PipelineOptions {
   adminToken: string | undefined;
   rateLimiter: FixedWindowLimiter;
   reportInternal: InternalErrorReporter;
+  /** Overrides for the Idempotency-Key handling (tests shorten the wait). */
+  idempotency?: IdempotencyOptions;
 }
 
 export class CallPipeline {
   private readonly unary = new Map<DescMethod, UnaryHandler>();
   private readonly streams = new Map<DescMethod, StreamHandler>();
+  private readonly idempotency: Idempotency;
 
   constructor(
     readonly services: readonly ServiceEntry[],
     private readonly options: PipelineOptions,
   ) {
+    this.idempotency = new Idempotency(options.db, options.idempotency);
     for (const { service, handlers } of services) {
       for (const method of service.methods) {
         const handler = handlers[method.localName];
@@ -67,8 +73,8 @@ export class CallPipeline {
     try {
       await this.admit(method, ctx);
       const handler = this.unary.get(method) ?? notImplemented;
-      const result = await handler(request, ctx);
-      return toMessage(method.output, result) as MessageShape<O>;
+      const run = async () => toMessage(method.output, await handler(request, ctx));
+      return (await this.idempotency.run(method, request, ctx, run)) as MessageShape<O>;
     } catch (err) {
       throw toApiError(err, this.options.reportInternal);
     }

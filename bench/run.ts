@@ -1,0 +1,157 @@
+/**
+ * npm run bench — throughput and latency of the REST API on this machine.
+ *
+ * Starts the service (embedded PostgreSQL, fresh temporary data dir; or uses
+ * BENCH_URL), runs three scenarios with closed-loop clients over HTTP/1.1
+ * keep-alive, prints progress to stderr and one JSON line to stdout.
+ * See "Benchmarks" in README.md for the scenarios and the variables.
+ */
+import os from "node:os";
+import { Api, SetupError, type Key } from "./api.js";
+import { createClient, parseClientKind } from "./http.js";
+import { PgProfiler } from "./pgprofile.js";
+import { creates, lists, workQueue, type Settings } from "./scenarios.js";
+import { startServer, type ServerUnderTest } from "./server.js";
+import { ErrorTally } from "./stats.js";
+
+const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000 };
+const SCENARIOS = ["creates", "lists", "work"] as const;
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+function numberVar(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min} (got ${JSON.stringify(raw)})`);
+  return value;
+}
+
+async function main(): Promise<number> {
+  const durationMs = numberVar("BENCH_DURATION_SECONDS", 10, 0.1) * 1000;
+  const warmupMs = numberVar("BENCH_WARMUP_SECONDS", 2, 0) * 1000;
+  const concurrency = Math.floor(numberVar("BENCH_CONCURRENCY", 16, 1));
+  const listSeed = Math.floor(numberVar("BENCH_LIST_MESSAGES", 2000, 60));
+  const clientKind = parseClientKind(process.env.BENCH_CLIENT);
+  const producerInflight = Math.floor(numberVar("BENCH_PRODUCER_INFLIGHT", 8, 1));
+  const wanted = (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(",")).split(",").map((x) => x.trim()).filter(Boolean);
+  for (const x of wanted) if (!(SCENARIOS as readonly string[]).includes(x)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${x} (use ${SCENARIOS.join(",")})`);
+
+  const server: ServerUnderTest = await startServer();
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping`);
+    void server.stop().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  const errors = new ErrorTally();
+  // Producers + workers is the most connections a scenario keeps busy.
+  const client = createClient(clientKind, server.url, concurrency + 2 * producerInflight);
+  const api = new Api(client, errors);
+  const runId = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const settings: Settings = { warmupMs, durationMs, serverPid: server.pid, runId, log };
+  const report: Record<string, unknown> = {};
+  let failed = false;
+  try {
+    if (process.env.BENCH_PG_PROFILE === "1") {
+      if (!server.pgDataDir) throw new Error("BENCH_PG_PROFILE=1 needs the embedded server the bench starts (not BENCH_URL)");
+      settings.profiler = await PgProfiler.open(server.pgDataDir);
+    }
+    log(`minting ${concurrency + 3} keys`);
+    const owner = await api.mintKey(`bench-${runId}-owner`);
+    const clients: Key[] = [];
+    for (let i = 0; i < concurrency; i++) clients.push(await api.mintKey(`bench-${runId}-client-${i}`));
+    const producers = [await api.mintKey(`bench-${runId}-producer-0`), await api.mintKey(`bench-${runId}-producer-1`)];
+
+    let c, l, q;
+    if (wanted.includes("creates")) {
+      c = await creates(api, owner, clients, settings);
+      log(`creates: ${c.creates_per_s}/s, p50 ${c.latency.p50_ms} ms, p99 ${c.latency.p99_ms} ms, cpu ${JSON.stringify(c.cpu)}`);
+    }
+    if (wanted.includes("lists")) {
+      l = await lists(api, owner, clients, listSeed, settings);
+      log(`lists: ${l.lists_per_s}/s, p50 ${l.latency.p50_ms} ms, p99 ${l.latency.p99_ms} ms, cpu ${JSON.stringify(l.cpu)}`);
+    }
+    if (wanted.includes("work")) {
+      q = await workQueue(api, owner, producers, clients, { listLimit: 10, backlogCap: 500, producerInflight }, settings);
+      log(
+        `work queue: ${q.tasks_per_s} tasks/s, claim p50 ${q.claim_latency.p50_ms} ms, p99 ${q.claim_latency.p99_ms} ms, ` +
+          `${q.conflicts} conflicts, ${q.duplicate_claims} duplicate claims, verification ${q.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(q.cpu)}`,
+      );
+    }
+
+    Object.assign(report, {
+      creates_per_s: c?.creates_per_s ?? null,
+      creates_p50_ms: c?.latency.p50_ms ?? null,
+      creates_p99_ms: c?.latency.p99_ms ?? null,
+      lists_per_s: l?.lists_per_s ?? null,
+      lists_p50_ms: l?.latency.p50_ms ?? null,
+      lists_p99_ms: l?.latency.p99_ms ?? null,
+      tasks_per_s: q?.tasks_per_s ?? null,
+      claim_p50_ms: q?.claim_latency.p50_ms ?? null,
+      claim_p99_ms: q?.claim_latency.p99_ms ?? null,
+      duplicate_claims: q?.duplicate_claims ?? null,
+      conflicts: q?.conflicts ?? null,
+      errors: errors.total,
+      verification_ok: q ? q.verification.ok : null,
+      targets: TARGETS,
+      targets_met: {
+        creates: c ? c.creates_per_s >= TARGETS.creates_per_s : null,
+        lists: l ? l.lists_per_s >= TARGETS.lists_per_s : null,
+        tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
+        no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
+      },
+    });
+    failed = errors.total > 0 || (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok));
+    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null };
+  } catch (err) {
+    failed = true;
+    report.failure = err instanceof SetupError ? err.message : String((err as Error).stack ?? err);
+    log(`failed: ${report.failure as string}`);
+    report.errors = errors.total;
+  } finally {
+    await settings.profiler?.close();
+    await client.close();
+    await server.stop();
+  }
+
+  Object.assign(report, {
+    error_details: errors.toJSON(),
+    settings: {
+      server: server.kind,
+      url: process.env.BENCH_URL ? server.url : undefined,
+      client: clientKind,
+      concurrency,
+      producers: 2,
+      producer_inflight: producerInflight,
+      work_backlog_cap: 500,
+      duration_s: durationMs / 1000,
+      warmup_s: warmupMs / 1000,
+      list_channel_messages: listSeed,
+      server_node_options: process.env.BENCH_SERVER_NODE_OPTIONS || undefined,
+    },
+    machine: {
+      cpus: os.availableParallelism(),
+      cpu_model: os.cpus()[0]?.model ?? null,
+      memory_gb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
+  });
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+
+  const missed = Object.entries(report.targets_met ?? {}).filter(([, v]) => v === false);
+  if (missed.length > 0) log(`targets missed: ${missed.map(([k]) => k).join(", ")}`);
+  if (failed) return 1;
+  if (process.env.BENCH_ENFORCE_TARGETS === "1" && missed.length > 0) return 1;
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(`failed: ${(err as Error).message ?? String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,433 @@
+/**
+ * The three scenarios. Each runs closed loops (a virtual client sends its
+ * next request as soon as the previous answer arrived) for a warm-up, then
+ * for the measured window; only operations completing inside the window count.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { content, type Api, type Key, type ListJson, type MessageJson } from "./api.js";
+import { cpuWindow, type CpuSplit } from "./cpu.js";
+import type { PgProfile, PgProfiler } from "./pgprofile.js";
+import { Latencies, round } from "./stats.js";
+
+export interface Settings {
+  warmupMs: number;
+  durationMs: number;
+  serverPid: number | undefined;
+  runId: string;
+  log: (msg: string) => void;
+  /** BENCH_PG_PROFILE=1: PostgreSQL statements and session states per window. */
+  profiler?: PgProfiler;
+}
+
+interface Window {
+  measuring: boolean;
+  stopping: boolean;
+}
+
+interface Timed {
+  seconds: number;
+  cpu: CpuSplit;
+  pg?: PgProfile;
+}
+
+/** Runs every step function in its own loop: warm-up, measured window, then stop and drain. */
+async function run(steps: Array<() => Promise<void>>, w: Window, s: Settings, label: string, onMeasure?: () => void): Promise<Timed> {
+  const loops = steps.map(async (step) => {
+    while (!w.stopping) await step();
+  });
+  s.log(`${label}: warming up for ${s.warmupMs / 1000} s`);
+  await sleep(s.warmupMs);
+  await s.profiler?.start();
+  const t0 = performance.now();
+  const cpu = cpuWindow(s.serverPid);
+  onMeasure?.();
+  w.measuring = true;
+  s.log(`${label}: measuring for ${s.durationMs / 1000} s`);
+  await sleep(s.durationMs);
+  w.measuring = false;
+  const seconds = (performance.now() - t0) / 1000;
+  const split = cpu();
+  const pg = await s.profiler?.stop();
+  w.stopping = true;
+  await Promise.all(loops);
+  return { seconds, cpu: split, ...(pg ? { pg } : {}) };
+}
+
+function perSecond(count: number, seconds: number): number {
+  return Math.round(count / seconds);
+}
+
+// ---------------------------------------------------------------- creates
+
+export interface CreatesResult {
+  creates_per_s: number;
+  count: number;
+  seconds: number;
+  latency: ReturnType<Latencies["summary"]>;
+  cpu: CpuSplit;
+  pg_profile?: PgProfile;
+}
+
+/** `clients` concurrent writers, one key each, POSTing ~100-byte messages to one claimable channel. */
+export async function creates(api: Api, owner: Key, writers: Key[], s: Settings): Promise<CreatesResult> {
+  const channel = await api.createChannel(owner, `bench-${s.runId}-creates`);
+  const path = `/v1/channels/${channel}/messages`;
+  const lat = new Latencies();
+  const w: Window = { measuring: false, stopping: false };
+  let n = 0;
+  let count = 0;
+  const steps = writers.map((k) => async () => {
+    const a = await api.call("POST", path, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("creates", n++) }));
+    if (w.measuring && a.ok) {
+      count++;
+      lat.add(a.ms);
+    }
+  });
+  const t = await run(steps, w, s, "creates");
+  return { creates_per_s: perSecond(count, t.seconds), count, seconds: round(t.seconds), latency: lat.summary(), cpu: t.cpu, pg_profile: t.pg };
+}
+
+// ---------------------------------------------------------------- lists
+
+export interface ListsResult {
+  lists_per_s: number;
+  count: number;
+  seconds: number;
+  latency: ReturnType<Latencies["summary"]>;
+  cpu: CpuSplit;
+  channel_messages: number;
+  page_limit: number;
+  cursors: number;
+  pages_checked: number;
+  short_pages: number;
+  pg_profile?: PgProfile;
+}
+
+/**
+ * `readers` concurrent readers GET /v1/channels/{id}/messages?since=<cursor>&limit=50
+ * on a channel seeded with `seed` messages; each request starts at a random
+ * cursor taken from the channel with at least 50 messages after it, so every
+ * page is a full page of 50 (what a consumer catching up reads).
+ */
+export async function lists(api: Api, owner: Key, readers: Key[], seed: number, s: Settings): Promise<ListsResult> {
+  const limit = 50;
+  const channel = await api.createChannel(owner, `bench-${s.runId}-lists`);
+  const base = `/v1/channels/${channel}/messages`;
+  s.log(`lists: seeding the channel with ${seed} messages`);
+  let next = 0;
+  await Promise.all(
+    readers.map(async (k) => {
+      while (next < seed) {
+        const i = next++;
+        await api.must("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("lists", i) }));
+      }
+    }),
+  );
+  // Every 10th created_at, as a cursor; keep those with a full page after them.
+  const cursors: string[] = [];
+  let since = "0";
+  let total = 0;
+  for (;;) {
+    const a = await api.must("GET", `${base}?since=${encodeURIComponent(since)}&limit=10`, "/v1/channels/{id}/messages", owner.key);
+    const page = JSON.parse(a.body) as ListJson;
+    if (page.data.length === 0 || page.next_cursor === null) break;
+    total += page.data.length;
+    cursors.push(page.next_cursor);
+    since = page.next_cursor;
+  }
+  if (total !== seed) throw new Error(`lists: the channel holds ${total} messages after seeding ${seed}`);
+  const usable = cursors.slice(0, Math.max(1, cursors.length - limit / 10));
+  usable.unshift("0");
+  const paths = usable.map((c) => `${base}?since=${encodeURIComponent(c)}&limit=${limit}`);
+
+  const lat = new Latencies();
+  const w: Window = { measuring: false, stopping: false };
+  let count = 0;
+  let checked = 0;
+  let short = 0;
+  let r = 0;
+  const steps = readers.map((k) => async () => {
+    const path = paths[Math.floor(Math.random() * paths.length)] as string;
+    const a = await api.call("GET", path, "/v1/channels/{id}/messages", k.key);
+    if (w.measuring && a.ok) {
+      count++;
+      lat.add(a.ms);
+    }
+    // Parsing 50 messages costs the client real CPU; check one page in ten.
+    if (a.ok && r++ % 10 === 0) {
+      checked++;
+      if ((JSON.parse(a.body) as ListJson).data.length !== limit) short++;
+    }
+  });
+  const t = await run(steps, w, s, "lists");
+  return {
+    lists_per_s: perSecond(count, t.seconds),
+    count,
+    seconds: round(t.seconds),
+    latency: lat.summary(),
+    cpu: t.cpu,
+    channel_messages: total,
+    page_limit: limit,
+    cursors: paths.length,
+    pages_checked: checked,
+    short_pages: short,
+    pg_profile: t.pg,
+  };
+}
+
+// ---------------------------------------------------------------- work queue
+
+export interface WorkQueueResult {
+  tasks_per_s: number;
+  produced_per_s: number;
+  acked: number;
+  seconds: number;
+  claim_latency: ReturnType<Latencies["summary"]>;
+  list_latency: ReturnType<Latencies["summary"]>;
+  ack_latency: ReturnType<Latencies["summary"]>;
+  create_latency: ReturnType<Latencies["summary"]>;
+  claim_attempts: number;
+  conflicts: number;
+  duplicate_claims: number;
+  empty_lists: number;
+  unexpected_statuses: number;
+  backlog_at_start: number;
+  backlog_at_end: number;
+  cpu: CpuSplit;
+  totals: { produced: number; claimed: number; acked: number };
+  verification: Verification;
+  pg_profile?: PgProfile;
+}
+
+export interface Verification {
+  /** Messages the listing shows as claimed. */
+  claimed_listed: number;
+  unclaimed_listed: number;
+  /** Acked by a worker but not exactly once in the claimed listing. */
+  acked_not_listed_once: number;
+  /** Listed as claimed by another key than the one whose claim succeeded. */
+  claimant_mismatch: number;
+  /** Listed with acknowledged_by other than exactly the claiming actor. */
+  ack_mismatch: number;
+  /** Claimed in the listing without a successful claim seen by a worker. */
+  claimed_unseen: number;
+  /** produced − (claimed + unclaimed) listed. */
+  missing: number;
+  ok: boolean;
+}
+
+/**
+ * Producers keep the channel stocked with tasks (at most `backlogCap`
+ * unclaimed ones); each worker loops: list status=unclaimed&limit=10, claim
+ * the listed messages in turn from a random starting point until one claim
+ * succeeds (a 409 already_claimed means another worker won it), then ack it.
+ */
+export async function workQueue(
+  api: Api,
+  owner: Key,
+  producers: Key[],
+  workers: Key[],
+  opts: { listLimit: number; backlogCap: number; producerInflight: number },
+  s: Settings,
+): Promise<WorkQueueResult> {
+  const channel = await api.createChannel(owner, `bench-${s.runId}-work`);
+  const base = `/v1/channels/${channel}/messages`;
+  const listPath = `${base}?status=unclaimed&limit=${opts.listLimit}`;
+  const w: Window = { measuring: false, stopping: false };
+  const claimLat = new Latencies();
+  const listLat = new Latencies();
+  const ackLat = new Latencies();
+  const createLat = new Latencies();
+
+  let produced = 0;
+  let producedInWindow = 0;
+  let claimedTotal = 0;
+  let ackedInWindow = 0;
+  let claimAttempts = 0;
+  let conflicts = 0;
+  let duplicates = 0;
+  let emptyLists = 0;
+  let unexpected = 0;
+  /** message id → the worker (index) whose claim answered "claimed", and the actor it claimed as */
+  const claims = new Map<string, { worker: number; actorId: string }>();
+  const acked = new Set<string>();
+  let n = 0;
+
+  // Producers wait while the backlog is full; a successful claim makes room.
+  let room: (() => void) | undefined;
+  let roomPromise: Promise<void> | undefined;
+  const backlog = () => produced - claimedTotal;
+  const waitForRoom = async () => {
+    while (!w.stopping && backlog() >= opts.backlogCap) {
+      roomPromise ??= new Promise<void>((resolve) => (room = resolve));
+      await Promise.race([roomPromise, sleep(50)]);
+    }
+  };
+  const wake = () => {
+    const r = room;
+    room = undefined;
+    roomPromise = undefined;
+    r?.();
+  };
+
+  // Each producer (one key) keeps `producerInflight` posts in flight: two
+  // strictly sequential posters would cap the queue at 2 / create latency.
+  const producerSteps = producers.flatMap((k) =>
+    Array.from({ length: opts.producerInflight }, () => async () => {
+      await waitForRoom();
+      if (w.stopping) return;
+      const a = await api.call("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("work", n++) }));
+      if (a.ok) {
+        produced++;
+        if (w.measuring) {
+          producedInWindow++;
+          createLat.add(a.ms);
+        }
+      }
+    }),
+  );
+
+  const idle = workers.map(() => false);
+  const workerSteps = workers.map((k, index) => async () => {
+    // After an empty page, long-poll (wait=1) so an idle worker does not spin.
+    const l = await api.call("GET", idle[index] ? `${listPath}&wait=1` : listPath, "/v1/channels/{id}/messages", k.key);
+    if (w.measuring) listLat.add(l.ms);
+    if (!l.ok) return;
+    const page = JSON.parse(l.body) as ListJson;
+    idle[index] = page.data.length === 0;
+    if (page.data.length === 0) {
+      emptyLists++;
+      // A server without long-poll answers at once: back off a little.
+      if (l.ms < 50) await sleep(2);
+      return;
+    }
+    const start = Math.floor(Math.random() * page.data.length);
+    for (let j = 0; j < page.data.length; j++) {
+      const m = page.data[(start + j) % page.data.length] as MessageJson;
+      const c = await api.call("POST", `/v1/messages/${m.id}/claim`, "/v1/messages/{id}/claim", k.key, "{}", [409]);
+      claimAttempts++;
+      if (w.measuring) claimLat.add(c.ms);
+      if (c.status === 409) {
+        conflicts++;
+        continue;
+      }
+      if (!c.ok) return;
+      const claim = JSON.parse(c.body) as { status: string; message: MessageJson };
+      if (claim.status !== "claimed") {
+        // Each worker has its own key and claims a message at most once, so
+        // "already_claimed"/"already_acknowledged" would mean a wrong answer.
+        unexpected++;
+        api.errors.add(`POST /v1/messages/{id}/claim → 200 ${claim.status} (unexpected)`, c.body);
+        continue;
+      }
+      claimedTotal++;
+      wake();
+      if (claims.has(m.id)) {
+        duplicates++;
+        api.errors.add("duplicate claim", `message ${m.id} claimed by workers ${claims.get(m.id)?.worker} and ${index}`);
+      } else {
+        claims.set(m.id, { worker: index, actorId: claim.message.claimed_by?.id ?? "" });
+      }
+      // Finish the task even when the window has closed, so that every
+      // claimed task is acked before the verification.
+      const a = await api.call("POST", `/v1/messages/${m.id}/ack`, "/v1/messages/{id}/ack", k.key, "{}");
+      if (!a.ok) return;
+      const ack = JSON.parse(a.body) as { status: string };
+      if (ack.status !== "acknowledged") {
+        unexpected++;
+        api.errors.add(`POST /v1/messages/{id}/ack → 200 ${ack.status} (unexpected)`, a.body);
+      }
+      acked.add(m.id);
+      if (w.measuring) {
+        ackLat.add(a.ms);
+        ackedInWindow++;
+      }
+      return;
+    }
+  });
+
+  // The warm-up also stocks the queue, so the window starts in steady state.
+  let backlogAtStart = 0;
+  const timed = await run([...producerSteps, ...workerSteps], w, s, "work queue", () => (backlogAtStart = backlog()));
+  const backlogAtEnd = backlog();
+  s.log(`work queue: ${produced} produced, ${claimedTotal} claimed, ${acked.size} acked; verifying by listing the channel`);
+
+  const verification = await verify(api, owner, base, produced, claims, acked, workers);
+  return {
+    tasks_per_s: perSecond(ackedInWindow, timed.seconds),
+    produced_per_s: perSecond(producedInWindow, timed.seconds),
+    acked: ackedInWindow,
+    seconds: round(timed.seconds),
+    claim_latency: claimLat.summary(),
+    list_latency: listLat.summary(),
+    ack_latency: ackLat.summary(),
+    create_latency: createLat.summary(),
+    claim_attempts: claimAttempts,
+    conflicts,
+    duplicate_claims: duplicates,
+    empty_lists: emptyLists,
+    unexpected_statuses: unexpected,
+    backlog_at_start: backlogAtStart,
+    backlog_at_end: backlogAtEnd,
+    cpu: timed.cpu,
+    totals: { produced, claimed: claimedTotal, acked: acked.size },
+    verification,
+    pg_profile: timed.pg,
+  };
+}
+
+/**
+ * After the run, read the whole channel back (status=claimed, then
+ * status=unclaimed) and check that every acked task was claimed exactly once,
+ * by the key whose claim succeeded, and acknowledged by that claimant only.
+ */
+async function verify(
+  api: Api,
+  owner: Key,
+  base: string,
+  produced: number,
+  claims: Map<string, { worker: number; actorId: string }>,
+  acked: Set<string>,
+  workers: Key[],
+): Promise<Verification> {
+  const readAll = async (status: string): Promise<MessageJson[]> => {
+    const out: MessageJson[] = [];
+    let since = "0";
+    for (;;) {
+      const a = await api.must("GET", `${base}?status=${status}&limit=100&since=${encodeURIComponent(since)}`, "/v1/channels/{id}/messages", owner.key);
+      const page = JSON.parse(a.body) as ListJson;
+      out.push(...page.data);
+      if (page.data.length === 0 || page.next_cursor === null) return out;
+      since = page.next_cursor;
+    }
+  };
+  const claimed = await readAll("claimed");
+  const unclaimed = await readAll("unclaimed");
+  const seen = new Map<string, number>();
+  let claimantMismatch = 0;
+  let ackMismatch = 0;
+  let unseen = 0;
+  for (const m of claimed) {
+    seen.set(m.id, (seen.get(m.id) ?? 0) + 1);
+    const c = claims.get(m.id);
+    if (!c) {
+      unseen++;
+      continue;
+    }
+    if (m.claimed_by_key_id !== workers[c.worker]?.key_id) claimantMismatch++;
+    if (m.acknowledged_by.length !== 1 || m.acknowledged_by[0]?.id !== c.actorId) ackMismatch++;
+  }
+  let ackedNotOnce = 0;
+  for (const id of acked) if (seen.get(id) !== 1) ackedNotOnce++;
+  const missing = produced - claimed.length - unclaimed.length;
+  return {
+    claimed_listed: claimed.length,
+    unclaimed_listed: unclaimed.length,
+    acked_not_listed_once: ackedNotOnce,
+    claimant_mismatch: claimantMismatch,
+    ack_mismatch: ackMismatch,
+    claimed_unseen: unseen,
+    missing,
+    ok: ackedNotOnce === 0 && claimantMismatch === 0 && ackMismatch === 0 && unseen === 0 && missing === 0,
+  };
+}

@@ -1,0 +1,286 @@
+/**
+ * The rules of live messages: posting (M7 limits, metadata schema, mentions,
+ * pause, throttle, ring buffer), reading by cursor (M1, M2), claiming and
+ * acknowledging (M4, M5), leases and retraction (M6).
+ */
+import { randomBytes } from "node:crypto";
+import type { Caller } from "./caller.js";
+import { assertCanUse, type ChannelView } from "./channel.js";
+import { ApiError, type JsonValue } from "./errors.js";
+import { isUuid } from "./ids.js";
+import { violations } from "./json-schema.js";
+import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js";
+import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "./time.js";
+import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
+
+/** What messages need from actors (implemented by Actors). */
+export interface ActorDirectory {
+  defaultActor(caller: Caller): Promise<ActorRef>;
+  resolveOwn(caller: Caller, ref: string): Promise<ActorRef>;
+  resolveForClaim(caller: Caller, ref: string | undefined): Promise<ActorRef>;
+  resolveMentions(refs: readonly string[], channel: ChannelView): Promise<ActorRef[]>;
+}
+
+export type ChannelFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
+
+export interface MessagesOptions {
+  maxContentBytes: number;
+}
+
+export const MAX_METADATA_BYTES = 16 * 1024;
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+export const LEASE_SECONDS = { min: 30, max: 3600, default: 300 } as const;
+
+export interface NewMessageInput {
+  content: string | undefined;
+  actor: string | undefined;
+  actorLabel: string | undefined;
+  metadata: { [key: string]: JsonValue } | undefined;
+  mentions: readonly string[];
+}
+
+export interface ListInput {
+  since: string | undefined;
+  cursor: string | undefined;
+  limit: number | undefined;
+  status: ListFilter;
+}
+
+export interface Page {
+  data: MessageRecord[];
+  limit: number;
+  nextCursor: string | null;
+}
+
+export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
+export type AckStatus = "acknowledged" | "already_acknowledged";
+
+const byteLength = (text: string) => Buffer.byteLength(text, "utf8");
+
+export class Messages {
+  constructor(
+    private readonly store: MessageStore,
+    private readonly findChannel: ChannelFinder,
+    private readonly actors: ActorDirectory,
+    private readonly clock: Clock,
+    private readonly options: MessagesOptions,
+  ) {}
+
+  async create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
+    // The body is judged before the channel is looked up: a bad request is a
+    // bad request whichever channel it names.
+    const content = input.content;
+    if (content === undefined) throw new ApiError("missing_field", "'content' is required", { details: { field: "content" } });
+    if (content.trim() === "") throw new ApiError("invalid_string", "'content' must contain a non-whitespace character", { details: { field: "content" } });
+    const contentBytes = byteLength(content);
+    if (contentBytes > this.options.maxContentBytes) {
+      throw new ApiError("content_too_large", `'content' is ${contentBytes} bytes; the limit is ${this.options.maxContentBytes}`, {
+        details: { max_content_bytes: this.options.maxContentBytes, received_bytes: contentBytes },
+      });
+    }
+    const metadata = input.metadata ?? {};
+    const metadataBytes = byteLength(JSON.stringify(metadata));
+    if (metadataBytes > MAX_METADATA_BYTES) {
+      throw new ApiError("metadata_too_large", `'metadata' is ${metadataBytes} bytes; the limit is ${MAX_METADATA_BYTES}`, {
+        details: { max_metadata_bytes: MAX_METADATA_BYTES, received_bytes: metadataBytes },
+      });
+    }
+    if (input.mentions.some((m) => m.trim() === "")) {
+      throw new ApiError("invalid_mentions", "'mentions' entries must be non-empty actor ids or aliases", { details: { field: "mentions" } });
+    }
+
+    const channel = await this.usableChannel(caller, identifier);
+    const problems = violations(channel.metadataSchema, metadata);
+    if (problems.length > 0) {
+      throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
+        details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },
+      });
+    }
+    const actor = input.actor === undefined ? null : await this.actors.resolveOwn(caller, input.actor);
+    const mentions = input.mentions.length === 0 ? [] : await this.actors.resolveMentions(input.mentions, channel);
+
+    const result = await this.store.create({
+      channelId: channel.id,
+      authorKeyId: caller.keyId,
+      actor,
+      actorLabel: input.actorLabel ?? null,
+      content,
+      metadata,
+      mentions,
+    });
+    switch (result.outcome) {
+      case "created":
+        return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
+      case "channel_not_found":
+        throw new ApiError("channel_not_found");
+      case "channel_paused": {
+        const retryAfter = result.retryAfter ?? 30;
+        throw new ApiError("channel_paused", undefined, { details: { retry_after: retryAfter }, headers: { "Retry-After": String(retryAfter) } });
+      }
+      case "channel_write_rate_exceeded": {
+        const retryAfter = result.retryAfter ?? 60;
+        throw new ApiError("channel_write_rate_exceeded", `The channel accepts ${channel.maxWritesPerMinute} messages per minute`, {
+          details: { retry_after: retryAfter },
+          headers: { "Retry-After": String(retryAfter) },
+        });
+      }
+    }
+  }
+
+  async list(caller: Caller, identifier: string, input: ListInput): Promise<Page> {
+    const limit = input.limit ?? DEFAULT_PAGE_SIZE;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+      throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
+    }
+    // `cursor` is accepted as another name for `since`.
+    const [field, given] = input.since !== undefined ? (["since", input.since] as const) : (["cursor", input.cursor] as const);
+    const since = parseCursor(field, given);
+    const channel = await this.usableChannel(caller, identifier);
+    const data = await this.store.list(channel.id, since, limit, input.status, this.clock.now());
+    const last = data[data.length - 1];
+    return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null) };
+  }
+
+  async claim(caller: Caller, messageId: string, actorRef: string | undefined, metadata: { [key: string]: JsonValue } | undefined): Promise<{ status: ClaimStatus; message: MessageRecord }> {
+    assertMessageId(messageId);
+    const actor = await this.actors.resolveForClaim(caller, actorRef);
+    const now = this.clock.now();
+    const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken: null, leaseExpiresAt: null }, now);
+    if (claimed) return { status: "claimed", message: claimed };
+    const found = await this.explainRefusedClaim(caller, messageId, now);
+    const claim = effectiveClaim(found.message, now);
+    if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
+      return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
+    }
+    throw new ApiError("already_claimed");
+  }
+
+  async claimWithLease(
+    caller: Caller,
+    messageId: string,
+    actorRef: string | undefined,
+    leaseSeconds: number | undefined,
+    metadata: { [key: string]: JsonValue } | undefined,
+  ): Promise<{ leaseToken: string; expiresAt: Micros; message: MessageRecord }> {
+    assertMessageId(messageId);
+    const seconds = checkLeaseSeconds(leaseSeconds);
+    const actor = await this.actors.resolveForClaim(caller, actorRef);
+    const now = this.clock.now();
+    const leaseToken = `lease_${randomBytes(18).toString("base64url")}`;
+    const expiresAt = now + seconds * MICROS_PER_SECOND;
+    const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
+    if (claimed) return { leaseToken, expiresAt, message: claimed };
+    await this.explainRefusedClaim(caller, messageId, now);
+    // A lease is exclusive: asking again while any claim holds is a conflict.
+    throw new ApiError("already_claimed");
+  }
+
+  async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
+    const seconds = checkLeaseSeconds(leaseSeconds);
+    const now = this.clock.now();
+    const extended = await this.store.heartbeat(leaseToken, caller.keyId, now + seconds * MICROS_PER_SECOND, now);
+    if (extended) return extended;
+    const holder = await this.store.leaseHolder(leaseToken);
+    if (holder !== undefined && holder !== caller.keyId) throw new ApiError("forbidden", "This lease is held by another key");
+    throw new ApiError("lease_expired");
+  }
+
+  async release(caller: Caller, messageId: string, actorRef: string | undefined): Promise<MessageRecord> {
+    assertMessageId(messageId);
+    const actor = await this.actors.resolveForClaim(caller, actorRef);
+    const now = this.clock.now();
+    const released = await this.store.release(messageId, caller.keyId, actor, now);
+    if (released) return released;
+    const found = await this.explainRefusedClaim(caller, messageId, now);
+    const claim = effectiveClaim(found.message, now);
+    if (!claim) throw new ApiError("not_claimed");
+    throw new ApiError("forbidden", "Only the key and actor holding the claim may release it", {
+      suggestion: "Release with the same key and actor that claimed the message.",
+    });
+  }
+
+  async ack(caller: Caller, messageId: string, actorRef: string | undefined): Promise<{ status: AckStatus; message: MessageRecord }> {
+    assertMessageId(messageId);
+    const actor = await this.actors.resolveForClaim(caller, actorRef);
+    const now = this.clock.now();
+    const acked = await this.store.ack(messageId, caller.keyId, actor, now);
+    if (acked) return { status: "acknowledged", message: acked };
+    const found = await this.inspect(messageId, caller, now);
+    return { status: "already_acknowledged", message: found.message };
+  }
+
+  async retract(caller: Caller, messageId: string): Promise<void> {
+    assertMessageId(messageId);
+    const now = this.clock.now();
+    const found = await this.inspect(messageId, caller, now);
+    const isAuthor = found.message.authorKeyId === caller.keyId;
+    if (!isAuthor && found.channelOwnerKeyId !== caller.keyId) {
+      throw new ApiError("forbidden", "Only the message's author or the channel owner may retract it");
+    }
+    if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
+    if (!(await this.store.retract(found.message, now))) throw new ApiError("message_claimed");
+  }
+
+  /** The channel, if it exists and the caller may read and write it. */
+  private async usableChannel(caller: Caller, identifier: string): Promise<ChannelView> {
+    const channel = await this.findChannel(identifier, caller);
+    if (!channel) throw new ApiError("channel_not_found");
+    assertCanUse(channel, caller);
+    return channel;
+  }
+
+  /** 404, 410 and 403 in the contract's order; returns the message when none applies. */
+  private async inspect(messageId: string, caller: Caller, now: Micros): Promise<MessageInspection> {
+    const found = await this.store.inspect(messageId, caller.keyId);
+    if (!found) throw new ApiError("message_not_found");
+    if (found.message.expiresAt <= now) throw new ApiError("message_expired");
+    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
+      throw new ApiError("channel_access_denied");
+    }
+    return found;
+  }
+
+  /** The reasons a claim can be refused that are not about who holds it (M4 order). */
+  private async explainRefusedClaim(caller: Caller, messageId: string, now: Micros): Promise<MessageInspection> {
+    const found = await this.store.inspect(messageId, caller.keyId);
+    if (!found) throw new ApiError("message_not_found");
+    if (found.message.expiresAt <= now) throw new ApiError("message_expired");
+    if (found.mode !== "claimable") throw new ApiError("channel_not_claimable");
+    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
+      throw new ApiError("channel_access_denied");
+    }
+    return found;
+  }
+}
+
+function assertMessageId(messageId: string): void {
+  if (!isUuid(messageId)) throw new ApiError("message_not_found");
+}
+
+function checkLeaseSeconds(value: number | undefined): number {
+  const seconds = value ?? LEASE_SECONDS.default;
+  if (!Number.isInteger(seconds) || seconds < LEASE_SECONDS.min || seconds > LEASE_SECONDS.max) {
+    throw new ApiError("invalid_lease_seconds", `'lease_seconds' must be an integer from ${LEASE_SECONDS.min} to ${LEASE_SECONDS.max}`, {
+      details: { field: "lease_seconds" },
+    });
+  }
+  return seconds;
+}
+
+/**
+ * A read position: a next_cursor from an earlier page (any RFC 3339 time),
+ * or "0" for everything live. URLSearchParams turns an unescaped "+" of an
+ * offset into a space, so that is read back as "+".
+ */
+export function parseCursor(field: "since" | "cursor", value: string | undefined): Micros | null {
+  if (value === undefined || value === "" || value === "0") return null;
+  const parsed = parseTimestamp(value) ?? parseTimestamp(value.replace(" ", "+"));
+  if (parsed === undefined) {
+    throw new ApiError(field === "since" ? "invalid_since" : "invalid_cursor", `'${field}' must be a next_cursor value, an RFC 3339 timestamp, or 0`, {
+      details: { field },
+    });
+  }
+  return parsed;
+}
+

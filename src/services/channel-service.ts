@@ -1,0 +1,85 @@
+/**
+ * ChannelService handlers for issue 3: create, discover, get, update, delete
+ * and aliases. The other methods (history, members, invitations, access
+ * requests, events, webhook deliveries) answer not_implemented until issue 4.
+ */
+import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { Channels, type ChannelDefaults } from "../domain/channels.js";
+import { callerOf } from "../server/rpc/context.js";
+import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import type { Db } from "../store/db.js";
+import { accessFromProto, modeFromProto, renderChannel, renderChannelSummary } from "./render-channel.js";
+
+export function channelService(db: Db, defaults: ChannelDefaults): ServiceEntry {
+  const channels = new Channels(db, defaults);
+  return serviceEntry(ChannelService, {
+    async createChannel(request, ctx) {
+      const channel = await channels.create(callerOf(ctx), {
+        name: request.name,
+        mode: modeFromProto(request.mode),
+        access: accessFromProto(request.access),
+        discoverable: request.discoverable,
+        description: request.description,
+        metadataSchema: request.metadataSchema,
+        pinnedMessage: request.pinnedMessage,
+        webhookUrl: request.webhookUrl,
+        webhookSecret: request.webhookSecret,
+        relatedChannels: request.relatedChannels,
+        ttlSeconds: request.ttlSeconds,
+        retentionDays: request.retentionDays,
+        maxMessages: request.maxMessages,
+        maxWritesPerMinute: request.maxWritesPerMinute,
+      });
+      return renderChannel(channel);
+    },
+
+    async discoverChannels(request, ctx) {
+      const page = await channels.discover(callerOf(ctx), { cursor: request.cursor, limit: request.limit });
+      return { data: page.data.map(renderChannelSummary), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+    },
+
+    async getChannel(request, ctx) {
+      return renderChannel(await channels.get(callerOf(ctx), request.identifier));
+    },
+
+    async updateChannel(request, ctx) {
+      const update = request.channel;
+      // Over REST the transcoder always sets the mask (the body's keys, nulls
+      // included). A gRPC caller that sends no mask gets the fields it set
+      // (those with presence, non-zero enums, a non-empty related_channels):
+      // see buildChannelPatch.
+      const mask = request.updateMask?.paths;
+      const channel = await channels.update(
+        callerOf(ctx),
+        request.identifier,
+        {
+          name: update?.name,
+          mode: update ? modeFromProto(update.mode) : undefined,
+          access: update ? accessFromProto(update.access) : undefined,
+          discoverable: update?.discoverable,
+          description: update?.description,
+          metadataSchema: update?.metadataSchema,
+          pinnedMessage: update?.pinnedMessage,
+          relatedChannels: update?.relatedChannels ?? [],
+          retentionDays: update?.retentionDays,
+          maxMessages: update?.maxMessages,
+          maxWritesPerMinute: update?.maxWritesPerMinute,
+          paused: update?.paused,
+          webhookUrl: update?.webhookUrl,
+          webhookSecret: update?.webhookSecret,
+        },
+        mask,
+      );
+      return renderChannel(channel);
+    },
+
+    async deleteChannel(request, ctx) {
+      await channels.delete(callerOf(ctx), request.identifier);
+      return {};
+    },
+
+    async addChannelAlias(request, ctx) {
+      return renderChannel(await channels.addAlias(callerOf(ctx), request.identifier, request.alias));
+    },
+  });
+}

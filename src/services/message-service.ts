@@ -1,0 +1,80 @@
+/** MessageService handlers: requests to domain calls, domain results to responses. */
+import {
+  AckStatus,
+  ClaimStatus,
+  MessageService,
+  MessageStatus,
+} from "../../gen/agentbus/v1/message_service_pb.js";
+import type { Messages } from "../domain/messages.js";
+import { toProtoTimestamp, type Clock } from "../domain/time.js";
+import { callerOf } from "../server/rpc/context.js";
+import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { renderMessage } from "./render-message.js";
+
+const claimStatus = {
+  claimed: ClaimStatus.CLAIMED,
+  already_claimed: ClaimStatus.ALREADY_CLAIMED,
+  already_acknowledged: ClaimStatus.ALREADY_ACKNOWLEDGED,
+} as const;
+
+const filterOf = (status: MessageStatus) =>
+  status === MessageStatus.UNCLAIMED ? "unclaimed" : status === MessageStatus.CLAIMED ? "claimed" : "all";
+
+export function messageService(messages: Messages, clock: Clock): ServiceEntry {
+  return serviceEntry(MessageService, {
+    async createMessage(req, ctx) {
+      const { message, nextCursor } = await messages.create(callerOf(ctx), req.identifier, {
+        content: req.content,
+        actor: req.actor,
+        actorLabel: req.actorLabel,
+        metadata: req.metadata,
+        mentions: req.mentions,
+      });
+      return { message: renderMessage(message, clock.now()), nextCursor };
+    },
+
+    async listMessages(req, ctx) {
+      const page = await messages.list(callerOf(ctx), req.identifier, {
+        since: req.since,
+        cursor: req.cursor,
+        limit: req.limit,
+        status: filterOf(req.status),
+      });
+      const now = clock.now();
+      return { data: page.data.map((m) => renderMessage(m, now)), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+    },
+
+    async claimMessage(req, ctx) {
+      const { status, message } = await messages.claim(callerOf(ctx), req.messageId, req.actor, req.metadata);
+      return { status: claimStatus[status], message: renderMessage(message, clock.now()) };
+    },
+
+    async claimMessageWithLease(req, ctx) {
+      const lease = await messages.claimWithLease(callerOf(ctx), req.messageId, req.actor, req.leaseSeconds, req.metadata);
+      return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt), message: renderMessage(lease.message, clock.now()) };
+    },
+
+    async heartbeatLease(req, ctx) {
+      const lease = await messages.heartbeat(callerOf(ctx), req.leaseToken, req.leaseSeconds);
+      return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt) };
+    },
+
+    async releaseMessage(req, ctx) {
+      const message = await messages.release(callerOf(ctx), req.messageId, req.actor);
+      return { status: "released", message: renderMessage(message, clock.now()) };
+    },
+
+    async ackMessage(req, ctx) {
+      const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor);
+      return {
+        status: status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED,
+        message: renderMessage(message, clock.now()),
+      };
+    },
+
+    async retractMessage(req, ctx) {
+      await messages.retract(callerOf(ctx), req.messageId);
+      return { status: "retracted" };
+    },
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * Domain channels and actors → protobuf init shapes, and the proto enums ↔
+ * domain strings. Shared by every service that returns a Channel, a
+ * ChannelSummary, a RelatedChannel or an Actor.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ActorSchema } from "../../gen/agentbus/v1/actor_pb.js";
+import {
+  ChannelAccess as ProtoChannelAccess,
+  ChannelMode as ProtoChannelMode,
+  type ChannelSchema,
+  type ChannelSummarySchema,
+} from "../../gen/agentbus/v1/channel_pb.js";
+import type { ActorRecord } from "../domain/actors.js";
+import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
+import type { ChannelResource, ChannelSummary } from "../domain/channels.js";
+import { ApiError } from "../domain/errors.js";
+import { toProtoTimestamp } from "../domain/time.js";
+
+export function modeToProto(mode: ChannelMode): ProtoChannelMode {
+  return mode === "broadcast" ? ProtoChannelMode.BROADCAST : ProtoChannelMode.CLAIMABLE;
+}
+
+export function accessToProto(access: ChannelAccess): ProtoChannelAccess {
+  return access === "open" ? ProtoChannelAccess.OPEN : ProtoChannelAccess.RESTRICTED;
+}
+
+/** UNSPECIFIED → undefined (not given); a number the enum does not declare → 422 invalid_mode. */
+export function modeFromProto(value: ProtoChannelMode): ChannelMode | undefined {
+  switch (value) {
+    case ProtoChannelMode.UNSPECIFIED:
+      return undefined;
+    case ProtoChannelMode.BROADCAST:
+      return "broadcast";
+    case ProtoChannelMode.CLAIMABLE:
+      return "claimable";
+    default:
+      throw new ApiError("invalid_mode", `'mode' must be "broadcast" or "claimable"`, { details: { field: "mode" } });
+  }
+}
+
+/** UNSPECIFIED → undefined (not given); a number the enum does not declare → 422 invalid_access. */
+export function accessFromProto(value: ProtoChannelAccess): ChannelAccess | undefined {
+  switch (value) {
+    case ProtoChannelAccess.UNSPECIFIED:
+      return undefined;
+    case ProtoChannelAccess.OPEN:
+      return "open";
+    case ProtoChannelAccess.RESTRICTED:
+      return "restricted";
+    default:
+      throw new ApiError("invalid_access", `'access' must be "open" or "restricted"`, { details: { field: "access" } });
+  }
+}
+
+/** The Channel resource; webhook_url and webhook_secret are write-only and never rendered. */
+export function renderChannel(c: ChannelResource): MessageInitShape<typeof ChannelSchema> {
+  return {
+    id: c.id,
+    name: c.name,
+    mode: modeToProto(c.mode),
+    access: accessToProto(c.access),
+    discoverable: c.discoverable,
+    description: c.description,
+    ownerId: c.ownerId,
+    createdByKeyId: c.createdByKeyId,
+    metadataSchema: c.metadataSchema,
+    pinnedMessage: c.pinnedMessage ?? undefined,
+    ttlSeconds: c.ttlSeconds,
+    retentionDays: c.retentionDays,
+    maxMessages: c.maxMessages ?? undefined,
+    maxWritesPerMinute: c.maxWritesPerMinute ?? undefined,
+    paused: c.paused,
+    aliases: c.aliases,
+    relatedChannels: c.relatedChannels.map((r) => ({ id: r.id, name: r.name, mode: modeToProto(r.mode) })),
+    createdAt: toProtoTimestamp(c.createdAt),
+    updatedAt: toProtoTimestamp(c.updatedAt),
+  };
+}
+
+export function renderChannelSummary(s: ChannelSummary): MessageInitShape<typeof ChannelSummarySchema> {
+  return {
+    id: s.id,
+    name: s.name,
+    mode: modeToProto(s.mode),
+    access: accessToProto(s.access),
+    description: s.description,
+    createdAt: toProtoTimestamp(s.createdAt),
+    isMember: s.isMember,
+  };
+}
+
+export function renderActor(a: ActorRecord): MessageInitShape<typeof ActorSchema> {
+  return {
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    ownerId: a.ownerId,
+    createdByKeyId: a.createdByKeyId,
+    metadata: a.metadata,
+    aliases: a.aliases,
+    createdAt: toProtoTimestamp(a.createdAt),
+    updatedAt: toProtoTimestamp(a.updatedAt),
+  };
+}

@@ -1,0 +1,187 @@
+/** SQL for actors and their aliases (one global namespace, separate from channel aliases). */
+import type { ActorRecord, ActorRef } from "../domain/actors.js";
+import type { JsonValue } from "../domain/errors.js";
+import type { Micros } from "../domain/time.js";
+import type { Db } from "./db.js";
+import { hasNul, isUuid } from "./channels.js";
+
+interface ActorRow {
+  id: string;
+  name: string;
+  description: string;
+  owner_id: string;
+  created_by_key_id: string;
+  metadata: { [key: string]: JsonValue };
+  is_default: boolean;
+  aliases: string[];
+  created_at: Micros;
+  updated_at: Micros;
+}
+
+const ACTOR_COLUMNS = `a.id, a.name, a.description, a.owner_id, a.created_by_key_id, a.metadata, a.is_default,
+  COALESCE((SELECT array_agg(x.alias ORDER BY x.alias COLLATE "C") FROM actor_aliases x WHERE x.actor_id = a.id), '{}') AS aliases,
+  a.created_at, a.updated_at`;
+
+const toActorRecord = (row: ActorRow): ActorRecord => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  ownerId: row.owner_id,
+  createdByKeyId: row.created_by_key_id,
+  metadata: row.metadata,
+  isDefault: row.is_default,
+  aliases: row.aliases,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** An actor as the resolvers need it. */
+export interface ActorOwnership extends ActorRef {
+  createdByKeyId: string;
+}
+
+export interface KeyIdentity {
+  keyId: string;
+  agentLabel: string;
+  ownerId: string;
+}
+
+/**
+ * Creates the key's default actor (named after its agent label) unless it has
+ * one; returns it either way. No unique violation is ever raised, so this is
+ * safe inside a caller's transaction.
+ */
+export async function ensureDefaultActor(db: Db, key: KeyIdentity): Promise<ActorRef & { created: boolean }> {
+  const inserted = await db.query<ActorRef>(
+    `INSERT INTO actors (name, owner_id, created_by_key_id, is_default) VALUES ($1, $2, $3, true)
+     ON CONFLICT (created_by_key_id) WHERE is_default DO NOTHING
+     RETURNING id, name`,
+    [key.agentLabel, key.ownerId, key.keyId],
+  );
+  const row = inserted.rows[0];
+  if (row) return { id: row.id, name: row.name, created: true };
+  const found = await findDefaultActor(db, key.keyId);
+  if (!found) throw new Error(`default actor of key ${key.keyId} neither inserted nor found`);
+  return { ...found, created: false };
+}
+
+export async function findDefaultActor(db: Db, keyId: string): Promise<ActorRef | undefined> {
+  const { rows } = await db.query<ActorRef>("SELECT id, name FROM actors WHERE created_by_key_id = $1 AND is_default", [keyId]);
+  return rows[0];
+}
+
+export interface NewActor {
+  name: string;
+  description: string;
+  metadata: { [key: string]: JsonValue };
+  ownerId: string;
+  createdByKeyId: string;
+}
+
+export async function insertActor(db: Db, actor: NewActor): Promise<ActorRecord> {
+  const { rows } = await db.query<ActorRow>(
+    `WITH a AS (
+       INSERT INTO actors (name, description, metadata, owner_id, created_by_key_id) VALUES ($1, $2, $3::jsonb, $4, $5)
+       RETURNING *
+     )
+     SELECT a.id, a.name, a.description, a.owner_id, a.created_by_key_id, a.metadata, a.is_default, '{}'::text[] AS aliases,
+            a.created_at, a.updated_at
+     FROM a`,
+    [actor.name, actor.description, JSON.stringify(actor.metadata), actor.ownerId, actor.createdByKeyId],
+  );
+  const row = rows[0];
+  if (!row) throw new Error("INSERT INTO actors returned no row");
+  return toActorRecord(row);
+}
+
+/** The full actor by id or alias; undefined when none. */
+export async function findActor(db: Db, identifier: string): Promise<ActorRecord | undefined> {
+  if (hasNul(identifier)) return undefined;
+  const { rows } = await db.query<ActorRow>(
+    `SELECT ${ACTOR_COLUMNS} FROM actors a
+     WHERE a.id = $1::uuid OR a.id = (SELECT x.actor_id FROM actor_aliases x WHERE x.alias = $2)
+     LIMIT 1`,
+    [isUuid(identifier) ? identifier : null, identifier],
+  );
+  const row = rows[0];
+  return row && toActorRecord(row);
+}
+
+/** The actor an id or alias names, with its creating key; undefined when none. */
+export async function findActorRef(db: Db, ref: string): Promise<ActorOwnership | undefined> {
+  if (hasNul(ref)) return undefined;
+  const { rows } = await db.query<{ id: string; name: string; created_by_key_id: string }>(
+    `SELECT a.id, a.name, a.created_by_key_id FROM actors a
+     WHERE a.id = $1::uuid OR a.id = (SELECT x.actor_id FROM actor_aliases x WHERE x.alias = $2)
+     LIMIT 1`,
+    [isUuid(ref) ? ref : null, ref],
+  );
+  const row = rows[0];
+  return row && { id: row.id, name: row.name, createdByKeyId: row.created_by_key_id };
+}
+
+/** One of the key's actors by name: its default actor first, then the oldest. */
+export async function findOwnActorByName(db: Db, keyId: string, name: string): Promise<ActorRef | undefined> {
+  const { rows } = await db.query<ActorRef>(
+    `SELECT id, name FROM actors WHERE created_by_key_id = $1 AND name = $2
+     ORDER BY is_default DESC, created_at, id LIMIT 1`,
+    [keyId, name],
+  );
+  return rows[0];
+}
+
+/**
+ * Serialises "find or create the actor named X for key K" across
+ * transactions, so two concurrent claims as a new name create one actor.
+ * Held until the surrounding transaction ends.
+ */
+export async function lockActorName(db: Db, keyId: string, name: string): Promise<void> {
+  await db.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify(["actor-name", keyId, name])]);
+}
+
+/**
+ * The mentioned actors a channel's readers include, in the order first
+ * mentioned: each ref is an actor id or alias; an actor is kept when the
+ * channel is open, or its creating key owns the channel or is a member.
+ * One query for the whole list.
+ */
+export async function resolveMentionRefs(
+  db: Db,
+  refs: readonly string[],
+  channel: { id: string; access: string; createdByKeyId: string },
+): Promise<ActorRef[]> {
+  const { rows } = await db.query<ActorRef>(
+    `SELECT a.id, a.name
+     FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS i(ref, ref_id, ord)
+     JOIN actors a ON a.id = coalesce((SELECT x.id FROM actors x WHERE x.id = i.ref_id),
+                                      (SELECT y.actor_id FROM actor_aliases y WHERE y.alias = i.ref))
+     WHERE $3 = 'open'
+        OR a.created_by_key_id = $4
+        OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = $5::uuid AND m.key_id = a.created_by_key_id)
+     ORDER BY i.ord`,
+    [refs, refs.map((r) => (isUuid(r) ? r : null)), channel.access, channel.createdByKeyId, channel.id],
+  );
+  const seen = new Set<string>();
+  return rows.filter((r) => (seen.has(r.id) ? false : (seen.add(r.id), true))).map((r) => ({ id: r.id, name: r.name }));
+}
+
+/**
+ * Adds an alias in the global actor namespace without raising a unique
+ * violation: "added", "exists" (this actor has it) or "conflict". Adding one
+ * moves the actor's updated_at.
+ */
+export async function insertActorAlias(db: Db, actorId: string, alias: string): Promise<"added" | "exists" | "conflict"> {
+  const { rows } = await db.query<{ inserted: boolean }>(
+    `WITH ins AS (
+       INSERT INTO actor_aliases (alias, actor_id) VALUES ($1, $2) ON CONFLICT (alias) DO NOTHING RETURNING alias
+     ), bump AS (
+       UPDATE actors SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
+     )
+     SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
+    [alias, actorId],
+  );
+  if (rows[0]?.inserted) return "added";
+  const holder = await db.query<{ actor_id: string }>("SELECT actor_id FROM actor_aliases WHERE alias = $1", [alias]);
+  return holder.rows[0]?.actor_id === actorId ? "exists" : "conflict";
+}

@@ -1,0 +1,95 @@
+/**
+ * SQL for idempotency_records (decision M8). Both calls must run inside the
+ * transaction that also runs the handler (see server/rpc/idempotency.ts):
+ * the placeholder row's primary key is what makes a concurrent duplicate
+ * wait, and it only exists, with its response, if the handler's writes
+ * commit too.
+ */
+import type { Db } from "./db.js";
+
+/** A live record found under the caller's key, after any running first request ended. */
+export interface StoredOutcome {
+  requestHash: Buffer;
+  /** Encoded response; null only for a placeholder, which is never committed. */
+  response: Buffer | null;
+  status: number | null;
+}
+
+/**
+ * claimed: this transaction holds the key, run the handler. stored: replay or
+ * refuse. in_progress: the wait timed out; the transaction is aborted and
+ * must be rolled back.
+ */
+export type ClaimResult = { outcome: "claimed" } | { outcome: "stored"; stored: StoredOutcome } | { outcome: "in_progress" };
+
+export interface ClaimParams {
+  keyId: string;
+  idempotencyKey: string;
+  requestHash: Buffer;
+  windowSeconds: number;
+  /** How long to wait for a transaction holding the same key before giving up. */
+  lockTimeoutMs: number;
+}
+
+const LOCK_NOT_AVAILABLE = "55P03";
+
+interface RecordRow {
+  request_hash: Buffer;
+  response: Buffer | null;
+  status: number | null;
+}
+
+export class PgIdempotencyStore {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Inserts the placeholder for (keyId, idempotencyKey), or finds the live
+   * record already there. If another transaction holds the key (its request
+   * is running), the INSERT waits on the primary key until that transaction
+   * ends: committed → its record is returned; rolled back → this one claims
+   * the key. Waiting longer than lockTimeoutMs → in_progress.
+   * An expired record counts as absent and is overwritten in place.
+   */
+  async claim(p: ClaimParams): Promise<ClaimResult> {
+    // Only the claim itself waits with a bound; the handler's own statements
+    // keep the session's lock_timeout (reset below).
+    await this.db.query("SELECT set_config('lock_timeout', $1, true)", [`${Math.max(1, Math.trunc(p.lockTimeoutMs))}ms`]);
+    let inserted: number | null;
+    try {
+      ({ rowCount: inserted } = await this.db.query(
+        `INSERT INTO idempotency_records AS r (key_id, idempotency_key, request_hash, expires_at)
+         VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4))
+         ON CONFLICT (key_id, idempotency_key) DO UPDATE
+           SET request_hash = EXCLUDED.request_hash, response = NULL, status = NULL,
+               created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+           WHERE r.expires_at <= clock_timestamp()
+         RETURNING 1`,
+        [p.keyId, p.idempotencyKey, p.requestHash, p.windowSeconds],
+      ));
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { outcome: "in_progress" };
+      throw err;
+    }
+    await this.db.query("SET LOCAL lock_timeout TO DEFAULT");
+    if (inserted === 1) return { outcome: "claimed" };
+    // ON CONFLICT DO UPDATE locked the live row even though its WHERE was
+    // false, so it cannot change before this transaction ends; this statement's
+    // fresh snapshot sees the committed version.
+    const { rows } = await this.db.query<RecordRow>(
+      "SELECT request_hash, response, status FROM idempotency_records WHERE key_id = $1 AND idempotency_key = $2",
+      [p.keyId, p.idempotencyKey],
+    );
+    const row = rows[0];
+    if (!row) throw new Error("idempotency record vanished while locked");
+    return { outcome: "stored", stored: { requestHash: row.request_hash, response: row.response, status: row.status } };
+  }
+
+  /** Fills the claimed placeholder with the handler's response. */
+  async complete(keyId: string, idempotencyKey: string, response: Uint8Array, status: number): Promise<void> {
+    const { rowCount } = await this.db.query(
+      "UPDATE idempotency_records SET response = $3, status = $4 WHERE key_id = $1 AND idempotency_key = $2",
+      [keyId, idempotencyKey, Buffer.from(response.buffer, response.byteOffset, response.byteLength), status],
+    );
+    if (rowCount !== 1) throw new Error("idempotency placeholder missing at completion");
+  }
+}

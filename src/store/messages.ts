@@ -1,0 +1,303 @@
+/**
+ * SQL for live messages. Every statement that depends on the current time
+ * takes it as a parameter (the injected clock), except the created_at stamp,
+ * which PostgreSQL assigns under the channel lock (decision M1).
+ *
+ * Claims are one conditional UPDATE … RETURNING: the row lock makes exactly
+ * one concurrent claimer win; the losers re-check the condition after the
+ * winner commits and match nothing. Access to the channel is part of the
+ * condition so the hot path is a single round trip; when nothing matches,
+ * inspect() tells the caller why.
+ */
+import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
+import type { JsonValue } from "../domain/errors.js";
+import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message.js";
+import { formatTimestamp, parseTimestamp, type Micros } from "../domain/time.js";
+import type { Db } from "./db.js";
+
+interface MessageRow {
+  id: string;
+  channel_id: string;
+  author_key_id: string;
+  actor_id: string | null;
+  actor_name: string | null;
+  actor_label: string | null;
+  content: string;
+  metadata: { [key: string]: JsonValue };
+  mentions: ActorRef[];
+  created_at: Micros;
+  expires_at: Micros;
+  claimed_by_key_id: string | null;
+  claimed_by_actor_id: string | null;
+  claimed_by_actor_name: string | null;
+  claimed_at: Micros | null;
+  lease_token: string | null;
+  lease_expires_at: Micros | null;
+  acknowledged_by: Array<{ id: string; name: string; occurred_at: string }>;
+}
+
+const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
+  m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by`;
+
+/** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
+const accessible = (key: string) => `EXISTS (
+  SELECT 1 FROM channels c WHERE c.id = m.channel_id AND (c.access = 'open' OR c.created_by_key_id = ${key}
+    OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = ${key})))`;
+
+/**
+ * A claim that no longer holds: its lease ran out before any acknowledgement.
+ * Null-safe (plain claims have no lease), so NOT LAPSED is true for them.
+ */
+const LAPSED = (now: string) =>
+  `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND m.acknowledged_by = '[]'::jsonb)`;
+
+function toRecord(row: MessageRow): MessageRecord {
+  return {
+    id: row.id,
+    channelId: row.channel_id,
+    authorKeyId: row.author_key_id,
+    actor: row.actor_id === null ? null : { id: row.actor_id, name: row.actor_name ?? "" },
+    actorLabel: row.actor_label,
+    content: row.content,
+    metadata: row.metadata,
+    mentions: row.mentions,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    claim:
+      row.claimed_by_key_id === null
+        ? null
+        : {
+            keyId: row.claimed_by_key_id,
+            actor: { id: row.claimed_by_actor_id ?? "", name: row.claimed_by_actor_name ?? "" },
+            claimedAt: row.claimed_at ?? row.created_at,
+            leaseToken: row.lease_token,
+            leaseExpiresAt: row.lease_expires_at,
+          },
+    acknowledgedBy: row.acknowledged_by.map(
+      (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0 }),
+    ),
+  };
+}
+
+export interface NewMessage {
+  channelId: string;
+  authorKeyId: string;
+  actor: ActorRef | null;
+  actorLabel: string | null;
+  content: string;
+  metadata: { [key: string]: JsonValue };
+  mentions: ActorRef[];
+}
+
+export type CreateOutcome =
+  | { outcome: "created"; message: MessageRecord }
+  | { outcome: "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded"; retryAfter: number | null };
+
+export type ListFilter = "all" | "unclaimed" | "claimed";
+
+/** Why a claim, ack or release matched nothing. */
+export interface MessageInspection {
+  message: MessageRecord;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  channelOwnerKeyId: string;
+  callerIsMember: boolean;
+}
+
+/**
+ * The read and claim statements, exported so the query-plan tests EXPLAIN
+ * exactly what runs. List parameters: $1 channel, $2 since, $3 limit, $4 now.
+ */
+export const LIST_SQL: Record<ListFilter, string> = {
+  all: `SELECT ${COLUMNS} FROM messages m
+    WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
+    ORDER BY m.created_at LIMIT $3`,
+  // Two index range scans (open work, and lapsed leases) merged, rather than
+  // one scan that steps over every claimed message on the way.
+  unclaimed: `SELECT * FROM (
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4
+       ORDER BY m.created_at LIMIT $3)
+      UNION ALL
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
+       ORDER BY m.created_at LIMIT $3)
+    ) m ORDER BY m.created_at LIMIT $3`,
+  claimed: `SELECT ${COLUMNS} FROM messages m
+    WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
+      AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$4")}
+    ORDER BY m.created_at LIMIT $3`,
+};
+
+/** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
+export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
+    claim_metadata = $6, lease_token = $7, lease_expires_at = $8
+  WHERE m.id = $1 AND m.expires_at > $5
+    AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
+    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
+    AND ${accessible("$2")}
+  RETURNING ${COLUMNS}`;
+
+export class MessageStore {
+  constructor(private readonly db: Db) {}
+
+  async create(input: NewMessage): Promise<CreateOutcome> {
+    const { rows } = await this.db.query<{ outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros }>(
+      "SELECT * FROM agentbus_create_message($1, $2, $3, $4, $5, $6, $7, $8)",
+      [
+        input.channelId,
+        input.authorKeyId,
+        input.actor?.id ?? null,
+        input.actor?.name ?? null,
+        input.actorLabel,
+        input.content,
+        input.metadata,
+        JSON.stringify(input.mentions),
+      ],
+    );
+    const row = rows[0]!;
+    if (row.outcome !== "created") {
+      return { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
+    }
+    return {
+      outcome: "created",
+      message: {
+        id: row.message_id,
+        channelId: input.channelId,
+        authorKeyId: input.authorKeyId,
+        actor: input.actor,
+        actorLabel: input.actorLabel,
+        content: input.content,
+        metadata: input.metadata,
+        mentions: input.mentions,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+        claim: null,
+        acknowledgedBy: [],
+      },
+    };
+  }
+
+  /** Live messages after `since`, oldest first. */
+  async list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]> {
+    const after = since === null ? "-infinity" : formatTimestamp(since);
+    const nowText = formatTimestamp(now);
+    const sql = LIST_SQL[filter];
+    const { rows } = await this.db.query<MessageRow>(sql, [channelId, after, limit, nowText]);
+    return rows.map(toRecord);
+  }
+
+  /** Claims (optionally with a lease) when the message is claimable by this caller right now. */
+  async claim(
+    messageId: string,
+    claim: { keyId: string; actor: ActorRef; metadata: { [key: string]: JsonValue } | null; leaseToken: string | null; leaseExpiresAt: Micros | null },
+    now: Micros,
+  ): Promise<MessageRecord | undefined> {
+    const { rows } = await this.db.query<MessageRow>(
+      CLAIM_SQL,
+      [
+        messageId,
+        claim.keyId,
+        claim.actor.id,
+        claim.actor.name,
+        formatTimestamp(now),
+        claim.metadata,
+        claim.leaseToken,
+        claim.leaseExpiresAt === null ? null : formatTimestamp(claim.leaseExpiresAt),
+      ],
+    );
+    return rows[0] && toRecord(rows[0]);
+  }
+
+  /** Appends the actor to acknowledged_by unless it is already there. */
+  async ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+    const { rows } = await this.db.query<MessageRow>(
+      `UPDATE messages m SET acknowledged_by = m.acknowledged_by || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text))
+       WHERE m.id = $1 AND m.expires_at > $6
+         AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
+         AND ${accessible("$2")}
+       RETURNING ${COLUMNS}`,
+      [messageId, keyId, actor.id, actor.name, formatTimestamp(now), formatTimestamp(now)],
+    );
+    return rows[0] && toRecord(rows[0]);
+  }
+
+  /** Clears the claim when this key and actor hold it. */
+  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+    const { rows } = await this.db.query<MessageRow>(
+      `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
+         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL
+       WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
+         AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
+         AND ${accessible("$2")}
+       RETURNING ${COLUMNS}`,
+      [messageId, keyId, actor.id, formatTimestamp(now)],
+    );
+    return rows[0] && toRecord(rows[0]);
+  }
+
+  /** Extends a live lease held by this key; undefined when there is none. */
+  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
+    const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros }>(
+      `UPDATE messages m SET lease_expires_at = $3
+       WHERE m.lease_token = $1 AND m.claimed_by_key_id = $2 AND m.lease_expires_at > $4 AND m.expires_at > $4
+       RETURNING m.lease_token, m.lease_expires_at`,
+      [leaseToken, keyId, formatTimestamp(until), formatTimestamp(now)],
+    );
+    const row = rows[0];
+    return row && { leaseToken: row.lease_token, expiresAt: row.lease_expires_at };
+  }
+
+  /** The key holding a lease token, if any: tells "not yours" from "gone". */
+  async leaseHolder(leaseToken: string): Promise<string | undefined> {
+    const { rows } = await this.db.query<{ claimed_by_key_id: string }>(
+      "SELECT m.claimed_by_key_id FROM messages m WHERE m.lease_token = $1",
+      [leaseToken],
+    );
+    return rows[0]?.claimed_by_key_id;
+  }
+
+  /** The message with its channel's mode and the caller's standing, for classifying a refusal. */
+  async inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined> {
+    const { rows } = await this.db.query<MessageRow & { mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
+      `SELECT ${COLUMNS}, c.mode, c.access, c.created_by_key_id AS owner_key_id,
+         EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
+       FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = $1`,
+      [messageId, keyId],
+    );
+    const row = rows[0];
+    return (
+      row && {
+        message: toRecord(row),
+        mode: row.mode,
+        access: row.access,
+        channelOwnerKeyId: row.owner_key_id,
+        callerIsMember: row.is_member,
+      }
+    );
+  }
+
+  /**
+   * Moves an unclaimed message to history. The channel row is locked first,
+   * in the same order as the write path, so this cannot deadlock with a
+   * ring-buffer trim.
+   */
+  async retract(message: MessageRecord, now: Micros): Promise<boolean> {
+    return this.db.transaction(async () => {
+      await this.db.query("SELECT 1 FROM channels WHERE id = $1 FOR NO KEY UPDATE", [message.channelId]);
+      const { rowCount } = await this.db.query(
+        `WITH target AS (
+           SELECT m.* FROM messages m WHERE m.id = $1 AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")}) FOR UPDATE
+         ), moved AS (
+           INSERT INTO message_history SELECT t.*, $2::timestamptz, 'retracted' FROM target t RETURNING id
+         ), gone AS (
+           DELETE FROM messages m USING moved WHERE m.id = moved.id RETURNING m.channel_id
+         )
+         UPDATE channels c SET stored_messages = c.stored_messages - 1 FROM gone WHERE c.id = gone.channel_id`,
+        [message.id, formatTimestamp(now)],
+      );
+      return (rowCount ?? 0) > 0;
+    });
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The planner must keep using the indexes as a channel grows: EXPLAIN the
+ * exact list and claim statements on a channel holding 100,000 messages.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatTimestamp, systemClock } from "../../src/domain/time.js";
+import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
+import { createTestDatabase } from "../support/database.js";
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let channelId: string;
+let someMessageId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
+  const other = await db.pool.query<{ id: string }>(
+    `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+     VALUES ('noise', 'claimable', 'open', true, 'plan', 'ak_plan', 86400, 7, now() - interval '1 second', now()) RETURNING id`,
+  );
+  const { rows } = await db.pool.query<{ id: string }>(
+    `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+     VALUES ('big', 'claimable', 'open', true, 'plan', 'ak_plan', 86400, 7, now(), now()) RETURNING id`,
+  );
+  channelId = rows[0]!.id;
+  // 100,000 messages in the hot channel, most of them claimed (a busy work
+  // queue), and 20,000 in another channel so the index must discriminate.
+  for (const [ch, n] of [
+    [channelId, 100_000],
+    [other.rows[0]!.id, 20_000],
+  ] as const) {
+    await db.pool.query(
+      `INSERT INTO messages (channel_id, author_key_id, content, created_at, expires_at, claimed_by_key_id, claimed_at)
+       SELECT $1, 'ak_plan', 'task ' || i, now() - interval '1 hour' + i * interval '1 millisecond', now() + interval '1 day',
+              CASE WHEN i % 10 = 0 THEN NULL ELSE 'ak_plan' END, CASE WHEN i % 10 = 0 THEN NULL ELSE now() END
+       FROM generate_series(1, $2::int) AS i`,
+      [ch, n],
+    );
+  }
+  someMessageId = (await db.pool.query<{ id: string }>("SELECT id FROM messages WHERE channel_id = $1 LIMIT 1", [channelId])).rows[0]!.id;
+  await db.pool.query("ANALYZE messages");
+  await db.pool.query("ANALYZE channels");
+}, 120_000);
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function plan(sql: string, params: unknown[]): Promise<string> {
+  const { rows } = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
+  return rows.map((r) => r["QUERY PLAN"]).join("\n");
+}
+
+const now = () => formatTimestamp(systemClock.now());
+
+describe("query plans on a channel of 100,000 messages", () => {
+  it("lists with an index range scan on (channel_id, created_at), no sequential scan", async () => {
+    const text = await plan(LIST_SQL.all, [channelId, "-infinity", 50, now()]);
+    expect(text).toMatch(/Index Scan using messages_channel_order/);
+    expect(text).not.toMatch(/Seq Scan on messages/);
+  });
+
+  it("lists open work through the partial index of unclaimed messages", async () => {
+    const text = await plan(LIST_SQL.unclaimed, [channelId, "-infinity", 50, now()]);
+    expect(text).toMatch(/messages_unclaimed/);
+    expect(text).toMatch(/messages_leases/);
+    expect(text).not.toMatch(/Seq Scan on messages/);
+  });
+
+  it("lists claimed messages by index", async () => {
+    const text = await plan(LIST_SQL.claimed, [channelId, "-infinity", 50, now()]);
+    expect(text).toMatch(/Index Scan using messages_channel_order/);
+    expect(text).not.toMatch(/Seq Scan on messages/);
+  });
+
+  it("claims through the primary key", async () => {
+    const text = await plan(CLAIM_SQL, [someMessageId, "ak_plan", someMessageId, "w", now(), null, null, null]);
+    expect(text).toMatch(/Index Scan using messages_pkey/);
+    expect(text).not.toMatch(/Seq Scan on messages/);
+  });
+});
