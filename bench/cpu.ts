@@ -97,6 +97,16 @@ function machine(): { busy: number; idle: number; steal: number } | undefined {
   }
 }
 
+/** The service's main thread (its event loop): ns on CPU and ns runnable but waiting for a CPU. */
+function schedstat(pid: number): { run: number; wait: number } | undefined {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(" ").map(Number);
+    return run === undefined || wait === undefined ? undefined : { run: run / 1e9, wait: wait / 1e9 };
+  } catch {
+    return undefined;
+  }
+}
+
 export interface CpuSplit {
   /** Share of one core, in percent, over the window (200 = both cores of a 2-core machine). */
   bench_client_pct: number;
@@ -106,6 +116,13 @@ export interface CpuSplit {
   bench_client_sys_pct: number;
   server_node_sys_pct: number | null;
   postgres_sys_pct: number | null;
+  /**
+   * The service's event loop thread: share of the window on a CPU, and
+   * runnable but waiting for one (the cores are busy with PostgreSQL and the
+   * client). Together near 100 % means the event loop is the bottleneck.
+   */
+  server_loop_running_pct: number | null;
+  server_loop_runqueue_pct: number | null;
   /** All CPU time used on the machine (steal excluded). */
   machine_busy_pct: number | null;
   /** machine_busy − client − service − PostgreSQL: other processes (and the kernel on their behalf); should be near 0 for a clean run. */
@@ -120,11 +137,13 @@ export function cpuWindow(serverPid: number | undefined): () => CpuSplit {
   const c0 = process.cpuUsage();
   const s0 = serverPid === undefined ? undefined : serverTree(serverPid);
   const m0 = machine();
+  const l0 = serverPid === undefined ? undefined : schedstat(serverPid);
   return () => {
     const seconds = (performance.now() - t0) / 1000;
     const c = process.cpuUsage(c0);
     const s1 = serverPid === undefined ? undefined : serverTree(serverPid);
     const m1 = machine();
+    const l1 = serverPid === undefined ? undefined : schedstat(serverPid);
     const pct = (cpuSeconds: number) => Math.round((cpuSeconds / seconds) * 1000) / 10;
     const client = (c.user + c.system) / 1e6;
     const node = s0 && s1 ? s1.node - s0.node : null;
@@ -139,6 +158,8 @@ export function cpuWindow(serverPid: number | undefined): () => CpuSplit {
       bench_client_sys_pct: pct(c.system / 1e6),
       server_node_sys_pct: s0 && s1 ? pct(s1.nodeSys - s0.nodeSys) : null,
       postgres_sys_pct: s0 && s1 ? pct(s1.postgresSys - s0.postgresSys) : null,
+      server_loop_running_pct: l0 && l1 ? pct(l1.run - l0.run) : null,
+      server_loop_runqueue_pct: l0 && l1 ? pct(l1.wait - l0.wait) : null,
       machine_busy_pct: busy === null ? null : pct(busy),
       other_pct: busy === null || node === null || postgres === null ? null : pct(Math.max(0, busy - client - node - postgres)),
       steal_pct: m0 && m1 ? pct(m1.steal - m0.steal) : null,

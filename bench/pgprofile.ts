@@ -17,7 +17,8 @@ import type pg from "pg";
 import { superuser } from "./server.js";
 
 export interface PgProfile {
-  statements: Array<{ query: string; calls: number; total_ms: number; mean_ms: number; rows: number }>;
+  /** mean_ms is execution; plan_mean_ms is planning (0 unless pg_stat_statements.track_planning=on, see BENCH_PG_SETTINGS). */
+  statements: Array<{ query: string; calls: number; total_ms: number; mean_ms: number; plan_mean_ms: number; rows: number }>;
   /** Share of sampled service connections in each state, percent. */
   sessions: Record<string, number>;
   samples: number;
@@ -97,8 +98,9 @@ export class PgProfiler {
     const seconds = (performance.now() - this.started) / 1000;
     while (this.busy) await new Promise((r) => setTimeout(r, 5));
     const c = await this.counters();
-    const { rows } = await this.db.query<{ query: string; calls: string; total: number; mean: number; rows: string }>(
-      `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::text, total_exec_time AS total, mean_exec_time AS mean, rows::text
+    const { rows } = await this.db.query<{ query: string; calls: string; total: number; mean: number; plan: number; rows: string }>(
+      `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::text, total_exec_time AS total, mean_exec_time AS mean,
+         mean_plan_time AS plan, rows::text
        FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
        WHERE d.datname = 'agentbus' AND query NOT LIKE '%pg_stat%'
        ORDER BY total_exec_time DESC LIMIT 12`,
@@ -113,6 +115,7 @@ export class PgProfiler {
         calls: Number(r.calls),
         total_ms: Math.round(r.total),
         mean_ms: Math.round(r.mean * 1000) / 1000,
+        plan_mean_ms: Math.round(r.plan * 1000) / 1000,
         rows: Number(r.rows),
       })),
       sessions,

@@ -11,7 +11,7 @@ import { Api, SetupError, type Key } from "./api.js";
 import { createClient, parseClientKind } from "./http.js";
 import { PgProfiler } from "./pgprofile.js";
 import { creates, lists, workQueue, type Settings } from "./scenarios.js";
-import { startServer, type ServerUnderTest } from "./server.js";
+import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
 const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000 };
@@ -33,6 +33,7 @@ async function main(): Promise<number> {
   const concurrency = Math.floor(numberVar("BENCH_CONCURRENCY", 16, 1));
   const listSeed = Math.floor(numberVar("BENCH_LIST_MESSAGES", 2000, 60));
   const clientKind = parseClientKind(process.env.BENCH_CLIENT);
+  const createChannels = Math.floor(numberVar("BENCH_CREATE_CHANNELS", 1, 1));
   const producerInflight = Math.floor(numberVar("BENCH_PRODUCER_INFLIGHT", 8, 1));
   const wanted = (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(",")).split(",").map((x) => x.trim()).filter(Boolean);
   for (const x of wanted) if (!(SCENARIOS as readonly string[]).includes(x)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${x} (use ${SCENARIOS.join(",")})`);
@@ -50,13 +51,25 @@ async function main(): Promise<number> {
   const client = createClient(clientKind, server.url, concurrency + 2 * producerInflight);
   const api = new Api(client, errors);
   const runId = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-  const settings: Settings = { warmupMs, durationMs, serverPid: server.pid, runId, log };
+  const settings: Settings = { warmupMs, durationMs, serverPid: server.pid, runId, log, errors };
   const report: Record<string, unknown> = {};
   let failed = false;
   try {
     if (process.env.BENCH_PG_PROFILE === "1") {
       if (!server.pgDataDir) throw new Error("BENCH_PG_PROFILE=1 needs the embedded server the bench starts (not BENCH_URL)");
       settings.profiler = await PgProfiler.open(server.pgDataDir);
+    }
+    if (process.env.BENCH_PG_ANALYZE === "1") {
+      if (!server.pgDataDir) throw new Error("BENCH_PG_ANALYZE=1 needs the embedded server the bench starts (not BENCH_URL)");
+      const dir = server.pgDataDir;
+      settings.analyze = async () => {
+        const db = await superuser(dir);
+        try {
+          await db.query("ANALYZE");
+        } finally {
+          await db.end();
+        }
+      };
     }
     log(`minting ${concurrency + 3} keys`);
     const owner = await api.mintKey(`bench-${runId}-owner`);
@@ -66,7 +79,7 @@ async function main(): Promise<number> {
 
     let c, l, q;
     if (wanted.includes("creates")) {
-      c = await creates(api, owner, clients, settings);
+      c = await creates(api, owner, clients, createChannels, settings);
       log(`creates: ${c.creates_per_s}/s, p50 ${c.latency.p50_ms} ms, p99 ${c.latency.p99_ms} ms, cpu ${JSON.stringify(c.cpu)}`);
     }
     if (wanted.includes("lists")) {
@@ -103,6 +116,9 @@ async function main(): Promise<number> {
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
       },
     });
+    const others = [c?.cpu, l?.cpu, q?.cpu].map((x) => x?.other_pct ?? 0);
+    // Another process busy on the machine during a window makes the figures meaningless.
+    report.disturbed_by_other_processes = Math.max(...others) > 15;
     failed = errors.total > 0 || (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok));
     report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null };
   } catch (err) {
@@ -128,8 +144,13 @@ async function main(): Promise<number> {
       work_backlog_cap: 500,
       duration_s: durationMs / 1000,
       warmup_s: warmupMs / 1000,
+      create_channels: createChannels,
       list_channel_messages: listSeed,
+      server_entry: process.env.BENCH_URL ? undefined : (process.env.BENCH_SERVER_ENTRY ?? "tsx"),
       server_node_options: process.env.BENCH_SERVER_NODE_OPTIONS || undefined,
+      pg_profile: process.env.BENCH_PG_PROFILE === "1" || undefined,
+      pg_analyze: process.env.BENCH_PG_ANALYZE === "1" || undefined,
+      pg_settings: process.env.BENCH_PG_SETTINGS || undefined,
     },
     machine: {
       cpus: os.availableParallelism(),

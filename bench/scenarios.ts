@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { content, type Api, type Key, type ListJson, type MessageJson } from "./api.js";
 import { cpuWindow, type CpuSplit } from "./cpu.js";
 import type { PgProfile, PgProfiler } from "./pgprofile.js";
-import { Latencies, round } from "./stats.js";
+import { Latencies, round, type ErrorTally } from "./stats.js";
 
 export interface Settings {
   warmupMs: number;
@@ -15,8 +15,11 @@ export interface Settings {
   serverPid: number | undefined;
   runId: string;
   log: (msg: string) => void;
+  errors: ErrorTally;
   /** BENCH_PG_PROFILE=1: PostgreSQL statements and session states per window. */
   profiler?: PgProfiler;
+  /** BENCH_PG_ANALYZE=1: refresh the planner statistics before each scenario's load starts. */
+  analyze?: () => Promise<void>;
 }
 
 interface Window {
@@ -32,8 +35,19 @@ interface Timed {
 
 /** Runs every step function in its own loop: warm-up, measured window, then stop and drain. */
 async function run(steps: Array<() => Promise<void>>, w: Window, s: Settings, label: string, onMeasure?: () => void): Promise<Timed> {
+  if (s.analyze) {
+    s.log(`${label}: ANALYZE (BENCH_PG_ANALYZE=1)`);
+    await s.analyze();
+  }
   const loops = steps.map(async (step) => {
-    while (!w.stopping) await step();
+    while (!w.stopping) {
+      try {
+        await step();
+      } catch (err) {
+        // e.g. a 2xx whose body is not what the API promises
+        s.errors.add(`${label}: unexpected answer`, String((err as Error).message ?? err));
+      }
+    }
   });
   s.log(`${label}: warming up for ${s.warmupMs / 1000} s`);
   await sleep(s.warmupMs);
@@ -47,6 +61,9 @@ async function run(steps: Array<() => Promise<void>>, w: Window, s: Settings, la
   w.measuring = false;
   const seconds = (performance.now() - t0) / 1000;
   const split = cpu();
+  if (split.other_pct !== null && split.other_pct > 15) {
+    s.log(`${label}: WARNING: other processes used ${split.other_pct}% CPU during the window; the figures are understated, rerun on a quiet machine`);
+  }
   const pg = await s.profiler?.stop();
   w.stopping = true;
   await Promise.all(loops);
@@ -65,26 +82,29 @@ export interface CreatesResult {
   seconds: number;
   latency: ReturnType<Latencies["summary"]>;
   cpu: CpuSplit;
+  channels: number;
   pg_profile?: PgProfile;
 }
 
 /** `clients` concurrent writers, one key each, POSTing ~100-byte messages to one claimable channel. */
-export async function creates(api: Api, owner: Key, writers: Key[], s: Settings): Promise<CreatesResult> {
-  const channel = await api.createChannel(owner, `bench-${s.runId}-creates`);
-  const path = `/v1/channels/${channel}/messages`;
+export async function creates(api: Api, owner: Key, writers: Key[], channels: number, s: Settings): Promise<CreatesResult> {
+  // One channel by default (writes to a channel are serialised by its row
+  // lock, decision M1); BENCH_CREATE_CHANNELS spreads the writers over more.
+  const paths: string[] = [];
+  for (let i = 0; i < channels; i++) paths.push(`/v1/channels/${await api.createChannel(owner, `bench-${s.runId}-creates-${i}`)}/messages`);
   const lat = new Latencies();
   const w: Window = { measuring: false, stopping: false };
   let n = 0;
   let count = 0;
-  const steps = writers.map((k) => async () => {
-    const a = await api.call("POST", path, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("creates", n++) }));
+  const steps = writers.map((k, i) => async () => {
+    const a = await api.call("POST", paths[i % paths.length] as string, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("creates", n++) }));
     if (w.measuring && a.ok) {
       count++;
       lat.add(a.ms);
     }
   });
   const t = await run(steps, w, s, "creates");
-  return { creates_per_s: perSecond(count, t.seconds), count, seconds: round(t.seconds), latency: lat.summary(), cpu: t.cpu, pg_profile: t.pg };
+  return { creates_per_s: perSecond(count, t.seconds), count, seconds: round(t.seconds), latency: lat.summary(), cpu: t.cpu, channels, pg_profile: t.pg };
 }
 
 // ---------------------------------------------------------------- lists
@@ -301,7 +321,9 @@ export async function workQueue(
       if (l.ms < 50) await sleep(2);
       return;
     }
-    const start = Math.floor(Math.random() * page.data.length);
+    // Workers start at different places in the page (worker index), which
+    // spreads them over the listed tasks better than a random start.
+    const start = index % page.data.length;
     for (let j = 0; j < page.data.length; j++) {
       const m = page.data[(start + j) % page.data.length] as MessageJson;
       const c = await api.call("POST", `/v1/messages/${m.id}/claim`, "/v1/messages/{id}/claim", k.key, "{}", [409]);

@@ -3,16 +3,11 @@
  * fresh one started here as a separate process on the embedded PostgreSQL,
  * in a temporary AGENTBUS_DATA_DIR that is removed afterwards.
  *
- * The server runs from source (`node --import tsx src/cli.ts serve`), so the
- * benchmark always measures the code in the working tree without a build
- * step writing dist/. tsx only transforms modules while they load; once the
- * server listens it runs the same V8 code a build would. Set
- * BENCH_SERVER_ENTRY=dist to run dist/src/cli.js instead (after
- * `npm run build`), e.g. to compare.
+ * See serverEntry() for how the service is run (BENCH_SERVER_ENTRY).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -91,10 +86,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env): Promise
   const pgDataDir = path.join(dataDir, "data");
   const logFile = path.join(dataDir, "server.log");
   const out = createWriteStream(logFile);
-  const entry =
-    env.BENCH_SERVER_ENTRY === "dist"
-      ? [path.join(ROOT, "dist/src/cli.js"), "serve"]
-      : ["--import", "tsx", path.join(ROOT, "src/cli.ts"), "serve"];
+  const entry = await serverEntry(env.BENCH_SERVER_ENTRY ?? "tsx", dataDir);
   // Extra node flags for the service, passed on its command line (not as
   // NODE_OPTIONS, which refuses --cpu-prof), e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeFlags = (env.BENCH_SERVER_NODE_OPTIONS ?? "").split(/\s+/).filter((f) => f !== "");
@@ -185,6 +177,30 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env): Promise
   }
   log("the service is healthy");
   return { url, pid: child.pid, kind: "embedded (started by the bench)", stop, pgDataDir };
+}
+
+/**
+ * How to run the service:
+ *   tsx   — from source (node --import tsx src/cli.ts serve), the default;
+ *   build — compiled by tsc into the temporary folder first, then run with
+ *           plain node (what `npm start` runs, without writing dist/);
+ *   dist  — dist/src/cli.js as left by `npm run build`.
+ */
+async function serverEntry(kind: string, tempDir: string): Promise<string[]> {
+  if (kind === "tsx") return ["--import", "tsx", path.join(ROOT, "src/cli.ts"), "serve"];
+  if (kind === "dist") return [path.join(ROOT, "dist/src/cli.js"), "serve"];
+  if (kind !== "build") throw new Error(`BENCH_SERVER_ENTRY must be tsx, build or dist (got ${JSON.stringify(kind)})`);
+  const out = path.join(tempDir, "build");
+  log(`compiling the service into ${out}`);
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "tsconfig.build.json"), "--outDir", out], {
+    cwd: ROOT,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  await cp(path.join(ROOT, "src/store/migrations"), path.join(out, "src/store/migrations"), { recursive: true });
+  // ESM, and packages resolved from the repository's node_modules.
+  await writeFile(path.join(out, "package.json"), JSON.stringify({ type: "module" }));
+  await symlink(path.join(ROOT, "node_modules"), path.join(out, "node_modules"));
+  return [path.join(out, "src/cli.js"), "serve"];
 }
 
 function pgSettings(env: NodeJS.ProcessEnv): Array<[string, string]> {

@@ -16,14 +16,7 @@ export class Latencies {
     return this.n;
   }
 
-  /** Nearest-rank percentile, p in 0..100; null without samples. */
-  percentile(p: number): number | null {
-    if (this.n === 0) return null;
-    const sorted = this.samples.slice(0, this.n).sort();
-    const rank = Math.min(this.n - 1, Math.max(0, Math.ceil((p / 100) * this.n) - 1));
-    return round(sorted[rank] as number);
-  }
-
+  /** Nearest-rank percentiles in milliseconds; null without samples. */
   summary(): { count: number; p50_ms: number | null; p90_ms: number | null; p99_ms: number | null; max_ms: number | null } {
     if (this.n === 0) return { count: 0, p50_ms: null, p90_ms: null, p99_ms: null, max_ms: null };
     const sorted = this.samples.slice(0, this.n).sort();

@@ -74,6 +74,7 @@ export async function findChannelView(db: Db, identifier: string, callerKeyId: s
      WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
      LIMIT 1`,
     [isUuid(identifier) ? identifier : null, identifier, callerKeyId],
+    "channel_view",
   );
   const row = rows[0];
   return row && { ...toChannelRecord(row), callerIsMember: row.is_member };

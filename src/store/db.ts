@@ -20,9 +20,15 @@ export class Db {
 
   constructor(readonly pool: pg.Pool) {}
 
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+  /**
+   * Runs one statement. A `name` makes it a prepared statement, parsed and
+   * planned once per connection: worth it for the hot paths, where planning
+   * costs as much as executing.
+   */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    const config: pg.QueryConfig = name === undefined ? { text, values } : { name, text, values };
     const current = this.scope.getStore();
-    return current ? current.client.query<R>(text, values) : this.pool.query<R>(text, values);
+    return current ? current.client.query<R>(config) : this.pool.query<R>(config);
   }
 
   get inTransaction(): boolean {

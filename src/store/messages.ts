@@ -96,6 +96,15 @@ export type CreateOutcome =
 
 export type ListFilter = "all" | "unclaimed" | "claimed";
 
+interface PendingWrite {
+  input: NewMessage;
+  resolve: (outcome: CreateOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Enough to amortise a commit; small enough to keep one batch's latency low. */
+const MAX_BATCH = 64;
+
 /** Why a claim, ack or release matched nothing. */
 export interface MessageInspection {
   message: MessageRecord;
@@ -142,41 +151,82 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
 export class MessageStore {
   constructor(private readonly db: Db) {}
 
-  async create(input: NewMessage): Promise<CreateOutcome> {
-    const { rows } = await this.db.query<{ outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros }>(
-      "SELECT * FROM agentbus_create_message($1, $2, $3, $4, $5, $6, $7, $8)",
-      [
-        input.channelId,
-        input.authorKeyId,
-        input.actor?.id ?? null,
-        input.actor?.name ?? null,
-        input.actorLabel,
-        input.content,
-        input.metadata,
-        JSON.stringify(input.mentions),
-      ],
-    );
-    const row = rows[0]!;
-    if (row.outcome !== "created") {
-      return { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
+  /**
+   * Writes a message. Outside a transaction, concurrent writes to one channel
+   * from this process are batched: while one batch holds the channel lock
+   * (until its commit's WAL flush), the next requests queue and then go in
+   * together. Inside a transaction (an idempotent request) the write joins it.
+   */
+  create(input: NewMessage): Promise<CreateOutcome> {
+    if (this.db.inTransaction) return this.writeBatch(input.channelId, [input]).then((r) => r[0]!);
+    return new Promise((resolve, reject) => {
+      const pending = { input, resolve, reject };
+      const queue = this.queues.get(input.channelId);
+      if (queue) {
+        queue.push(pending);
+        return;
+      }
+      const fresh = [pending];
+      this.queues.set(input.channelId, fresh);
+      void this.drain(input.channelId, fresh);
+    });
+  }
+
+  private readonly queues = new Map<string, PendingWrite[]>();
+
+  private async drain(channelId: string, queue: PendingWrite[]): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue.splice(0, MAX_BATCH);
+      try {
+        const outcomes = await this.writeBatch(channelId, batch.map((p) => p.input));
+        batch.forEach((p, i) => p.resolve(outcomes[i]!));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
     }
-    return {
-      outcome: "created",
-      message: {
-        id: row.message_id,
-        channelId: input.channelId,
-        authorKeyId: input.authorKeyId,
-        actor: input.actor,
-        actorLabel: input.actorLabel,
-        content: input.content,
-        metadata: input.metadata,
-        mentions: input.mentions,
-        createdAt: row.created_at,
-        expiresAt: row.expires_at,
-        claim: null,
-        acknowledgedBy: [],
-      },
-    };
+    this.queues.delete(channelId);
+  }
+
+  private async writeBatch(channelId: string, inputs: NewMessage[]): Promise<CreateOutcome[]> {
+    const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros }>(
+      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[])",
+      [
+        channelId,
+        inputs.map((m) => m.authorKeyId),
+        inputs.map((m) => m.actor?.id ?? null),
+        inputs.map((m) => m.actor?.name ?? null),
+        inputs.map((m) => m.actorLabel),
+        inputs.map((m) => m.content),
+        inputs.map((m) => JSON.stringify(m.metadata)),
+        inputs.map((m) => JSON.stringify(m.mentions)),
+      ],
+      "create_messages",
+    );
+    const outcomes: CreateOutcome[] = new Array(inputs.length);
+    for (const row of rows) {
+      const input = inputs[row.ord - 1]!;
+      outcomes[row.ord - 1] =
+        row.outcome === "created"
+          ? {
+              outcome: "created",
+              message: {
+                id: row.message_id,
+                channelId,
+                authorKeyId: input.authorKeyId,
+                actor: input.actor,
+                actorLabel: input.actorLabel,
+                content: input.content,
+                metadata: input.metadata,
+                mentions: input.mentions,
+                createdAt: row.created_at,
+                expiresAt: row.expires_at,
+                claim: null,
+                acknowledgedBy: [],
+              },
+            }
+          : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
+    }
+    return outcomes;
   }
 
   /** Live messages after `since`, oldest first. */
@@ -184,7 +234,7 @@ export class MessageStore {
     const after = since === null ? "-infinity" : formatTimestamp(since);
     const nowText = formatTimestamp(now);
     const sql = LIST_SQL[filter];
-    const { rows } = await this.db.query<MessageRow>(sql, [channelId, after, limit, nowText]);
+    const { rows } = await this.db.query<MessageRow>(sql, [channelId, after, limit, nowText], `list_${filter}`);
     return rows.map(toRecord);
   }
 
@@ -206,6 +256,7 @@ export class MessageStore {
         claim.leaseToken,
         claim.leaseExpiresAt === null ? null : formatTimestamp(claim.leaseExpiresAt),
       ],
+      "claim",
     );
     return rows[0] && toRecord(rows[0]);
   }
@@ -219,6 +270,7 @@ export class MessageStore {
          AND ${accessible("$2")}
        RETURNING ${COLUMNS}`,
       [messageId, keyId, actor.id, actor.name, formatTimestamp(now), formatTimestamp(now)],
+      "ack",
     );
     return rows[0] && toRecord(rows[0]);
   }

@@ -31,6 +31,32 @@ describe("claims under contention", () => {
   });
 });
 
+describe("batched writes keep per-message rules exact", () => {
+  it("lets exactly max_writes_per_minute of 20 concurrent posts through", async () => {
+    const owner = await mintKey(server.url);
+    const ch = await createChannel(server.url, owner, { max_writes_per_minute: 7 });
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => rest(server.url, "POST", `/v1/channels/${ch}/messages`, { key: owner, body: { content: `m${i}` } })),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(7);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(13);
+  });
+
+  it("keeps the newest max_messages of 50 concurrent posts", async () => {
+    const owner = await mintKey(server.url);
+    const ch = await createChannel(server.url, owner, { max_messages: 10 });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => rest<{ message: { created_at: string } }>(server.url, "POST", `/v1/channels/${ch}/messages`, { key: owner, body: { content: `m${i}` } })),
+    );
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const newest = results.map((r) => r.body.message.created_at).sort().slice(-10);
+    const page = await listMessages(server.url, owner, ch, "?since=0&limit=100");
+    expect(page.data.map((m) => m.created_at)).toEqual(newest);
+    const { rows } = await server.app.pool.query("SELECT stored_messages FROM channels WHERE id = $1", [ch]);
+    expect(rows[0].stored_messages).toBe(10);
+  });
+});
+
 describe("cursor polling under concurrent writers (M1)", () => {
   it("lets 4 pollers following next_cursor see all 4,000 messages of 8 writers exactly once, in order", async () => {
     const writers = 8;
