@@ -13,7 +13,8 @@ import { createClient, type ClientKind } from "./http.js";
 import { startServer } from "./server.js";
 
 const log = (msg: string) => process.stderr.write(`[client-cost] ${msg}\n`);
-const kinds: ClientKind[] = ["raw", "http", "fetch"];
+// BENCH_CLIENTS=http,raw,fetch changes the order (the first one meets the least warmed-up server).
+const kinds = (process.env.BENCH_CLIENTS ?? "raw,http,fetch").split(",").map((k) => k.trim()) as ClientKind[];
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 4);
 
 interface Probe {

@@ -6,10 +6,10 @@
  *
  *   raw   — a minimal HTTP/1.1 client on net.Socket: one request at a time per
  *           connection (pipelining 1), Content-Length or chunked responses.
- *           The default: by far the least CPU per request (measured on the
- *           2-core machine: 31 µs for a small GET, 153 µs for a page of 50
- *           messages, against 71–89 / 450 µs for node:http and 300–390 / 816
- *           µs for fetch).
+ *           The default: by far the least CPU per request (2-core machine,
+ *           several runs: 23–31 µs for a small GET and 78–153 µs for a page
+ *           of 50 messages, against 48–89 / 171–450 µs for node:http and
+ *           211–390 / 435–816 µs for fetch).
  *   http  — node:http with a keep-alive Agent (maxSockets = connections).
  *   fetch — the undici bundled in Node as global fetch (keep-alive, pipelining
  *           1). The undici package itself (Pool, Agent) is not a dependency.
