@@ -264,7 +264,9 @@ export class MessageStore {
   /** Appends the actor to acknowledged_by unless it is already there. */
   async ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(
-      `UPDATE messages m SET acknowledged_by = m.acknowledged_by || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text))
+      // An acknowledged message can no longer lapse back to open work, so its lease is dropped.
+      `UPDATE messages m SET acknowledged_by = m.acknowledged_by || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text)),
+         lease_token = NULL, lease_expires_at = NULL
        WHERE m.id = $1 AND m.expires_at > $6
          AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
          AND ${accessible("$2")}
@@ -317,6 +319,7 @@ export class MessageStore {
          EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
        FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = $1`,
       [messageId, keyId],
+      "inspect_message",
     );
     const row = rows[0];
     return (
