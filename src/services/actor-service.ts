@@ -3,14 +3,12 @@
  * answer not_implemented until mention pushes land.
  */
 import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
-import { Actors } from "../domain/actors.js";
+import type { Actors } from "../domain/actors.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import type { Db } from "../store/db.js";
 import { renderActor } from "./render-channel.js";
 
-export function actorService(db: Db): ServiceEntry {
-  const actors = new Actors(db);
+export function actorService(actors: Actors): ServiceEntry {
   return serviceEntry(ActorService, {
     async createActor(request, ctx) {
       const actor = await actors.create(callerOf(ctx), {

@@ -1,18 +1,15 @@
 /**
- * ChannelService handlers for issue 3: create, discover, get, update, delete
- * and aliases. The other methods (history, members, invitations, access
- * requests, events, webhook deliveries) answer not_implemented until issue 4.
+ * ChannelService handlers for the channel itself: create, discover, get,
+ * update, delete and aliases. Other modules contribute the rest of the
+ * service's methods; services/index.ts merges them into one entry.
  */
-import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
-import { Channels, type ChannelDefaults } from "../domain/channels.js";
+import type { Channels } from "../domain/channels.js";
 import { callerOf } from "../server/rpc/context.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import type { Db } from "../store/db.js";
+import type { ChannelHandlers } from "./handlers.js";
 import { accessFromProto, modeFromProto, renderChannel, renderChannelSummary } from "./render-channel.js";
 
-export function channelService(db: Db, defaults: ChannelDefaults): ServiceEntry {
-  const channels = new Channels(db, defaults);
-  return serviceEntry(ChannelService, {
+export function channelHandlers(channels: Channels): ChannelHandlers {
+  return {
     async createChannel(request, ctx) {
       const channel = await channels.create(callerOf(ctx), {
         name: request.name,
@@ -81,5 +78,5 @@ export function channelService(db: Db, defaults: ChannelDefaults): ServiceEntry 
     async addChannelAlias(request, ctx) {
       return renderChannel(await channels.addAlias(callerOf(ctx), request.identifier, request.alias));
     },
-  });
+  };
 }

@@ -3,20 +3,22 @@
  * landed is registered with no handlers: each method answers
  * 501 / Unimplemented with error code not_implemented.
  */
+import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { Config } from "../config.js";
 import { Actors } from "../domain/actors.js";
+import { Channels } from "../domain/channels.js";
 import { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../domain/time.js";
-import type { ServiceEntry } from "../server/rpc/pipeline.js";
+import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
 import { MessageStore } from "../store/messages.js";
 import { actorService } from "./actor-service.js";
-import { channelService } from "./channel-service.js";
+import { channelHandlers } from "./channel-service.js";
 import { keyService } from "./key-service.js";
 import { messageService } from "./message-service.js";
 
@@ -39,9 +41,11 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
   );
   return [
     keyService(deps.keys, deps.mintLimiter),
-    channelService(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable }),
+    serviceEntry(ChannelService, {
+      ...channelHandlers(new Channels(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable })),
+    }),
     messageService(messages, deps.clock),
-    actorService(deps.db),
+    actorService(actors),
     { service: AdminService, handlers: {} },
     { service: JobService, handlers: {} },
   ];

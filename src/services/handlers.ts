@@ -1,0 +1,5 @@
+/** Handler sets that several modules contribute to one proto service. */
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+
+export type ChannelHandlers = Partial<ServiceImpl<typeof ChannelService>>;
