@@ -1,0 +1,64 @@
+/**
+ * A throwaway Redis server on a free loopback port for tests that need one
+ * (CI installs Debian's redis-server). It keeps nothing on disk and is
+ * killed when the test file is done.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  /** Kills the server (to test outages); `start` brings it back on the same port. */
+  kill(): Promise<void>;
+  start(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+export async function startTestRedis(): Promise<TestRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+      stdio: "ignore",
+    });
+    await waitForPort(port, 5_000);
+  };
+  const kill = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGKILL");
+    await exited;
+  };
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, port, stop: kill, kill, start };
+}
