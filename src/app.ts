@@ -9,6 +9,7 @@ import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
 import { systemClock, type Clock } from "./domain/time.js";
+import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import type { Logger } from "./logger.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { listen, type Listener } from "./server/listener.js";
@@ -25,13 +26,25 @@ export interface AppOptions {
   config: Config;
   logger: Logger;
   clock?: Clock;
+  /** Overrides for the in-process job runner (tests shorten its intervals). */
+  jobs?: Pick<JobRunnerOptions, "processEveryMs" | "intervals">;
 }
 
 export interface App {
   readonly url: string;
   readonly port: number;
   readonly pool: pg.Pool;
+  /** The in-process job workers; undefined when AGENTBUS_WORKERS=false. */
+  readonly jobs: JobRunner | undefined;
   /** Drains in-flight requests, stops background work and the database. */
+  close(): Promise<void>;
+}
+
+/** `agentbus worker`: the job runner alone, on the same database. */
+export interface Worker {
+  readonly pool: pg.Pool;
+  readonly jobs: JobRunner;
+  /** Stops the runner (running jobs wrap up), then the pool and the database. */
   close(): Promise<void>;
 }
 
@@ -51,22 +64,31 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
   });
 }
 
-export async function startApp({ config, logger, clock = systemClock }: AppOptions): Promise<App> {
+/** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
+async function openStore(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<{ pool: pg.Pool; db: Db }> {
   const database = await openDatabase(config, logger);
-  const cleanups: Array<() => Promise<void>> = [() => database.stop()];
-  const cleanup = async () => {
-    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => logger.error({ err }, "shutdown step failed"));
-  };
-  try {
-    const pool = createPool(database.url, {
-      max: config.dbPoolSize,
-      onError: (err) => logger.warn({ err }, "idle database connection failed"),
-    });
-    cleanups.push(() => pool.end());
-    const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
-    if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  cleanups.push(() => database.stop());
+  const pool = createPool(database.url, {
+    max: config.dbPoolSize,
+    onError: (err) => logger.warn({ err }, "idle database connection failed"),
+  });
+  cleanups.push(() => pool.end());
+  const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
+  if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  return { pool, db: new Db(pool) };
+}
 
-    const db = new Db(pool);
+function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
+  return async () => {
+    for (const fn of cleanups.splice(0).reverse()) await fn().catch((err: unknown) => logger.error({ err }, "shutdown step failed"));
+  };
+}
+
+export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<App> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = cleanupRunner(cleanups, logger);
+  try {
+    const { pool, db } = await openStore(config, logger, cleanups);
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
     const pipeline = new CallPipeline(
       createServices({ db, clock, config, keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
@@ -83,6 +105,13 @@ export async function startApp({ config, logger, clock = systemClock }: AppOptio
     metrics.gauge("agentbus_db_pool_total_connections", "Open database connections.", () => pool.totalCount);
     metrics.gauge("agentbus_db_pool_idle_connections", "Idle database connections.", () => pool.idleCount);
     metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);
+
+    // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
+    // pool, so stopped before it (cleanups run in reverse).
+    const jobs = config.workers
+      ? await JobRunner.start({ pool, deps: { db, clock, logger }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
+      : undefined;
+    if (jobs) cleanups.push(() => jobs.stop());
 
     const shutdown = new AbortController();
     // Every in-flight call listens on this one signal; the default cap of 10
@@ -108,17 +137,42 @@ export async function startApp({ config, logger, clock = systemClock }: AppOptio
       url: listener.url,
       port: listener.address.port,
       pool,
+      jobs,
       close() {
         closed ??= (async () => {
           // Long-lived calls (long-polls, streams) are told to finish half-way
-          // through the grace period; ordinary requests just complete.
+          // through the grace period; ordinary requests just complete. Jobs
+          // wrap up in the same grace period, alongside.
           const grace = config.shutdownGraceMs;
           const timer = setTimeout(() => shutdown.abort(), grace / 2);
-          await listener.close(grace);
+          await Promise.all([listener.close(grace), jobs?.stop()]);
           clearTimeout(timer);
           shutdown.abort();
           await cleanup();
         })();
+        return closed;
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Starts the job workers without the API (decision P2, the scale-out shape in DESIGN.md). */
+export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<Worker> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = cleanupRunner(cleanups, logger);
+  try {
+    const { pool, db } = await openStore(config, logger, cleanups);
+    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
+    cleanups.push(() => jobs.stop());
+    let closed: Promise<void> | undefined;
+    return {
+      pool,
+      jobs,
+      close() {
+        closed ??= cleanup();
         return closed;
       },
     };

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
  * agentbus serve   — run the service (embedded PostgreSQL unless DATABASE_URL is set)
+ * agentbus worker  — run only the job workers (no HTTP) until SIGTERM
  * agentbus migrate — apply pending migrations and exit
  */
-import { startApp, openDatabase } from "./app.js";
+import { startApp, startWorker, openDatabase } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { migrate } from "./store/migrate.js";
@@ -12,7 +13,9 @@ import { createPool } from "./store/pool.js";
 const USAGE = `usage: agentbus <command>
 
 commands:
-  serve     run the service on HOST:PORT (gRPC, gRPC-Web, Connect and REST on one port)
+  serve     run the service on HOST:PORT (gRPC, gRPC-Web, Connect and REST on one port),
+            with the job workers unless AGENTBUS_WORKERS=false
+  worker    run only the job workers (purge, …) against the same database, until SIGTERM
   migrate   apply pending database migrations and exit
 
 Configuration comes from the environment; see the README for every variable.`;
@@ -41,6 +44,30 @@ async function serve(): Promise<void> {
     process.exit(1);
   }
   logger.info({ url: app.url }, `agentbus listening on ${app.url}`);
+  stopOnSignals(app, config, logger);
+}
+
+async function worker(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger(config.logLevel);
+  process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
+  let running;
+  try {
+    running = await startWorker({ config, logger });
+  } catch (err) {
+    logger.fatal({ err }, `agentbus worker could not start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  logger.info("agentbus worker running");
+  stopOnSignals(running, config, logger);
+}
+
+/**
+ * SIGTERM/SIGINT: close (requests drain, jobs wrap up, then the pool and the
+ * database), then exit explicitly: timers that libraries leave behind (Agenda
+ * keeps one per finished job run) must not hold the process.
+ */
+function stopOnSignals(target: { close(): Promise<void> }, config: Config, logger: ReturnType<typeof createLogger>): void {
   const stop = (signal: string) => {
     logger.info({ signal }, "shutting down");
     // A hard stop if draining hangs, so an orchestrator never waits forever.
@@ -48,7 +75,7 @@ async function serve(): Promise<void> {
       logger.error("shutdown took too long; exiting");
       process.exit(1);
     }, config.shutdownGraceMs + 5_000).unref();
-    app.close().then(
+    target.close().then(
       () => {
         logger.info("stopped");
         process.exit(0);
@@ -81,6 +108,9 @@ const command = process.argv[2];
 switch (command) {
   case "serve":
     await serve();
+    break;
+  case "worker":
+    await worker();
     break;
   case "migrate":
     await runMigrations().catch((err: unknown) => {

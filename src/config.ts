@@ -44,6 +44,9 @@ const schema = z.object({
   AGENTBUS_DEFAULT_DISCOVERABLE: bool.default(true),
   // Large enough for structured task descriptions; big payloads belong in a link.
   AGENTBUS_MAX_CONTENT_BYTES: positiveInt.max(16 * 1024 * 1024).default(65536),
+  // One process runs everything by default; API replicas set false when
+  // separate `agentbus worker` processes run the jobs.
+  AGENTBUS_WORKERS: bool.default(true),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -65,6 +68,8 @@ export interface Config {
   trustProxy: boolean;
   defaultDiscoverable: boolean;
   maxContentBytes: number;
+  /** `agentbus serve` also runs the job workers (purge, and later webhooks and the async jobs). */
+  workers: boolean;
 }
 
 export class ConfigError extends Error {
@@ -105,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: c.AGENTBUS_TRUST_PROXY,
     defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,
     maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,
+    workers: c.AGENTBUS_WORKERS,
   };
 }
 

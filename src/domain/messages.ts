@@ -182,7 +182,13 @@ export class Messages {
     const extended = await this.store.heartbeat(leaseToken, caller.keyId, now + seconds * MICROS_PER_SECOND, now);
     if (extended) return extended;
     const holder = await this.store.leaseHolder(leaseToken);
-    if (holder !== undefined && holder !== caller.keyId) throw new ApiError("forbidden", "This lease is held by another key");
+    if (holder !== undefined && holder.keyId !== caller.keyId) {
+      // A stranger to a restricted channel learns nothing more than that.
+      await this.inspect(holder.messageId, caller, now);
+      throw new ApiError("forbidden", "This lease is held by another key", {
+        suggestion: "Only the key that claimed the message with this lease may extend it.",
+      });
+    }
     throw new ApiError("lease_expired");
   }
 

@@ -4,11 +4,13 @@
  * 501 / Unimplemented with error code not_implemented.
  */
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
-import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { Config } from "../config.js";
 import { Actors } from "../domain/actors.js";
+import { ChannelAdmin } from "../domain/channel-admin.js";
 import { Channels } from "../domain/channels.js";
+import { ChannelHistory } from "../domain/history.js";
+import { Membership } from "../domain/membership.js";
 import { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
@@ -18,8 +20,11 @@ import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
 import { MessageStore } from "../store/messages.js";
 import { actorService } from "./actor-service.js";
+import { adminService } from "./admin-service.js";
+import { channelHistoryHandlers } from "./channel-history-service.js";
 import { channelHandlers } from "./channel-service.js";
 import { keyService } from "./key-service.js";
+import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
 
 export interface ServiceDependencies {
@@ -43,10 +48,12 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
     keyService(deps.keys, deps.mintLimiter),
     serviceEntry(ChannelService, {
       ...channelHandlers(new Channels(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable })),
+      ...membershipHandlers(new Membership(deps.db, deps.clock)),
+      ...channelHistoryHandlers(new ChannelHistory(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
     }),
     messageService(messages, deps.clock),
     actorService(actors),
-    { service: AdminService, handlers: {} },
+    adminService(new ChannelAdmin(deps.db)),
     { service: JobService, handlers: {} },
   ];
 }

@@ -15,7 +15,7 @@ import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message
 import { formatTimestamp, parseTimestamp, type Micros } from "../domain/time.js";
 import type { Db } from "./db.js";
 
-interface MessageRow {
+export interface MessageRow {
   id: string;
   channel_id: string;
   author_key_id: string;
@@ -36,7 +36,7 @@ interface MessageRow {
   acknowledged_by: Array<{ id: string; name: string; occurred_at: string }>;
 }
 
-const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
+export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
   m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by`;
 
@@ -52,7 +52,7 @@ const accessible = (key: string) => `EXISTS (
 const LAPSED = (now: string) =>
   `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND m.acknowledged_by = '[]'::jsonb)`;
 
-function toRecord(row: MessageRow): MessageRecord {
+export function toRecord(row: MessageRow): MessageRecord {
   return {
     id: row.id,
     channelId: row.channel_id,
@@ -304,12 +304,13 @@ export class MessageStore {
   }
 
   /** The key holding a lease token, if any: tells "not yours" from "gone". */
-  async leaseHolder(leaseToken: string): Promise<string | undefined> {
-    const { rows } = await this.db.query<{ claimed_by_key_id: string }>(
-      "SELECT m.claimed_by_key_id FROM messages m WHERE m.lease_token = $1",
+  async leaseHolder(leaseToken: string): Promise<{ keyId: string; messageId: string } | undefined> {
+    const { rows } = await this.db.query<{ claimed_by_key_id: string; id: string }>(
+      "SELECT m.claimed_by_key_id, m.id FROM messages m WHERE m.lease_token = $1",
       [leaseToken],
     );
-    return rows[0]?.claimed_by_key_id;
+    const row = rows[0];
+    return row && { keyId: row.claimed_by_key_id, messageId: row.id };
   }
 
   /** The message with its channel's mode and the caller's standing, for classifying a refusal. */

@@ -6,7 +6,7 @@
  * sees its values change shape behind its back.
  */
 import pg from "pg";
-import { parseTimestamp, type Micros } from "../domain/time.js";
+import { parsePgTimestamp, type Micros } from "../domain/time.js";
 
 const OID = {
   INT8: 20,
@@ -27,7 +27,8 @@ function parseMicros(text: string): Micros {
   if (text === "-infinity") return Number.NEGATIVE_INFINITY;
   // `timestamp` (without time zone) has no offset in its text form; we only
   // ever store UTC in it, and every session runs with TimeZone=UTC.
-  const micros = parseTimestamp(/[+-]\d{2}(:?\d{2})?$|Z$/.test(text) ? text : `${text}Z`);
+  // parsePgTimestamp reads the usual text by character position, not by regex.
+  const micros = parsePgTimestamp(text);
   // Throwing here fails the query (pg catches row-parse errors) rather than
   // handing a caller a silently wrong instant, e.g. for BC or year > 9999.
   if (micros === undefined) throw new Error(`Unsupported timestamp value from PostgreSQL: ${JSON.stringify(text)}`);

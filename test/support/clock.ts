@@ -11,4 +11,9 @@ export class AdjustableClock implements Clock {
   advanceSeconds(seconds: number): void {
     this.offset += seconds * MICROS_PER_SECOND;
   }
+
+  /** Back to real time (PostgreSQL stamps created_at with real time, so later tests need this). */
+  reset(): void {
+    this.offset = 0;
+  }
 }

@@ -3,7 +3,7 @@
  * as `agentbus serve` does, for integration tests.
  */
 import { Writable } from "node:stream";
-import { startApp, type App } from "../../src/app.js";
+import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/config.js";
 import type { Clock } from "../../src/domain/time.js";
 import { createLogger } from "../../src/logger.js";
@@ -19,7 +19,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Env = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
+export async function startTestServer(env: Env = {}, options: { clock?: Clock; jobs?: AppOptions["jobs"] } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
@@ -29,6 +29,9 @@ export async function startTestServer(env: Env = {}, options: { clock?: Clock } 
     AGENTBUS_KEY_MINT_LIMIT: "0",
     AGENTBUS_RATE_LIMIT: "0",
     AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
+    // No background purge racing a test that moves the clock; tests that
+    // want the workers pass AGENTBUS_WORKERS: "true" (or call purge()).
+    AGENTBUS_WORKERS: "false",
     ...env,
   });
   const rawLogs: string[] = [];
@@ -43,7 +46,7 @@ export async function startTestServer(env: Env = {}, options: { clock?: Clock } 
       done();
     },
   });
-  const app = await startApp({ config, logger: createLogger(config.logLevel, sink), clock: options.clock });
+  const app = await startApp({ config, logger: createLogger(config.logLevel, sink), clock: options.clock, jobs: options.jobs });
   return {
     url: app.url,
     app,

@@ -29,6 +29,12 @@ describe("loadConfig", () => {
     expect(loadConfig({ DATABASE_URL: "", PORT: "" })).toMatchObject({ databaseUrl: undefined, port: 8080 });
   });
 
+  it("runs the job workers in serve unless AGENTBUS_WORKERS=false", () => {
+    expect(loadConfig({}).workers).toBe(true);
+    expect(loadConfig({ AGENTBUS_WORKERS: "false" }).workers).toBe(false);
+    expect(() => loadConfig({ AGENTBUS_WORKERS: "no" })).toThrow(/AGENTBUS_WORKERS/);
+  });
+
   it("splits AGENTBUS_CORS_ORIGINS on commas", () => {
     expect(loadConfig({ AGENTBUS_CORS_ORIGINS: "https://a.example, https://b.example" }).corsOrigins).toEqual([
       "https://a.example",

@@ -2,14 +2,16 @@
  * The REST JSON dialect of the API (decisions J1–J6), between plain JSON and
  * protobuf-es messages. protobuf-es' own toJson/fromJson speak the canonical
  * proto3 JSON mapping (camelCase, int64 as strings, omitted defaults,
- * "CHANNEL_MODE_CLAIMABLE"), which the contract does not, so this module walks
- * the descriptors itself:
+ * "CHANNEL_MODE_CLAIMABLE"), which the contract does not, so these modules
+ * walk the descriptors themselves:
  *
- * - Rendering: snake_case keys in declaration order, every field present
- *   (null / [] / {}), integers as numbers, short lowercase enum names with
- *   UNSPECIFIED as null, timestamps with exactly six fractional digits, and a
- *   oneof as one key named after the oneof.
- * - Decoding: binds body, query string and path variables the way
+ * - Rendering (json-render.ts, compiled per message type; the reference
+ *   implementation by reflection is json-render-reflect.ts): snake_case keys in
+ *   declaration order, every field present (null / [] / {}), integers as
+ *   numbers, short lowercase enum names with UNSPECIFIED as null, timestamps
+ *   with exactly six fractional digits, and a oneof as one key named after
+ *   the oneof.
+ * - Decoding (here): binds body, query string and path variables the way
  *   google.api.http (and grpc-gateway) do, with strict JSON types and errors
  *   that carry the contract's codes (`invalid_<field>` when the catalog has
  *   one). Bad input only ever raises ApiError.
@@ -18,156 +20,31 @@ import {
   ScalarType,
   create,
   fromJson,
-  isMessage,
-  toJson,
   type DescEnum,
-  type DescEnumValue,
   type DescField,
   type DescMessage,
   type Message,
   type MessageShape,
   type JsonValue as ProtobufJsonValue,
 } from "@bufbuild/protobuf";
-import { isReflectMessage, reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
-import {
-  EmptySchema,
-  FeatureSet_FieldPresence,
-  FieldMaskSchema,
-  ListValueSchema,
-  StructSchema,
-  TimestampSchema,
-  ValueSchema,
-} from "@bufbuild/protobuf/wkt";
-import { ApiError, isErrorCode, type ErrorCode, type JsonValue } from "../../domain/errors.js";
-import { formatTimestamp, fromProtoTimestamp, parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+import { reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
+import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { ApiError, isErrorCode, type ErrorCode } from "../../domain/errors.js";
+import { parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+import { enumFromJson, enumJsonNames } from "./json-enums.js";
+import { isWellKnown } from "./json-render-reflect.js";
 
 export type { JsonValue } from "../../domain/errors.js";
-export type JsonObject = { [key: string]: JsonValue };
-
-// ---------------------------------------------------------------------------
-// Enums
-
-/** The REST name of an enum value: lowercase, without the enum's shared prefix. */
-function shortEnumName(desc: DescEnum, value: DescEnumValue): string {
-  const lower = value.name.toLowerCase();
-  const prefix = desc.sharedPrefix;
-  return prefix !== undefined && lower.startsWith(prefix) && lower.length > prefix.length
-    ? lower.slice(prefix.length)
-    : lower;
-}
-
-/**
- * Renders an enum value as its short lowercase name (`CHANNEL_MODE_CLAIMABLE`
- * → "claimable"). The zero value (`*_UNSPECIFIED`) and numbers the enum does
- * not declare render as null: the contract only ever shows declared names.
- */
-export function enumToJson(desc: DescEnum, value: number): string | null {
-  if (value === 0) return null;
-  const declared = desc.value[value];
-  return declared === undefined ? null : shortEnumName(desc, declared);
-}
-
-/**
- * Parses an enum from REST input: the short name case-insensitively
- * ("claimable", "CLAIMABLE") or the full proto name ("CHANNEL_MODE_CLAIMABLE").
- * Never returns the zero value: "unspecified" is not something a caller may send.
- */
-export function enumFromJson(desc: DescEnum, text: string): number | undefined {
-  const lower = text.toLowerCase();
-  for (const value of desc.values) {
-    if (value.number === 0) continue;
-    if (shortEnumName(desc, value) === lower || value.name.toLowerCase() === lower) return value.number;
-  }
-  return undefined;
-}
-
-/** The names a caller may send for an enum, in declaration order (for messages and OpenAPI). */
-export function enumJsonNames(desc: DescEnum): string[] {
-  return desc.values.filter((v) => v.number !== 0).map((v) => shortEnumName(desc, v));
-}
-
-// ---------------------------------------------------------------------------
-// Rendering
+export type { JsonObject } from "./json-render-reflect.js";
+export { enumFromJson, enumJsonNames, enumToJson } from "./json-enums.js";
+export { renderMessage, renderMessageJson } from "./json-render.js";
+export { renderMessageByReflection } from "./json-render-reflect.js";
 
 const TYPE_TIMESTAMP = TimestampSchema.typeName;
 const TYPE_STRUCT = StructSchema.typeName;
 const TYPE_LIST_VALUE = ListValueSchema.typeName;
 const TYPE_FIELD_MASK = FieldMaskSchema.typeName;
 const TYPE_EMPTY = EmptySchema.typeName;
-
-const isWellKnown = (desc: DescMessage): boolean => desc.typeName.startsWith("google.protobuf.");
-
-const hasExplicitPresence = (field: DescField): boolean => field.presence === FeatureSet_FieldPresence.EXPLICIT;
-
-/** Renders a message as the contract's JSON object (J1–J4). */
-export function renderMessage(schema: DescMessage, message: Message): JsonObject {
-  return renderFields(reflect(schema, message));
-}
-
-function renderFields(r: ReflectMessage): JsonObject {
-  const out: JsonObject = {};
-  // members keeps declaration order and lists a oneof once, where it is declared.
-  for (const member of r.desc.members) {
-    if (member.kind === "oneof") {
-      const selected = r.oneofCase(member);
-      out[member.name] = selected === undefined ? null : renderField(r, selected);
-    } else {
-      out[member.name] = renderField(r, member);
-    }
-  }
-  return out;
-}
-
-function renderField(r: ReflectMessage, field: DescField): JsonValue {
-  switch (field.fieldKind) {
-    case "list": {
-      const items: JsonValue[] = [];
-      for (const item of r.get(field)) items.push(renderElement(field, item));
-      return items;
-    }
-    case "map": {
-      const entries: [string, JsonValue][] = [];
-      for (const [key, value] of r.get(field)) entries.push([String(key), renderElement(field, value)]);
-      return Object.fromEntries(entries);
-    }
-    case "message":
-      return r.isSet(field) ? renderMessageValue(r.get(field)) : null;
-    case "enum":
-      return hasExplicitPresence(field) && !r.isSet(field) ? null : enumToJson(field.enum, r.get(field));
-    case "scalar":
-      return hasExplicitPresence(field) && !r.isSet(field) ? null : renderScalar(field.scalar, r.get(field));
-  }
-}
-
-/** An element of a list or a value of a map, as ReflectList/ReflectMap hand it out. */
-function renderElement(field: DescField & { fieldKind: "list" | "map" }, item: unknown): JsonValue {
-  const kind = field.fieldKind === "list" ? field.listKind : field.mapKind;
-  if (kind === "message") return isReflectMessage(item) ? renderMessageValue(item) : null;
-  if (kind === "enum") return typeof item === "number" && field.enum ? enumToJson(field.enum, item) : null;
-  return field.scalar === undefined ? null : renderScalar(field.scalar, item as ScalarValue);
-}
-
-function renderMessageValue(m: ReflectMessage): JsonValue {
-  const message = m.message;
-  if (isMessage(message, TimestampSchema)) return formatTimestamp(fromProtoTimestamp(message));
-  // Our clients send and read field names in snake_case, so masks stay as stored.
-  if (isMessage(message, FieldMaskSchema)) return message.paths.join(",");
-  if (isMessage(message, EmptySchema)) return {};
-  if (isMessage(message, ValueSchema) && message.kind.case === undefined) return null;
-  // Struct, Value, ListValue, wrappers, Duration: their canonical JSON is already plain JSON.
-  if (isWellKnown(m.desc)) return toJson(m.desc, message) as JsonValue;
-  return renderFields(m);
-}
-
-function renderScalar(type: ScalarType, value: ScalarValue): JsonValue {
-  if (typeof value === "bigint") return Number(value); // J3: integers are numbers, even int64
-  if (typeof value === "number") {
-    if ((type === ScalarType.DOUBLE || type === ScalarType.FLOAT) && !Number.isFinite(value)) return null;
-    return value;
-  }
-  if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
-  return value;
-}
 
 // ---------------------------------------------------------------------------
 // Decoding

@@ -3,8 +3,8 @@
  * method through the same call pipeline as gRPC and Connect, and renders the
  * response (or error) as the REST JSON of decisions J1–J6 and E1–E3.
  */
-import type { DescMethod, Message } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
+import { createContextValues } from "@connectrpc/connect";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
@@ -13,7 +13,9 @@ import { rulesOf } from "../rpc/method-rules.js";
 import { clientAddressKey, httpStatusKey, requestIdKey } from "../rpc/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
 import { toRestError } from "../rpc/errors.js";
-import { decodeRequest, renderMessage } from "./json-codec.js";
+import { RestCallContext } from "./call-context.js";
+import { decodeRequest } from "./json-codec.js";
+import { renderMessageJson } from "./json-render.js";
 import type { RestRoute } from "./routes.js";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -34,7 +36,11 @@ export interface TranscoderOptions {
 const HTTP_BODY = "google.api.HttpBody";
 
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** Sends JSON that is already text (a rendered response). */
+export function sendJsonText(res: NodeResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
   res.end(text);
 }
@@ -111,46 +117,40 @@ export class RestTranscoder {
     successStatus: number,
     info: RequestInfo,
   ): Promise<void> {
-    const abort = new AbortController();
-    const onClose = () => abort.abort();
-    res.once("close", onClose);
     const values = createContextValues().set(requestIdKey, info.requestId).set(clientAddressKey, info.clientAddress);
-    const ctx = createHandlerContext({
-      service: method.parent,
-      method,
-      protocolName: "rest",
-      requestMethod: req.method ?? "GET",
-      url: info.url.toString(),
-      requestHeader: headersOf(req),
-      contextValues: values,
-      requestSignal: abort.signal,
-      shutdownSignal: this.options.shutdownSignal,
-    });
+    const ctx = new RestCallContext(method, req.method ?? "GET", headersOf(req), values, info.url, this.options.shutdownSignal);
+    const onClose = () => ctx.clientClosed();
+    res.once("close", onClose);
     try {
-      const response = await this.options.pipeline.callUnary(method, request, ctx);
-      const headers: Record<string, string> = {};
-      ctx.responseHeader.forEach((value, key) => (headers[key] = value));
+      // An init shape or a message: renderMessage reads both, so the REST
+      // path skips create()'s copy of the response.
+      const response = await this.options.pipeline.callUnaryShape(method, request, ctx);
+      const headers = headersObject(ctx.responseHeader);
       const status = ctx.values.get(httpStatusKey) ?? successStatus;
       if (method.output.typeName === HTTP_BODY) {
-        const body = response as unknown as HttpBody;
+        const body = create(method.output, response as Parameters<typeof create>[1]) as unknown as HttpBody;
         res.writeHead(status, { ...headers, "Content-Type": body.contentType, "Content-Length": body.data.byteLength });
         res.end(Buffer.from(body.data.buffer, body.data.byteOffset, body.data.byteLength));
       } else if (status === 204) {
         res.writeHead(204, headers);
         res.end();
       } else {
-        sendJson(res, status, renderMessage(method.output, response), headers);
+        sendJsonText(res, status, renderMessageJson(method.output, response), headers);
       }
     } catch (err) {
       // The pipeline only throws ApiError; headers set before the failure still apply.
-      const headers: Record<string, string> = {};
-      ctx.responseHeader.forEach((value, key) => (headers[key] = value));
-      sendError(res, err as ApiError, info.requestId, headers);
+      sendError(res, err as ApiError, info.requestId, headersObject(ctx.responseHeader));
     } finally {
       res.off("close", onClose);
-      ctx.abort();
+      ctx.end();
     }
   }
+}
+
+function headersObject(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => (out[key] = value));
+  return out;
 }
 
 function headersOf(req: NodeRequest): Headers {

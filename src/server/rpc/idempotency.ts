@@ -24,7 +24,7 @@
  * `Idempotency-Key` is echoed on every response to a keyed request. Response
  * headers a handler sets are not stored: a replay carries status and body.
  */
-import { fromBinary, toBinary, toJson, type DescMethod, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, toJson, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
 import { ApiError } from "../../domain/errors.js";
@@ -69,11 +69,12 @@ export class Idempotency {
   }
 
   /**
-   * Runs `call` (the handler, returning the response message) under the
+   * Runs `call` (the handler, returning the response message or its init
+   * shape, which is stored as the message create() makes of it) under the
    * request's Idempotency-Key, or directly when the method is a read, the
    * caller is not an API key, or no key was sent. Call after authentication.
    */
-  async run(method: DescMethod, request: Message, ctx: HandlerContext, call: () => Promise<Message>): Promise<Message> {
+  async run(method: DescMethod, request: Message, ctx: HandlerContext, call: () => Promise<object>): Promise<object> {
     const rules = rulesOf(method);
     if (!rules.mutates || rules.auth !== "api_key" || method.methodKind !== "unary") return call();
     const idempotencyKey = ctx.requestHeader.get(HEADER);
@@ -106,7 +107,9 @@ export class Idempotency {
       }
       const response = await call();
       const status = ctx.values.get(httpStatusKey) ?? rules.successStatus;
-      await this.store.complete(keyId, idempotencyKey, toBinary(method.output, response), status);
+      // create() returns a message as is, and makes one of an init shape.
+      const message = create(method.output, response as Parameters<typeof create>[1]);
+      await this.store.complete(keyId, idempotencyKey, toBinary(method.output, message), status);
       return response;
     });
   }

@@ -70,11 +70,29 @@ export class CallPipeline {
 
   /** Runs a unary method; throws only ApiError. */
   async callUnary<O extends DescMessage>(method: DescMethod & { output: O }, request: Message, ctx: HandlerContext): Promise<MessageShape<O>> {
+    return (await this.runUnary(method, request, ctx, true)) as MessageShape<O>;
+  }
+
+  /**
+   * callUnary for a caller that reads init shapes as well as messages (the
+   * REST renderer): the handler's result comes back as it returned it, a
+   * message or its init shape, without create()'s copy of every field of
+   * every nested message. A replayed idempotent response is a message.
+   */
+  async callUnaryShape(method: DescMethod, request: Message, ctx: HandlerContext): Promise<object> {
+    return this.runUnary(method, request, ctx, false);
+  }
+
+  private async runUnary(method: DescMethod, request: Message, ctx: HandlerContext, asMessage: boolean): Promise<object> {
     try {
       await this.admit(method, ctx);
       const handler = this.unary.get(method) ?? notImplemented;
-      const run = async () => toMessage(method.output, await handler(request, ctx));
-      return (await this.idempotency.run(method, request, ctx, run)) as MessageShape<O>;
+      const run = async (): Promise<object> => {
+        const result = await handler(request, ctx);
+        // Anything but an object (undefined: the zero message) goes through create() as before.
+        return asMessage || typeof result !== "object" || result === null ? toMessage(method.output, result) : result;
+      };
+      return await this.idempotency.run(method, request, ctx, run);
     } catch (err) {
       throw toApiError(err, this.options.reportInternal);
     }

@@ -1,0 +1,419 @@
+/**
+ * Who belongs to a channel and how they got in (issue 4; contract §4.4–4.7;
+ * decisions A1–A3): the owner's member list, invitations, access requests,
+ * and the event log that records every change. Each change and its event
+ * commit in one transaction.
+ */
+import { randomBytes } from "node:crypto";
+import type { Caller } from "./caller.js";
+import { assertCanUse, assertOwner, isOwner, type ChannelMode, type ChannelView } from "./channel.js";
+import { validateText } from "./channels.js";
+import { ApiError, type JsonValue } from "./errors.js";
+import { isUuid } from "./ids.js";
+import { parseCursor } from "./messages.js";
+import { FixedWindowLimiter } from "./rate-limit.js";
+import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
+import { findChannelView } from "../store/channels.js";
+import type { Db } from "../store/db.js";
+import {
+  decideRequest,
+  deleteMember,
+  findInvitation,
+  insertEvent,
+  insertInvitation,
+  insertMember,
+  isActiveKey,
+  listEvents,
+  listMembers,
+  listPendingRequests,
+  lockMembership,
+  revokeInvitation,
+  upsertPendingRequest,
+} from "../store/membership.js";
+
+// ---------------------------------------------------------------------------
+// Limits
+
+/** Invitations expire 24 hours after creation (spec §8). */
+export const INVITATION_TTL_SECONDS = 24 * 60 * 60;
+/** Channel events stay readable for 24 hours. */
+export const EVENT_TTL_SECONDS = 24 * 60 * 60;
+/** Invitation lookups per source address and window (contract §4.5). */
+export const INVITATION_LOOKUP_LIMIT = { count: 10, windowMs: 60_000 } as const;
+export const EVENTS_PAGE = { min: 1, max: 100, default: 50 } as const;
+/** Not in the spec: keeps the owner's pending list readable and bounded. */
+export const MAX_REASON_LENGTH = 2000;
+/** Longest key_id accepted before looking it up (key ids are ~19 characters). */
+const MAX_KEY_ID_LENGTH = 256;
+/** Longest invitation id looked up (ours are 24 characters). */
+const MAX_INVITATION_ID_LENGTH = 256;
+
+export const OPEN_CHANNEL_NOTE = "Channel is open; no access request needed — you can already read and post.";
+
+// ---------------------------------------------------------------------------
+// Records
+
+export interface MemberRecord {
+  id: string;
+  channelId: string;
+  keyId: string;
+  grantedAt: Micros;
+  grantedViaInvitationId: string | null;
+}
+
+export interface InvitationChannel {
+  id: string;
+  name: string;
+  mode: ChannelMode;
+  description: string;
+}
+
+export interface InvitationRecord {
+  id: string;
+  ownerId: string;
+  createdByKeyId: string;
+  createdAt: Micros;
+  expiresAt: Micros;
+  revokedAt: Micros | null;
+  channel: InvitationChannel;
+  /** created_by_key_id of the channel (its owner key): may revoke. Not rendered. */
+  channelOwnerKeyId: string;
+}
+
+/** An invitation as rendered, with `active` judged against the clock. */
+export interface InvitationView extends InvitationRecord {
+  active: boolean;
+}
+
+export type AccessRequestStatus = "pending" | "approved" | "denied";
+
+export interface AccessRequestRecord {
+  id: string;
+  channelId: string;
+  requesterKeyId: string;
+  reason: string;
+  status: AccessRequestStatus;
+  createdAt: Micros;
+}
+
+export type AccessRequestOutcome =
+  | { status: "pending"; requestId: string }
+  | { status: "open"; note: string }
+  | { status: "already_member" };
+
+export interface AccessRequestDecision {
+  status: "approved" | "denied";
+  requestId: string;
+  requesterKeyId: string;
+}
+
+export type ChannelEventType = "member_added" | "member_removed" | "invitation_resolved" | "invitation_revoked";
+
+export interface ChannelEventRecord {
+  id: string;
+  channelId: string;
+  eventType: ChannelEventType;
+  actorKeyId: string;
+  subjectKeyId: string | null;
+  invitationId: string | null;
+  metadata: { [key: string]: JsonValue };
+  createdAt: Micros;
+  expiresAt: Micros;
+}
+
+export interface EventsQuery {
+  since: string | undefined;
+  limit: number | undefined;
+}
+
+export interface EventsPage {
+  data: ChannelEventRecord[];
+  limit: number;
+  nextCursor: string | null;
+}
+
+// ---------------------------------------------------------------------------
+// Validation
+
+/** key_id of AddMember: required and non-blank (missing_field). */
+export function validateKeyIdField(value: string | undefined): string {
+  if (value === undefined || value.trim() === "") {
+    throw new ApiError("missing_field", "'key_id' is required: the key_id of the API key to add", { details: { field: "key_id" } });
+  }
+  return value;
+}
+
+/** An optional access-request reason: default "", stored verbatim (J5), at most MAX_REASON_LENGTH characters. */
+export function validateReason(value: string | undefined): string {
+  if (value === undefined) return "";
+  if ([...value].length > MAX_REASON_LENGTH) {
+    throw new ApiError("invalid_string", `'reason' must be at most ${MAX_REASON_LENGTH} characters`, {
+      details: { field: "reason" },
+      suggestion: "Shorten the reason; the owner reads it in the pending-request list.",
+    });
+  }
+  return validateText(value, "reason");
+}
+
+/** limit of the events page: 1..100, default 50 (422 invalid_limit). */
+export function validateEventsLimit(limit: number | undefined): number {
+  const value = limit ?? EVENTS_PAGE.default;
+  if (!Number.isInteger(value) || value < EVENTS_PAGE.min || value > EVENTS_PAGE.max) {
+    throw new ApiError("invalid_limit", `'limit' must be an integer from ${EVENTS_PAGE.min} to ${EVENTS_PAGE.max}`, { details: { field: "limit" } });
+  }
+  return value;
+}
+
+/** A new invitation id: 18 random bytes as url-safe base64 (24 characters), the link's secret. */
+export const newInvitationId = (): string => randomBytes(18).toString("base64url");
+
+// ---------------------------------------------------------------------------
+// Use cases
+
+export class Membership {
+  private readonly lookupLimiter: FixedWindowLimiter;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {
+    this.lookupLimiter = new FixedWindowLimiter(INVITATION_LOOKUP_LIMIT.count, INVITATION_LOOKUP_LIMIT.windowMs, clock);
+  }
+
+  // --- Members (owner only, A2) -------------------------------------------
+
+  async listMembers(caller: Caller, identifier: string): Promise<MemberRecord[]> {
+    const channel = await this.ownedChannel(caller, identifier);
+    return listMembers(this.db, channel.id);
+  }
+
+  /**
+   * Grants membership to an active key; the existing row when it already is
+   * a member. member_added is recorded only when a row is created.
+   */
+  async addMember(caller: Caller, identifier: string, keyId: string | undefined): Promise<MemberRecord> {
+    const valid = validateKeyIdField(keyId);
+    const channel = await this.ownedChannel(caller, identifier);
+    if (valid.length > MAX_KEY_ID_LENGTH || valid.includes("\u0000") || !(await isActiveKey(this.db, valid))) {
+      throw new ApiError("invalid_key_id", `No active API key has key_id '${valid.slice(0, MAX_KEY_ID_LENGTH)}'`, {
+        details: { field: "key_id" },
+        suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
+      });
+    }
+    const now = this.clock.now();
+    return this.db.transaction(async () => {
+      await this.lockMembership(channel, identifier);
+      const { member, created } = await insertMember(this.db, channel.id, valid, now, null);
+      if (created) await this.record(channel.id, "member_added", caller.keyId, valid, null, now);
+      return member;
+    });
+  }
+
+  /** Removes a member (not the owner); fine when it was not one. member_removed only when a row went. */
+  async removeMember(caller: Caller, identifier: string, keyId: string): Promise<void> {
+    // Over REST the path always carries one; a gRPC caller may leave it empty.
+    if (keyId === "") {
+      throw new ApiError("missing_field", "'key_id' is required: the key_id of the member to remove", { details: { field: "key_id" } });
+    }
+    const channel = await this.ownedChannel(caller, identifier);
+    if (keyId === channel.createdByKeyId) {
+      throw new ApiError("cannot_remove_owner", "The owner's key cannot be removed from its channel", { details: { key_id: keyId } });
+    }
+    if (keyId.includes("\u0000")) return;
+    const now = this.clock.now();
+    await this.db.transaction(async () => {
+      await this.lockMembership(channel, identifier);
+      if (await deleteMember(this.db, channel.id, keyId)) await this.record(channel.id, "member_removed", caller.keyId, keyId, null, now);
+    });
+  }
+
+  // --- Invitations (A3) ----------------------------------------------------
+
+  /** Any key that can use the channel: open → anyone, restricted → owner and members. Expires in 24 h. */
+  async createInvitation(caller: Caller, identifier: string): Promise<InvitationView> {
+    const channel = await findChannelView(this.db, identifier, caller.keyId);
+    if (!channel) throw channelNotFound(identifier);
+    assertCanUse(channel, caller);
+    const now = this.clock.now();
+    const created = await insertInvitation(this.db, {
+      id: newInvitationId(),
+      channelId: channel.id,
+      ownerId: caller.ownerId,
+      createdByKeyId: caller.keyId,
+      createdAt: now,
+      expiresAt: now + INVITATION_TTL_SECONDS * MICROS_PER_SECOND,
+    });
+    if (!created) throw channelNotFound(identifier);
+    return this.view(created, now);
+  }
+
+  /**
+   * Resolves an invitation: limited per source address (checked first), then
+   * 404 / 410 revoked / 410 expired; on success the caller becomes a member
+   * (idempotent; invitations are multi-use) and invitation_resolved is
+   * recorded, plus member_added when a member row was created.
+   */
+  async resolveInvitation(caller: Caller, invitationId: string, clientAddress: string): Promise<InvitationView> {
+    const decision = this.lookupLimiter.hit(clientAddress);
+    if (!decision.allowed) {
+      throw new ApiError("rate_limit_exceeded", `Too many invitation lookups from this address; at most ${INVITATION_LOOKUP_LIMIT.count} per minute`, {
+        details: { retry_after: decision.retryAfterSeconds },
+        headers: { "Retry-After": String(decision.retryAfterSeconds) },
+      });
+    }
+    const found = await this.findInvitation(invitationId);
+    const now = this.clock.now();
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, found.channel.id))) throw invitationNotFound();
+      // Read again under the lock: a revoke that committed meanwhile counts.
+      const invitation = await this.findInvitation(invitationId);
+      if (invitation.revokedAt !== null) {
+        throw new ApiError("invitation_revoked", undefined, { details: { invitation_id: invitation.id } });
+      }
+      if (invitation.expiresAt <= now) {
+        throw new ApiError("invitation_expired", undefined, { details: { invitation_id: invitation.id } });
+      }
+      const channelId = invitation.channel.id;
+      const { created } = await insertMember(this.db, channelId, caller.keyId, now, invitation.id);
+      await this.record(channelId, "invitation_resolved", caller.keyId, caller.keyId, invitation.id, now);
+      if (created) await this.record(channelId, "member_added", caller.keyId, caller.keyId, invitation.id, now);
+      return this.view(invitation, now);
+    });
+  }
+
+  /**
+   * Its creator or the channel owner (A3); others 403 forbidden, except that
+   * a stranger to a restricted channel gets channel_access_denied first.
+   * Idempotent, keeping the first revoked_at.
+   */
+  async revokeInvitation(caller: Caller, invitationId: string): Promise<InvitationView> {
+    const found = await this.findInvitation(invitationId);
+    if (caller.keyId !== found.createdByKeyId && caller.keyId !== found.channelOwnerKeyId) {
+      const channel = await findChannelView(this.db, found.channel.id, caller.keyId);
+      if (!channel) throw invitationNotFound();
+      assertCanUse(channel, caller);
+      throw new ApiError("forbidden", "Only the invitation's creator or the channel owner may revoke it", {
+        suggestion: "Use the key that created the invitation or the key that owns the channel.",
+      });
+    }
+    const now = this.clock.now();
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, found.channel.id))) throw invitationNotFound();
+      if (await revokeInvitation(this.db, found.id, now)) {
+        await this.record(found.channel.id, "invitation_revoked", caller.keyId, null, found.id, now);
+      }
+      return this.view(await this.findInvitation(found.id), now);
+    });
+  }
+
+  // --- Access requests -----------------------------------------------------
+
+  /**
+   * Open channel → "open"; owner or member → "already_member"; otherwise the
+   * pending request (a repeat, even a concurrent one, gets the same id).
+   */
+  async requestAccess(caller: Caller, identifier: string, reason: string | undefined): Promise<AccessRequestOutcome> {
+    const valid = validateReason(reason);
+    for (let attempt = 0; ; attempt++) {
+      const channel = await findChannelView(this.db, identifier, caller.keyId);
+      if (!channel) throw channelNotFound(identifier);
+      if (channel.access === "open") return { status: "open", note: OPEN_CHANNEL_NOTE };
+      if (channel.callerIsMember || isOwner(channel, caller)) return { status: "already_member" };
+      const outcome = await this.db.transaction(() =>
+        upsertPendingRequest(this.db, { channelId: channel.id, requesterKeyId: caller.keyId, reason: valid, createdAt: this.clock.now() }),
+      );
+      if (outcome === "gone") throw channelNotFound(identifier);
+      if (outcome !== "retry") return { status: "pending", requestId: outcome.id };
+      // The pending request we collided with was decided in between: look again
+      // (approved → already a member; denied → file a new one).
+      if (attempt >= 3) throw new Error("access request: pending request kept changing under a repeat");
+    }
+  }
+
+  /** Pending requests, oldest first (owner only). */
+  async listAccessRequests(caller: Caller, identifier: string): Promise<AccessRequestRecord[]> {
+    const channel = await this.ownedChannel(caller, identifier);
+    return listPendingRequests(this.db, channel.id);
+  }
+
+  /**
+   * Approves or denies a pending request (owner only). Checks: channel 404 →
+   * owner 403 → request of this channel 404 → pending 409. Approval makes the
+   * requester a member (member_added when a row was created).
+   */
+  async decideAccessRequest(caller: Caller, identifier: string, requestId: string, status: "approved" | "denied"): Promise<AccessRequestDecision> {
+    const channel = await this.ownedChannel(caller, identifier);
+    if (!isUuid(requestId)) throw accessRequestNotFound(requestId);
+    const now = this.clock.now();
+    return this.db.transaction(async () => {
+      await this.lockMembership(channel, identifier);
+      const result = await decideRequest(this.db, channel.id, requestId, { status, byKeyId: caller.keyId, at: now });
+      if (result === "not_found") throw accessRequestNotFound(requestId);
+      if ("current" in result) {
+        throw new ApiError("access_request_resolved", `Access request already ${result.current}`, {
+          details: { request_id: requestId, status: result.current },
+        });
+      }
+      const requester = result.decided.requesterKeyId;
+      if (status === "approved") {
+        const { created } = await insertMember(this.db, channel.id, requester, now, null);
+        if (created) await this.record(channel.id, "member_added", caller.keyId, requester, null, now);
+      }
+      return { status, requestId: result.decided.id, requesterKeyId: requester };
+    });
+  }
+
+  // --- Events (owner only) -------------------------------------------------
+
+  /** Live events after `since`, oldest first; next_cursor = last created_at, else the given since (null when none). */
+  async listEvents(caller: Caller, identifier: string, query: EventsQuery): Promise<EventsPage> {
+    const limit = validateEventsLimit(query.limit);
+    const since = parseCursor("since", query.since);
+    const channel = await this.ownedChannel(caller, identifier);
+    const data = await listEvents(this.db, channel.id, since, limit, this.clock.now());
+    const last = data.at(-1);
+    const given = query.since === undefined || query.since === "" ? null : query.since;
+    return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : given };
+  }
+
+  // --- Helpers -------------------------------------------------------------
+
+  private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
+    const channel = await findChannelView(this.db, identifier, caller.keyId);
+    if (!channel) throw channelNotFound(identifier);
+    assertOwner(channel, caller);
+    return channel;
+  }
+
+  /** The channel's membership lock; 404 when the channel was deleted meanwhile. */
+  private async lockMembership(channel: ChannelView, identifier: string): Promise<void> {
+    if (!(await lockMembership(this.db, channel.id))) throw channelNotFound(identifier);
+  }
+
+  private async findInvitation(invitationId: string): Promise<InvitationRecord> {
+    if (invitationId === "" || invitationId.length > MAX_INVITATION_ID_LENGTH || invitationId.includes("\u0000")) throw invitationNotFound();
+    const found = await findInvitation(this.db, invitationId);
+    if (!found) throw invitationNotFound();
+    return found;
+  }
+
+  private record(
+    channelId: string,
+    eventType: ChannelEventType,
+    actorKeyId: string,
+    subjectKeyId: string | null,
+    invitationId: string | null,
+    now: Micros,
+  ): Promise<void> {
+    return insertEvent(this.db, { channelId, eventType, actorKeyId, subjectKeyId, invitationId, now, ttlSeconds: EVENT_TTL_SECONDS });
+  }
+
+  private view(invitation: InvitationRecord, now: Micros): InvitationView {
+    return { ...invitation, active: invitation.revokedAt === null && invitation.expiresAt > now };
+  }
+}
+
+const channelNotFound = (identifier: string) => new ApiError("channel_not_found", `Channel '${identifier}' not found`);
+const invitationNotFound = () => new ApiError("invitation_not_found");
+const accessRequestNotFound = (requestId: string) =>
+  new ApiError("access_request_not_found", `No access request '${requestId}' on this channel`, { details: { request_id: requestId } });

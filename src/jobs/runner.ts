@@ -1,0 +1,192 @@
+/**
+ * The job runner (decision P2): Agenda 6 on PostgreSQL, over the app's own
+ * connection pool. `agentbus serve` runs it in-process unless
+ * AGENTBUS_WORKERS=false; `agentbus worker` runs only this.
+ *
+ * Sharing the pool, safely:
+ * - Our pool parses timestamps into integer microseconds (store/pool.ts);
+ *   Agenda expects Date objects. Agenda gets a view of the pool whose
+ *   queries carry pg's default type parsers, so neither side sees the
+ *   other's value shapes.
+ * - The view's end() does nothing: stopping the runner must never close the
+ *   pool the API still uses. (Agenda only ends pools it created itself; the
+ *   view makes that a guarantee rather than a reading of its source.)
+ * - Agenda's LISTEN connection is one connection of the pool, held while the
+ *   runner runs.
+ * - The schema is ours (migration 0006), so the backend starts with
+ *   ensureSchema: false and no replica runs DDL at start.
+ *
+ * Stopping: the runner's AbortSignal tells running jobs to finish at their
+ * next safe point; agenda.stop(true) stops polling, unlocks jobs this
+ * process had locked but not started, and releases the LISTEN connection;
+ * then stop() waits (bounded) for the jobs that were running to record their
+ * outcome, so the pool can be closed after it. Agenda leaves one timer of
+ * lockLifetime/2 per finished run; kinds keep lockLifetimeMs short, and the
+ * CLI exits explicitly once everything is closed.
+ */
+import { AsyncResource } from "node:async_hooks";
+import { hostname } from "node:os";
+import { Agenda, type Job } from "agenda";
+import { PostgresBackend } from "@agendajs/postgres-backend";
+import pg from "pg";
+import type { Logger } from "../logger.js";
+import { jobKinds } from "./index.js";
+import type { JobDependencies, JobKind } from "./types.js";
+
+export interface JobRunnerOptions {
+  /** The app's pool (never closed by the runner). */
+  pool: pg.Pool;
+  deps: JobDependencies;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  kinds?: ReadonlyArray<JobKind<any>>;
+  /** How often Agenda looks for due jobs; default 5 s. Jobs enqueued with enqueue() start at once (NOTIFY). */
+  processEveryMs?: number;
+  /** Overrides of the kinds' `every` by name (tests use short intervals). */
+  intervals?: Readonly<Record<string, string>>;
+  /** Longest stop() waits for running jobs; default 10 s. */
+  stopTimeoutMs?: number;
+  /** Recorded in agenda_jobs.last_modified_by; default host:pid. */
+  name?: string;
+}
+
+const DEFAULT_PROCESS_EVERY_MS = 5_000;
+const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+
+/** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
+const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
+
+/** The pool as Agenda sees it: default value parsing, and an end() that leaves the pool open. */
+export function agendaPoolView(pool: pg.Pool): pg.Pool {
+  const query = (text: string | pg.QueryConfig, values?: unknown[]) =>
+    pool.query(typeof text === "string" ? { text, values, types: defaultTypes } : { ...text, types: defaultTypes });
+  return new Proxy(pool, {
+    get(target, prop) {
+      if (prop === "query") return query;
+      if (prop === "end") return () => Promise.resolve();
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** Connects once: the runner awaits it (so a failure is an error it can report), Agenda's own call reuses it. */
+class SharedPoolBackend extends PostgresBackend {
+  private connecting: Promise<void> | undefined;
+  override connect(): Promise<void> {
+    return (this.connecting ??= super.connect());
+  }
+}
+
+export class JobRunner {
+  private readonly shutdown = new AbortController();
+  private readonly running = new Set<Job>();
+  private readonly idle: Array<() => void> = [];
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    private readonly agenda: Agenda,
+    private readonly logger: Logger,
+    private readonly stopTimeoutMs: number,
+  ) {}
+
+  /** Connects, defines every kind, starts processing and schedules the recurring kinds. */
+  static async start(options: JobRunnerOptions): Promise<JobRunner> {
+    const logger = options.deps.logger.child({ component: "jobs" });
+    const backend = new SharedPoolBackend({ pool: agendaPoolView(options.pool), ensureSchema: false });
+    await backend.connect();
+    // An 'error' event without a listener would crash the process (e.g. when
+    // the LISTEN connection drops; the channel reconnects by itself).
+    backend.notificationChannel?.on("error", (err: unknown) => logger.warn({ err }, "job notification channel error"));
+    const agenda = new Agenda({
+      backend,
+      name: options.name ?? `${hostname()}:${process.pid}`,
+      processEvery: options.processEveryMs ?? DEFAULT_PROCESS_EVERY_MS,
+      removeOnComplete: true,
+    });
+    const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS);
+    agenda.on("error", (err: unknown) => logger.error({ err }, "job runner error"));
+    agenda.on("fail", (err: unknown, job: Job) => logger.error({ err, job: job.attrs.name }, "job failed"));
+    agenda.on("start", (job: Job) => runner.running.add(job));
+    agenda.on("complete", (job: Job) => runner.finished(job));
+
+    const kinds = options.kinds ?? jobKinds;
+    for (const kind of kinds) runner.define(kind, options.deps);
+    await agenda.start();
+    try {
+      for (const kind of kinds) {
+        const every = options.intervals?.[kind.name] ?? kind.every;
+        if (every !== undefined) await agenda.every(every, kind.name, {});
+      }
+    } catch (err) {
+      await runner.stop();
+      throw err;
+    }
+    logger.info({ kinds: kinds.map((k) => k.name) }, "job runner started");
+    return runner;
+  }
+
+  /** Queues one job of a kind to run as soon as a worker is free. */
+  async enqueue<Data>(kind: JobKind<Data>, data: Data): Promise<void> {
+    await this.agenda.now(kind.name, data);
+  }
+
+  /** Stops taking jobs, tells running ones to wrap up and waits for them (bounded). Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.shutdown.abort();
+      // true: also disconnect the backend. With a pool passed in, that ends
+      // nothing of ours (and the view's end() is a no-op).
+      await this.agenda.stop(true);
+      if (!(await this.whenIdle(this.stopTimeoutMs))) {
+        this.logger.warn({ running: [...this.running].map((j) => j.attrs.name) }, "jobs still running at shutdown; their locks expire");
+      }
+      this.logger.info("job runner stopped");
+    })();
+    return this.stopping;
+  }
+
+  private define<Data>(kind: JobKind<Data>, deps: JobDependencies): void {
+    const logger = this.logger.child({ job: kind.name });
+    // Bound to the runner's own async context: Agenda may start a job from
+    // whatever context enqueued it, and a job must never join a request's
+    // database transaction (Db follows the async context).
+    const handler = AsyncResource.bind(async (job: Job<Data>) => {
+      if (this.shutdown.signal.aborted) return;
+      await kind.run({ data: job.attrs.data, signal: this.shutdown.signal, touch: () => job.touch(), logger }, deps);
+    });
+    this.agenda.define<Data>(
+      kind.name,
+      handler,
+      {
+        lockLifetime: kind.lockLifetimeMs,
+        concurrency: kind.concurrency ?? 1,
+        ...(kind.backoff ? { backoff: kind.backoff } : {}),
+      },
+    );
+  }
+
+  private finished(job: Job): void {
+    this.running.delete(job);
+    // Agenda emits 'complete' once the outcome is saved, then (same call
+    // chain, microtasks only) removes a finished one-off job. Waking on the
+    // next macrotask lets that query reach the pool first; the pool's end()
+    // then waits for it.
+    if (this.running.size === 0) {
+      setImmediate(() => {
+        if (this.running.size === 0) for (const wake of this.idle.splice(0)) wake();
+      });
+    }
+  }
+
+  /** True when no job is running, at once or within timeoutMs. */
+  private whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.running.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

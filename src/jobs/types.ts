@@ -1,0 +1,50 @@
+/**
+ * What a job kind is. One module per kind (src/jobs/<kind>.ts) exports a
+ * JobKind; src/jobs/index.ts lists them. The runner knows nothing else about
+ * any kind.
+ */
+import type { BackoffStrategy } from "agenda";
+import type { Clock } from "../domain/time.js";
+import type { Logger } from "../logger.js";
+import type { Db } from "../store/db.js";
+
+/** What every job may use. Later kinds add what they need here (HTTP client, renderer, …). */
+export interface JobDependencies {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** One run of a job. */
+export interface JobRun<Data> {
+  data: Data;
+  /**
+   * Aborted when the worker is shutting down: stop at the next safe point and
+   * return (jobs are idempotent, so the rest is done by the next run).
+   */
+  signal: AbortSignal;
+  /** Extends this run's lock; call between the steps of anything that may outlast lockLifetimeMs. */
+  touch(): Promise<void>;
+  logger: Logger;
+}
+
+export interface JobKind<Data = Record<string, never>> {
+  /** The Agenda job name; stored in agenda_jobs, so never rename a kind that has jobs queued. */
+  readonly name: string;
+  /**
+   * For maintenance kinds: a human interval ("1 minute"). One job of this
+   * kind exists across all workers, and one worker at a time runs it.
+   */
+  readonly every?: string;
+  /**
+   * How long a run may go without touch() before another worker may take it
+   * over (a crashed worker's job is retried after this). Keep it short: the
+   * runner also keeps a timer of half of it alive after each run.
+   */
+  readonly lockLifetimeMs: number;
+  /** Runs of this kind at once in one worker process; default 1. */
+  readonly concurrency?: number;
+  /** Retries after a failure; default none (a recurring kind simply runs again at its next interval). */
+  readonly backoff?: BackoffStrategy;
+  run(run: JobRun<Data>, deps: JobDependencies): Promise<void>;
+}

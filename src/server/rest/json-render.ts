@@ -1,0 +1,422 @@
+/**
+ * The REST JSON renderer of the hot path (decisions J1–J4), compiled once per
+ * message type into an array of per-member writers that read properties
+ * directly. Generic reflection (json-render-reflect.ts) cost a ReflectMessage,
+ * a ReflectList and several descriptor checks per field of every message of a
+ * page; this does the same work with plain property reads.
+ *
+ * renderMessageJson writes the JSON text itself (what JSON.stringify would
+ * make of renderMessage's object), so a page of messages never exists as
+ * objects at all.
+ *
+ * It renders a protobuf-es message or its init shape alike, with create()'s
+ * reading of an init shape (a missing or null field is unset, so it renders
+ * as its default), so the REST path can skip create()'s copy of a handler's
+ * result. The output is the reference renderer's, key for key and value for
+ * value; test/unit/json-render.test.ts compares the two.
+ *
+ * Compiled: scalars, enums, nested messages, Timestamp, Struct, Empty,
+ * FieldMask, lists of scalars, enums, messages and Timestamps, and oneofs of
+ * scalars, enums, messages and Timestamps. A message type with any other
+ * member (maps, wrappers, Value, Duration, well-known types in lists or
+ * oneofs) renders through the reference renderer, after create() for an
+ * init shape.
+ */
+import {
+  ScalarType,
+  create,
+  isMessage,
+  protoInt64,
+  type DescField,
+  type DescMessage,
+  type DescOneof,
+} from "@bufbuild/protobuf";
+import { scalarZeroValue, type ScalarValue } from "@bufbuild/protobuf/reflect";
+import { EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import type { JsonValue } from "../../domain/errors.js";
+import { MICROS_PER_SECOND, formatTimestamp, type Micros } from "../../domain/time.js";
+import { enumJsonLookup } from "./json-enums.js";
+import { isWellKnown, renderMessageByReflection, renderScalar, type JsonObject } from "./json-render-reflect.js";
+
+/** A message, or its init shape: the renderers only read properties. */
+type Source = Record<string, unknown>;
+type Renderer = (source: Source) => JsonObject;
+/** Renders one member (field or oneof) of a source. */
+type MemberWriter = (source: Source) => JsonValue;
+/** Renders a field's value that is present (not undefined or null). */
+type ValueWriter = (value: unknown) => JsonValue;
+/** A member as JSON text; undefined when JSON.stringify would leave the key out. */
+type MemberTextWriter = (source: Source) => string | undefined;
+
+const EDITION_PROTO3 = 999;
+const TYPE_TIMESTAMP = TimestampSchema.typeName;
+const TYPE_STRUCT = StructSchema.typeName;
+const TYPE_EMPTY = EmptySchema.typeName;
+const TYPE_FIELD_MASK = FieldMaskSchema.typeName;
+/** Well-known types a singular field renders directly (see presentMessageWriter). */
+const DIRECT_WELL_KNOWN = new Set<string>([TYPE_STRUCT, TYPE_EMPTY, TYPE_FIELD_MASK]);
+
+/** Thrown by a writer that meets a value it does not render exactly like the reference (see structWriter). */
+class NeedsReflection extends Error {}
+const NEEDS_REFLECTION = new NeedsReflection("needs the reference renderer");
+
+interface Compiled {
+  object: Renderer;
+  /** The same rendering as JSON text: what JSON.stringify would make of `object`'s result. */
+  text: (source: Source) => string;
+}
+
+const compiled = new WeakMap<DescMessage, Compiled>();
+
+/** Renders a message, or its init shape, as the contract's JSON object (J1–J4). */
+export function renderMessage(schema: DescMessage, message: object): JsonObject {
+  return compiledOf(schema).object(message as Source);
+}
+
+/**
+ * renderMessage and JSON.stringify in one: the text of the response body,
+ * written without building the objects of every message on the way.
+ */
+export function renderMessageJson(schema: DescMessage, message: object): string {
+  return compiledOf(schema).text(message as Source);
+}
+
+function compiledOf(desc: DescMessage): Compiled {
+  let found = compiled.get(desc);
+  if (found === undefined) {
+    found = compile(desc);
+    compiled.set(desc, found);
+  }
+  return found;
+}
+
+/** The reference renderer on a source: create() turns an init shape into the message it stands for. */
+const byReflection = (desc: DescMessage, source: Source): JsonObject =>
+  renderMessageByReflection(desc, create(desc, source as Parameters<typeof create>[1]));
+
+function compile(desc: DescMessage): Compiled {
+  if (!desc.members.every(compilable)) {
+    return { object: (source) => byReflection(desc, source), text: (source) => JSON.stringify(byReflection(desc, source)) };
+  }
+  const names: string[] = [];
+  const writers: MemberWriter[] = [];
+  const keyTexts: string[] = [];
+  const textWriters: MemberTextWriter[] = [];
+  for (const member of desc.members) {
+    const write = member.kind === "oneof" ? oneofWriter(member) : fieldWriter(desc, member);
+    names.push(member.name);
+    writers.push(write);
+    keyTexts.push(`${JSON.stringify(member.name)}:`);
+    textWriters.push(member.kind === "oneof" ? (source) => jsonText(write(source)) : fieldTextWriter(member, write));
+  }
+  const count = names.length;
+  return {
+    object: (source) => {
+      try {
+        const out: JsonObject = {};
+        for (let i = 0; i < count; i++) out[names[i] as string] = (writers[i] as MemberWriter)(source);
+        return out;
+      } catch (err) {
+        if (err === NEEDS_REFLECTION) return byReflection(desc, source);
+        throw err;
+      }
+    },
+    text: (source) => {
+      try {
+        let out = "{";
+        let separator = "";
+        for (let i = 0; i < count; i++) {
+          const text = (textWriters[i] as MemberTextWriter)(source);
+          // JSON.stringify leaves out a key whose value is undefined.
+          if (text === undefined) continue;
+          out += separator + (keyTexts[i] as string) + text;
+          separator = ",";
+        }
+        return `${out}}`;
+      } catch (err) {
+        if (err === NEEDS_REFLECTION) return JSON.stringify(byReflection(desc, source));
+        throw err;
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// What compiles
+
+const compiledMessage = (desc: DescMessage): boolean => !isWellKnown(desc) || desc.typeName === TYPE_TIMESTAMP;
+
+function compilable(member: DescField | DescOneof): boolean {
+  if (member.kind === "oneof") return member.fields.every((f) => f.fieldKind !== "message" || compiledMessage(f.message));
+  switch (member.fieldKind) {
+    case "scalar":
+    case "enum":
+      return true;
+    case "message":
+      return compiledMessage(member.message) || DIRECT_WELL_KNOWN.has(member.message.typeName);
+    case "list":
+      return member.listKind !== "message" || compiledMessage(member.message);
+    case "map":
+      return false;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Fields
+
+const hasOwn = (source: Source, key: string): boolean => Object.prototype.hasOwnProperty.call(source, key);
+
+function fieldWriter(parent: DescMessage, field: DescField): MemberWriter {
+  const key = field.localName;
+  switch (field.fieldKind) {
+    case "scalar":
+    case "enum": {
+      const write = field.fieldKind === "scalar" ? scalarWriter(field) : enumWriter(field);
+      if (field.presence !== FeatureSet_FieldPresence.EXPLICIT) {
+        // Implicit presence: absent from an init shape means the zero value
+        // (or its default, for proto2 fields), as create() would fill it in.
+        const zero = write(field.getDefaultValue() ?? (field.fieldKind === "scalar" ? scalarZeroValue(field.scalar, false) : (field.enum.values[0]?.number ?? 0)));
+        return (source) => {
+          const value = source[key];
+          return value === undefined || value === null ? zero : write(value);
+        };
+      }
+      // Outside proto3, a message keeps default values of explicit-presence
+      // fields on its prototype: only an own property is set.
+      const checkOwn = parent.file.edition !== EDITION_PROTO3;
+      return (source) => {
+        const value = source[key];
+        if (value === undefined || value === null) return null;
+        if (checkOwn && isMessage(source) && !hasOwn(source, key)) return null;
+        return write(value);
+      };
+    }
+    case "message": {
+      const write = messageWriter(field.message);
+      return (source) => {
+        const value = source[key];
+        return value === undefined || value === null ? null : write(value);
+      };
+    }
+    case "list": {
+      const write =
+        field.listKind === "message"
+          ? messageWriter(field.message, true)
+          : field.listKind === "enum"
+            ? enumElementWriter(field)
+            : scalarWriter(field);
+      return (source) => {
+        const value = source[key] as unknown[] | undefined | null;
+        const items: JsonValue[] = [];
+        if (value === undefined || value === null) return items;
+        // Not map(): a hole renders like undefined, as the reference's iteration does.
+        for (let i = 0; i < value.length; i++) items.push(write(value[i]));
+        return items;
+      };
+    }
+    case "map":
+      throw new Error(`map field ${field.toString()} is not compiled`);
+  }
+}
+
+/**
+ * The set member of a oneof, under the oneof's name; null when none is. The
+ * member renders even with an undefined value (its zero value), as a set
+ * oneof case does in a message.
+ */
+function oneofWriter(oneof: DescOneof): MemberWriter {
+  const cases = new Map<string, ValueWriter>();
+  for (const field of oneof.fields) {
+    if (field.fieldKind === "message") cases.set(field.localName, messageWriter(field.message, true));
+    else if (field.fieldKind === "enum") {
+      const write = enumWriter(field);
+      const zero = field.enum.values[0]?.number ?? 0;
+      cases.set(field.localName, (value) => write(value === undefined || value === null ? zero : value));
+    } else if (field.fieldKind === "scalar") {
+      const write = scalarWriter(field);
+      const zero = write(scalarZeroValue(field.scalar, false));
+      // Only undefined is the zero value here; the reference renders a null as null.
+      cases.set(field.localName, (value) => (value === undefined ? zero : write(value)));
+    }
+  }
+  const key = oneof.localName;
+  return (source) => {
+    const selected = source[key] as { case?: unknown; value?: unknown } | undefined | null;
+    if (selected === undefined || selected === null || typeof selected.case !== "string") return null;
+    const write = cases.get(selected.case);
+    return write === undefined ? null : write(selected.value);
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Fields as JSON text
+
+/**
+ * Nested messages, lists of them and timestamps are written as text
+ * directly; every other member is its JsonValue (from `write`) as JSON text.
+ */
+function fieldTextWriter(field: DescField, write: MemberWriter): MemberTextWriter {
+  const key = field.localName;
+  if (field.fieldKind === "message" && field.message.typeName === TYPE_TIMESTAMP) {
+    // Digits, dashes, colons, T, dot and Z: nothing to escape.
+    return (source) => {
+      const value = source[key];
+      return value === undefined || value === null ? "null" : `"${formatTimestamp(timestampMicros(value as TimestampLike))}"`;
+    };
+  }
+  if (field.fieldKind === "message" && !isWellKnown(field.message)) {
+    const desc = field.message;
+    let text: Compiled["text"] | undefined;
+    return (source) => {
+      const value = source[key];
+      return value === undefined || value === null ? "null" : (text ??= compiledOf(desc).text)(value as Source);
+    };
+  }
+  if (field.fieldKind === "list" && field.listKind === "message" && !isWellKnown(field.message)) {
+    const desc = field.message;
+    let text: Compiled["text"] | undefined;
+    return (source) => {
+      const value = source[key] as unknown[] | undefined | null;
+      if (value === undefined || value === null || value.length === 0) return "[]";
+      text ??= compiledOf(desc).text;
+      let out = "[";
+      for (let i = 0; i < value.length; i++) {
+        const item = value[i];
+        // An element without a value is the zero message, as in messageWriter.
+        out += (i === 0 ? "" : ",") + text(item === undefined || item === null ? {} : (item as Source));
+      }
+      return `${out}]`;
+    };
+  }
+  return (source) => jsonText(write(source));
+}
+
+/** JSON.stringify of a rendered value, with the common leaves written without it. */
+function jsonText(value: JsonValue | undefined): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return quote(value);
+    case "number":
+      return Number.isFinite(value) ? String(value) : "null";
+    case "boolean":
+      return value ? "true" : "false";
+    default:
+      return value === null ? "null" : JSON.stringify(value);
+  }
+}
+
+/** Characters JSON.stringify escapes: quote, backslash, controls, and (lone) surrogates. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * JSON.stringify of a string. Most strings (ids, names, plain text) need no
+ * escape, and a regex test plus two quotes costs less than a JSON.stringify
+ * call; the others go through JSON.stringify itself.
+ */
+function quote(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
+// ---------------------------------------------------------------------------
+// Values
+
+function scalarWriter(field: DescField & { scalar: ScalarType }): ValueWriter {
+  const type = field.scalar;
+  if ("longAsString" in field && field.longAsString) {
+    // A 64-bit field kept as a string reads back as a bigint (then a number, J3).
+    const unsigned = type === ScalarType.UINT64 || type === ScalarType.FIXED64;
+    return (value) =>
+      renderScalar(type, typeof value === "string" ? (unsigned ? protoInt64.uParse(value) : protoInt64.parse(value)) : (value as ScalarValue));
+  }
+  if (type === ScalarType.STRING) return (value) => (typeof value === "string" ? value : renderScalar(type, value as ScalarValue));
+  return (value) => renderScalar(type, value as ScalarValue);
+}
+
+function enumWriter(field: DescField & { fieldKind: "enum" }): ValueWriter {
+  const name = enumJsonLookup(field.enum);
+  return (value) => name(value as number);
+}
+
+/** List elements: only numbers name enum values. */
+function enumElementWriter(field: DescField & { fieldKind: "list" }): ValueWriter {
+  const name = field.enum === undefined ? () => null : enumJsonLookup(field.enum);
+  return (value) => (typeof value === "number" ? name(value) : null);
+}
+
+/**
+ * A message value of type `desc`. Singular fields only call it with a value;
+ * list elements and oneof members (`orZero`) may hold none, which the
+ * reference renders as the zero message.
+ */
+function messageWriter(desc: DescMessage, orZero = false): ValueWriter {
+  const present = presentMessageWriter(desc);
+  if (!orZero) return present;
+  return (value) => present(value === undefined || value === null ? {} : value);
+}
+
+function presentMessageWriter(desc: DescMessage): ValueWriter {
+  switch (desc.typeName) {
+    case TYPE_TIMESTAMP:
+      return (value) => formatTimestamp(timestampMicros(value as TimestampLike));
+    case TYPE_STRUCT:
+      return structWriter;
+    case TYPE_EMPTY:
+      return () => ({});
+    case TYPE_FIELD_MASK:
+      return (value) => {
+        const paths = (value as { paths?: string[] | null }).paths;
+        return paths === undefined || paths === null ? "" : paths.join(",");
+      };
+  }
+  // Resolved on first use: a message type may contain itself.
+  let renderer: Renderer | undefined;
+  return (value) => (renderer ??= compiledOf(desc).object)(value as Source);
+}
+
+/** A google.protobuf.Timestamp message or its init shape. */
+type TimestampLike = { seconds?: unknown; nanos?: unknown };
+
+/** Timestamp seconds and nanos as microseconds; an init shape may leave either out (zero). */
+function timestampMicros(ts: TimestampLike): Micros {
+  const seconds = ts.seconds === undefined || ts.seconds === null ? 0 : Number(ts.seconds);
+  const nanos = typeof ts.nanos === "number" ? ts.nanos : 0;
+  return seconds * MICROS_PER_SECOND + Math.floor(nanos / 1000);
+}
+
+/**
+ * A Struct field holds its JSON object (protobuf-es keeps Struct fields as
+ * JsonObject), which the reference renderer rebuilds as a Struct and turns
+ * back into the same JSON. So the object itself is the output, provided it is
+ * plain JSON: anything else (a non-finite number, undefined, a class
+ * instance, a "__proto__" key, which a Struct's map drops) goes to the
+ * reference renderer, so that it fails or drops exactly as before.
+ */
+function structWriter(value: unknown): JsonValue {
+  if (!isPlainJson(value) || value === null || typeof value !== "object" || Array.isArray(value)) throw NEEDS_REFLECTION;
+  return value as JsonObject;
+}
+
+function isPlainJson(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i])) return false;
+        return true;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in value) {
+        if (key === "__proto__" || !isPlainJson((value as Record<string, unknown>)[key])) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}

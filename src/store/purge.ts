@@ -1,0 +1,168 @@
+/**
+ * The purge (decision M9): archives expired messages to history, and deletes
+ * history past its channel's retention, expired idempotency records, and
+ * expired channel events and invitations.
+ *
+ * Every step works in bounded batches, one transaction each, looping until
+ * a batch comes back short: a backlog never holds locks for long, and the
+ * write path gets the channel between two batches. "Now" is always the
+ * caller's (the injected clock), never the database's.
+ *
+ * Running it twice changes nothing the second time: every statement selects
+ * only what is still due, so a job that runs again (after a crash, or on two
+ * workers at once) finds nothing left to do.
+ */
+import { formatTimestamp, type Micros } from "../domain/time.js";
+import type { Db } from "./db.js";
+
+export interface PurgeCounts {
+  /** Expired live messages moved to message_history (reason 'expired'). */
+  archivedMessages: number;
+  /** History rows deleted after their channel's retention_days. */
+  deletedHistory: number;
+  /** Idempotency records past their window. */
+  deletedIdempotencyRecords: number;
+  /** Channel events past their expires_at. */
+  deletedChannelEvents: number;
+  /** Invitations that expired or were revoked. */
+  deletedInvitations: number;
+}
+
+export interface PurgeOptions {
+  /** Rows per transaction; default 1,000. */
+  batchSize?: number;
+  /** Checked between batches: a worker that is shutting down stops at a batch boundary. */
+  signal?: AbortSignal;
+  /** Called after every batch (the job runner extends its lock here). */
+  onBatch?: () => Promise<void>;
+}
+
+export const PURGE_BATCH_SIZE = 1_000;
+
+const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+  created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+  lease_token, lease_expires_at, acknowledged_by`;
+
+/**
+ * One batch of expired messages: $1 now, $2 batch size. Candidates are read
+ * without locks, then their channels are locked (in id order, so two purges
+ * cannot deadlock each other) BEFORE any message row, as the write path and
+ * retract do. Rows a claim or ack is changing right now are skipped and
+ * taken by the next run.
+ */
+export const EXPIRED_CANDIDATES_SQL = `SELECT m.id, m.channel_id FROM messages m
+  WHERE m.expires_at <= $1 ORDER BY m.expires_at LIMIT $2`;
+
+const LOCK_CHANNELS_SQL = `SELECT c.id FROM channels c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE`;
+
+/** $1 message ids, $2 now. Moves, deletes and decrements the ring-buffer counter in one statement. */
+const ARCHIVE_SQL = `WITH target AS (
+    SELECT ${MESSAGE_FIELDS} FROM messages m WHERE m.id = ANY($1::uuid[]) AND m.expires_at <= $2
+    FOR UPDATE SKIP LOCKED
+  ), moved AS (
+    INSERT INTO message_history (${MESSAGE_FIELDS}, archived_at, reason)
+    SELECT ${MESSAGE_FIELDS}, $2::timestamptz, 'expired' FROM target
+    ON CONFLICT (id) DO NOTHING
+  ), gone AS (
+    DELETE FROM messages m USING target t WHERE m.id = t.id RETURNING m.channel_id
+  ), per_channel AS (
+    SELECT channel_id, count(*)::int AS n FROM gone GROUP BY channel_id
+  ), counters AS (
+    UPDATE channels c SET stored_messages = c.stored_messages - p.n FROM per_channel p WHERE c.id = p.channel_id
+  )
+  SELECT coalesce(sum(n), 0)::int AS archived FROM per_channel`;
+
+/*
+ * The DELETE statements below take ($1 now, $2 batch size). Each picks its
+ * batch in a sub-select, oldest first along an index, and deletes by
+ * `= ANY (ARRAY(…))`, which the planner answers with index (or TID) lookups
+ * rather than a join against the whole table. Rows another transaction is
+ * changing right now are skipped (SKIP LOCKED) and left to the next run.
+ */
+
+/**
+ * History whose channel's retention (retention_days after archived_at) has
+ * run out, probed channel by channel on (channel_id, archived_at): each
+ * channel has its own cutoff, and the owner may change it at any time.
+ * History rows are never updated, so nothing needs locking first.
+ */
+export const EXPIRED_HISTORY_SQL = `DELETE FROM message_history h WHERE h.id = ANY (ARRAY(
+    SELECT d.id FROM channels c CROSS JOIN LATERAL (
+      SELECT x.id FROM message_history x
+      WHERE x.channel_id = c.id AND x.archived_at <= $1::timestamptz - make_interval(days => c.retention_days)
+      ORDER BY x.archived_at LIMIT $2
+    ) d
+    LIMIT $2
+  ))`;
+
+/** Idempotency records past their window (M8); by ctid, as the key is two columns. */
+export const EXPIRED_IDEMPOTENCY_SQL = `DELETE FROM idempotency_records r WHERE r.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM idempotency_records x WHERE x.expires_at <= $1
+    ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND r.expires_at <= $1`;
+
+/** Channel events past their 24 hours (tables of 0005_membership.sql). */
+export const EXPIRED_EVENTS_SQL = `DELETE FROM channel_events e WHERE e.id = ANY (ARRAY(
+    SELECT x.id FROM channel_events x WHERE x.expires_at <= $1
+    ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND e.expires_at <= $1`;
+
+/** Invitations that expired or were revoked: both answer 410 until purged, 404 after. */
+export const DEAD_INVITATIONS_SQL = `DELETE FROM channel_invitations i WHERE i.id = ANY (ARRAY(
+    SELECT x.id FROM channel_invitations x WHERE x.expires_at <= $1 OR x.revoked_at IS NOT NULL
+    LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND (i.expires_at <= $1 OR i.revoked_at IS NOT NULL)`;
+
+/**
+ * Archives and deletes everything that is due at `now`; returns what it did.
+ * Safe to run concurrently with the API and with another purge.
+ */
+export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Promise<PurgeCounts> {
+  const batchSize = options.batchSize ?? PURGE_BATCH_SIZE;
+  const at = formatTimestamp(now);
+  const counts: PurgeCounts = {
+    archivedMessages: 0,
+    deletedHistory: 0,
+    deletedIdempotencyRecords: 0,
+    deletedChannelEvents: 0,
+    deletedInvitations: 0,
+  };
+  const stopped = () => options.signal?.aborted === true;
+
+  /** Runs batch() until it reports a short batch (or no progress), or the signal fires. */
+  const loop = async (batch: () => Promise<{ done: number; full: boolean }>): Promise<number> => {
+    let total = 0;
+    while (!stopped()) {
+      const { done, full } = await batch();
+      total += done;
+      await options.onBatch?.();
+      if (!full || done === 0) break;
+    }
+    return total;
+  };
+
+  /** One DELETE … LIMIT batch of a statement taking ($1 now, $2 batch size). */
+  const deleteBatch = async (sql: string) => {
+    const { rowCount } = await db.query(sql, [at, batchSize]);
+    const done = rowCount ?? 0;
+    return { done, full: done === batchSize };
+  };
+
+  counts.archivedMessages = await loop(() => archiveExpiredBatch(db, at, batchSize));
+  counts.deletedHistory = await loop(() => deleteBatch(EXPIRED_HISTORY_SQL));
+  counts.deletedIdempotencyRecords = await loop(() => deleteBatch(EXPIRED_IDEMPOTENCY_SQL));
+  counts.deletedChannelEvents = await loop(() => deleteBatch(EXPIRED_EVENTS_SQL));
+  counts.deletedInvitations = await loop(() => deleteBatch(DEAD_INVITATIONS_SQL));
+  return counts;
+}
+
+async function archiveExpiredBatch(db: Db, at: string, batchSize: number): Promise<{ done: number; full: boolean }> {
+  return db.transaction(async () => {
+    const { rows: candidates } = await db.query<{ id: string; channel_id: string }>(EXPIRED_CANDIDATES_SQL, [at, batchSize]);
+    if (candidates.length === 0) return { done: 0, full: false };
+    const channelIds = [...new Set(candidates.map((c) => c.channel_id))];
+    await db.query(LOCK_CHANNELS_SQL, [channelIds]);
+    const { rows } = await db.query<{ archived: number }>(ARCHIVE_SQL, [candidates.map((c) => c.id), at]);
+    return { done: rows[0]?.archived ?? 0, full: candidates.length === batchSize };
+  });
+}

@@ -1,0 +1,879 @@
+/**
+ * The authorization matrix (issue 4, item 8): every RPC of ChannelService,
+ * MessageService and AdminService, for every kind of caller (no key, a
+ * revoked key, a stranger, a member, the owner; for AdminService: the admin
+ * token rules), on open and on restricted channels, over REST and over gRPC.
+ *
+ * Each row states one access rule of decisions A1–A3, M4–M6 and M10:
+ *   - open channel: any key may read it, post, claim, ack, create invitations
+ *     and request access; restricted: owner and members only, others 403
+ *     channel_access_denied (A1);
+ *   - owner only, 403 forbidden (A2) — a stranger to a restricted channel
+ *     learns no more than channel_access_denied;
+ *   - invitations are revoked by their creator or the channel owner, and
+ *     resolved by any key (A3);
+ *   - leases are heartbeaten and released by their holder only; a message is
+ *     retracted by its author or the channel owner (M6);
+ *   - a missing or revoked key is 401 on every route (ResolveInvitation without
+ *     a key: 401 api_key_required); admin routes take X-Admin-Token (M10).
+ *
+ * The suite fails when an RPC of those services has no row, or when a REST
+ * route of theirs is not exercised, so a route added later cannot ship
+ * without its authorization rule.
+ *
+ * All cases run in beforeAll with bounded concurrency; each `it` asserts the
+ * outcome of one case. Rows that change what other cases rely on (`mutates`)
+ * get a fresh channel per case; the others share one channel per access.
+ */
+import { create, type DescMethod, type DescMethodServerStreaming, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
+import { AccessRequestStatus, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
+import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
+import { AckStatus, ClaimStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
+import { mintKey, rest, startTestServer, type JsonResponse, type TestServer } from "../support/server.js";
+
+// ---------------------------------------------------------------------------
+// Callers, channels and outcomes
+// ---------------------------------------------------------------------------
+
+/** Who calls a channel or message route. */
+type Principal = "none" | "revoked" | "stranger" | "member" | "owner";
+/** A principal holding a valid key. */
+type KeyHolder = "stranger" | "member" | "owner";
+/** Who calls an admin route. */
+type AdminCaller = "no_token" | "wrong_token" | "api_key_only" | "admin_token" | "admin_disabled";
+type Access = "open" | "restricted";
+
+const PRINCIPALS: readonly Principal[] = ["none", "revoked", "stranger", "member", "owner"];
+const ADMIN_CALLERS: readonly AdminCaller[] = ["no_token", "wrong_token", "api_key_only", "admin_token", "admin_disabled"];
+const ACCESSES: readonly Access[] = ["open", "restricted"];
+
+const ADMIN_TOKEN = "matrix-admin-token-0123456789";
+
+/** What a case must answer: the HTTP status and, for refusals, the error code. */
+interface Outcome {
+  status: number;
+  error?: string;
+}
+
+const ok = (status: number): Outcome => ({ status });
+const refused = (status: number, error: string): Outcome => ({ status, error });
+const UNAUTHORIZED = refused(401, "unauthorized");
+const ACCESS_DENIED = refused(403, "channel_access_denied");
+const FORBIDDEN = refused(403, "forbidden");
+const NOT_IMPLEMENTED = refused(501, "not_implemented");
+
+/** The gRPC status each refusal maps to (decision E2). */
+const GRPC_CODE_OF_ERROR: Record<string, Code> = {
+  unauthorized: Code.Unauthenticated,
+  api_key_required: Code.Unauthenticated,
+  admin_unauthorized: Code.Unauthenticated,
+  channel_access_denied: Code.PermissionDenied,
+  forbidden: Code.PermissionDenied,
+  admin_disabled: Code.PermissionDenied,
+  not_implemented: Code.Unimplemented,
+};
+
+/** The outcome for a caller with a valid key; undefined when the case cannot exist. */
+type Rule = (who: KeyHolder, access: Access) => Outcome | undefined;
+
+/** Not channel-scoped: any valid key (discovery, creating a channel). */
+const anyKey =
+  (status: number): Rule =>
+  () =>
+    ok(status);
+
+/** A1: anyone on an open channel; owner and members on a restricted one. */
+const channelUsers =
+  (status: number): Rule =>
+  (who, access) =>
+    access === "restricted" && who === "stranger" ? ACCESS_DENIED : ok(status);
+
+/**
+ * Only the listed principals (A2 owner-only, A3 creator-or-owner, M6 holder
+ * only); the others get 403 forbidden, except that a stranger to a restricted
+ * channel gets channel_access_denied first.
+ */
+const only =
+  (allowed: readonly KeyHolder[], status: number): Rule =>
+  (who, access) =>
+    access === "restricted" && who === "stranger" ? ACCESS_DENIED : allowed.includes(who) ? ok(status) : FORBIDDEN;
+
+const ownerOnly = (status: number): Rule => only(["owner"], status);
+
+/**
+ * The caller acts on something it made itself (its own lease, claim, message,
+ * invitation): allowed. A stranger to a restricted channel cannot have made
+ * anything there, so that case does not exist.
+ */
+const ownResource =
+  (status: number): Rule =>
+  (who, access) =>
+    access === "restricted" && who === "stranger" ? undefined : ok(status);
+
+// ---------------------------------------------------------------------------
+// Rows
+// ---------------------------------------------------------------------------
+
+/** Request fields, named as in the proto (snake_case), valued as in REST JSON. */
+type Fields = Record<string, unknown>;
+
+interface Prepared {
+  fields: Fields;
+  /** gRPC init fields that differ from the REST JSON (enums). */
+  grpc?: Fields;
+}
+
+interface Env {
+  inst: Instance;
+  access: Access;
+  /**
+   * The key whose "own" resources the case uses: the caller's key, or for
+   * callers without a usable key (none, revoked, admin callers) the worker's.
+   */
+  self: string;
+  /** The case's channel: the shared one, or a fresh one for mutating rows. */
+  channel(): Promise<string>;
+}
+
+interface SuccessBody {
+  rest: Record<string, unknown>;
+  grpc: Record<string, unknown>;
+}
+
+interface Row {
+  /** "Service.Method", as in the descriptors. */
+  rpc: string;
+  /** Distinguishes rows of the same RPC, e.g. whose lease is heartbeaten. */
+  variant?: string;
+  /** channel: principals × access; global: principals only; admin: admin callers × access. */
+  scope: "channel" | "global" | "admin";
+  /** Changes what other cases rely on: each case gets a fresh channel. */
+  mutates: boolean;
+  rule: Rule;
+  /** The error of a call without any key (default unauthorized). */
+  missingKey?: "api_key_required";
+  /**
+   * Not implemented yet (a later issue): every authenticated principal gets
+   * 501 not_implemented, whatever `rule` says. The issue that implements the
+   * RPC deletes this flag, and `rule` applies.
+   */
+  notImplementedYet?: true;
+  /** What a successful answer must contain. */
+  success?: (access: Access, who: KeyHolder | "admin") => SuccessBody;
+  prepare(env: Env): Promise<Prepared>;
+}
+
+const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+const keyIdOf = (key: string) => key.split(".")[0] as string;
+const sameBody = (body: Record<string, unknown>): SuccessBody => ({ rest: body, grpc: body });
+
+const onChannel = async (env: Env): Promise<Prepared> => ({ fields: { identifier: await env.channel() } });
+
+const rows: Row[] = [
+  // ----- ChannelService -----
+  {
+    rpc: "ChannelService.CreateChannel",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(201),
+    prepare: async () => ({ fields: { name: unique("matrix"), mode: "claimable" }, grpc: { mode: ChannelMode.CLAIMABLE } }),
+  },
+  { rpc: "ChannelService.DiscoverChannels", scope: "global", mutates: false, rule: anyKey(200), prepare: async () => ({ fields: {} }) },
+  { rpc: "ChannelService.GetChannel", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
+  {
+    rpc: "ChannelService.UpdateChannel",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    success: () => sameBody({ description: "patched by the matrix" }),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), channel: { description: "patched by the matrix" } } }),
+  },
+  { rpc: "ChannelService.DeleteChannel", scope: "channel", mutates: true, rule: ownerOnly(204), prepare: onChannel },
+  {
+    rpc: "ChannelService.AddChannelAlias",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(201),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), alias: unique("alias") } }),
+  },
+  { rpc: "ChannelService.ListChannelHistory", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
+  { rpc: "ChannelService.ListChannelEvents", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
+  { rpc: "ChannelService.ListMembers", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
+  {
+    // The key to add is the stranger's: a stranger cannot add itself either.
+    rpc: "ChannelService.AddMember",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(201),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), key_id: keyIdOf(env.inst.keys.stranger) } }),
+  },
+  {
+    // Removes the worker (a member other than the calling member).
+    rpc: "ChannelService.RemoveMember",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    success: () => sameBody({ status: "removed" }),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), key_id: keyIdOf(env.inst.keys.worker) } }),
+  },
+  { rpc: "ChannelService.CreateInvitation", scope: "channel", mutates: false, rule: channelUsers(201), prepare: onChannel },
+  {
+    // Any key may resolve (that is how strangers get in); it grants membership, hence a fresh channel.
+    rpc: "ChannelService.ResolveInvitation",
+    scope: "channel",
+    mutates: true,
+    missingKey: "api_key_required",
+    rule: anyKey(200),
+    success: () => sameBody({ active: true }),
+    prepare: async (env) => ({ fields: { invitation_id: await invite(env.inst, env.inst.keys.owner, await env.channel()) } }),
+  },
+  {
+    // Created by the worker: the channel owner may revoke it, another member may not.
+    rpc: "ChannelService.RevokeInvitation",
+    variant: "a member's invitation",
+    scope: "channel",
+    mutates: true,
+    rule: only(["owner"], 200),
+    success: () => sameBody({ active: false }),
+    prepare: async (env) => ({ fields: { invitation_id: await invite(env.inst, env.inst.keys.worker, await env.channel()) } }),
+  },
+  {
+    rpc: "ChannelService.RevokeInvitation",
+    variant: "the caller's own invitation",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => sameBody({ active: false }),
+    prepare: async (env) => ({ fields: { invitation_id: await invite(env.inst, env.self, await env.channel()) } }),
+  },
+  {
+    // Adds a pending request for the stranger on the shared restricted channel; nothing else depends on it.
+    rpc: "ChannelService.CreateAccessRequest",
+    scope: "channel",
+    mutates: false,
+    rule: (who, access) => (access === "open" ? ok(200) : who === "stranger" ? ok(202) : ok(200)),
+    success: (access, who) =>
+      access === "open"
+        ? { rest: { status: "open" }, grpc: { status: AccessRequestOutcome.OPEN } }
+        : who === "stranger"
+          ? { rest: { status: "pending", request_id: expect.any(String) }, grpc: { status: AccessRequestOutcome.PENDING, requestId: expect.any(String) } }
+          : { rest: { status: "already_member" }, grpc: { status: AccessRequestOutcome.ALREADY_MEMBER } },
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), reason: "the matrix asks" } }),
+  },
+  { rpc: "ChannelService.ListAccessRequests", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
+  {
+    // The stranger's pending request (on an open channel: filed while it was restricted).
+    rpc: "ChannelService.ApproveAccessRequest",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    success: () => ({ rest: { status: "approved" }, grpc: { status: AccessRequestStatus.APPROVED } }),
+    prepare: pendingRequest,
+  },
+  {
+    rpc: "ChannelService.DenyAccessRequest",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    success: () => ({ rest: { status: "denied" }, grpc: { status: AccessRequestStatus.DENIED } }),
+    prepare: pendingRequest,
+  },
+  {
+    rpc: "ChannelService.ListWebhookDeliveries",
+    scope: "channel",
+    mutates: false,
+    rule: ownerOnly(200),
+    // Not implemented yet: authorized principals get 501 not_implemented (the webhook issue flips this).
+    notImplementedYet: true,
+    prepare: onChannel,
+  },
+
+  // ----- MessageService -----
+  {
+    rpc: "MessageService.CreateMessage",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(201),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), content: "posted by the matrix" } }),
+  },
+  { rpc: "MessageService.ListMessages", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
+  {
+    // since=0: the shared channel holds a message, so an open stream answers at once.
+    rpc: "MessageService.WatchMessages",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(200),
+    // Not implemented yet: authorized principals get 501 not_implemented (the streaming issue flips this).
+    notImplementedYet: true,
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), since: "0" } }),
+  },
+  {
+    rpc: "MessageService.ClaimMessage",
+    scope: "channel",
+    mutates: true,
+    rule: channelUsers(200),
+    success: () => ({ rest: { status: "claimed" }, grpc: { status: ClaimStatus.CLAIMED } }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    rpc: "MessageService.ClaimMessageWithLease",
+    scope: "channel",
+    mutates: true,
+    rule: channelUsers(200),
+    success: () => ({ rest: { lease_token: expect.any(String) }, grpc: { leaseToken: expect.any(String) } }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    // Held by the worker: nobody else may extend it, not even the channel owner.
+    rpc: "MessageService.HeartbeatLease",
+    variant: "another key's lease",
+    scope: "channel",
+    mutates: true,
+    rule: only([], 200),
+    prepare: async (env) => ({ fields: { lease_token: await leaseOn(env.inst, env.inst.keys.worker, await workerMessage(env)) } }),
+  },
+  {
+    rpc: "MessageService.HeartbeatLease",
+    variant: "the caller's own lease",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => ({ rest: { lease_token: expect.any(String) }, grpc: { leaseToken: expect.any(String) } }),
+    prepare: async (env) => ({ fields: { lease_token: await leaseOn(env.inst, env.self, await workerMessage(env)) } }),
+  },
+  {
+    // Claimed by the worker: nobody else may release it, not even the channel owner.
+    rpc: "MessageService.ReleaseMessage",
+    variant: "another key's claim",
+    scope: "channel",
+    mutates: true,
+    rule: only([], 200),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.inst.keys.worker, messageId);
+      return { fields: { message_id: messageId } };
+    },
+  },
+  {
+    rpc: "MessageService.ReleaseMessage",
+    variant: "the caller's own claim",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => sameBody({ status: "released" }),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.self, messageId);
+      return { fields: { message_id: messageId } };
+    },
+  },
+  {
+    rpc: "MessageService.AckMessage",
+    scope: "channel",
+    mutates: true,
+    rule: channelUsers(200),
+    success: () => ({ rest: { status: "acknowledged" }, grpc: { status: AckStatus.ACKNOWLEDGED } }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    // Posted by the worker: the channel owner may retract it, another member may not.
+    rpc: "MessageService.RetractMessage",
+    variant: "a member's message",
+    scope: "channel",
+    mutates: true,
+    rule: only(["owner"], 200),
+    success: () => sameBody({ status: "retracted" }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    rpc: "MessageService.RetractMessage",
+    variant: "the caller's own message",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => sameBody({ status: "retracted" }),
+    prepare: async (env) => ({ fields: { message_id: await post(env.inst, env.self, await env.channel()) } }),
+  },
+
+  // ----- AdminService (X-Admin-Token; the API key plays no part) -----
+  {
+    rpc: "AdminService.PauseChannel",
+    scope: "admin",
+    mutates: true,
+    rule: anyKey(200),
+    success: () => sameBody({ paused: true }),
+    prepare: onChannel,
+  },
+  {
+    rpc: "AdminService.ResumeChannel",
+    scope: "admin",
+    mutates: true,
+    rule: anyKey(200),
+    success: () => sameBody({ paused: false }),
+    prepare: async (env) => {
+      const channel = await env.channel();
+      await patchChannel(env.inst, channel, { paused: true });
+      return { fields: { identifier: channel } };
+    },
+  },
+];
+
+/** The stranger's pending access request on a fresh channel of the case's access. */
+async function pendingRequest(env: Env): Promise<Prepared> {
+  // Requests are filed on restricted channels only; an open channel with a
+  // pending request is one that was opened after the request came in.
+  const channel = await newChannel(env.inst, "restricted");
+  const requestId = await requestAccess(env.inst, env.inst.keys.stranger, channel);
+  if (env.access === "open") await patchChannel(env.inst, channel, { access: "open" });
+  return { fields: { identifier: channel, request_id: requestId } };
+}
+
+/** A fresh unclaimed message of the worker on the case's channel. */
+async function workerMessage(env: Env): Promise<string> {
+  return post(env.inst, env.inst.keys.worker, await env.channel());
+}
+
+// ---------------------------------------------------------------------------
+// Expectations and cases
+// ---------------------------------------------------------------------------
+
+const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService];
+const routeTable = new RestRoutes(SERVICES);
+const methods = new Map<string, DescMethod>(SERVICES.flatMap((s) => s.methods.map((m): [string, DescMethod] => [`${s.name}.${m.name}`, m])));
+
+function expectedOutcome(row: Row, caller: Principal | AdminCaller, access: Access): Outcome | undefined {
+  if (row.scope === "admin") {
+    switch (caller) {
+      case "admin_token":
+        return row.rule("owner", access);
+      case "admin_disabled":
+        return refused(403, "admin_disabled");
+      default:
+        return refused(401, "admin_unauthorized");
+    }
+  }
+  if (caller === "none") return refused(401, row.missingKey ?? "unauthorized");
+  if (caller === "revoked") return UNAUTHORIZED;
+  const outcome = row.rule(caller as KeyHolder, access);
+  if (outcome !== undefined && row.notImplementedYet) return NOT_IMPLEMENTED;
+  return outcome;
+}
+
+const CALLER_LABELS: Record<Principal | AdminCaller, string> = {
+  none: "without a key",
+  revoked: "with a revoked key",
+  stranger: "as stranger",
+  member: "as member",
+  owner: "as owner",
+  no_token: "without an admin token",
+  wrong_token: "with a wrong admin token",
+  api_key_only: "with the owner's API key but no admin token",
+  admin_token: "with the admin token",
+  admin_disabled: "with an admin token where AGENTBUS_ADMIN_TOKEN is unset",
+};
+
+interface Actual {
+  /** REST: the HTTP status; gRPC: the status code name ("OK" on success). */
+  status: number | string;
+  error?: string;
+  body?: unknown;
+  /** Context for a failure message. */
+  detail?: string;
+}
+
+interface Case {
+  name: string;
+  row: Row;
+  method: DescMethod;
+  protocol: "REST" | "gRPC";
+  route?: RestRoute;
+  caller: Principal | AdminCaller;
+  access: Access;
+  expected: Outcome;
+  result?: Actual | { setupError: string };
+}
+
+const expectedGrpc = (o: Outcome): Actual =>
+  o.error === undefined ? { status: "OK" } : { status: Code[GRPC_CODE_OF_ERROR[o.error] ?? Code.Unknown], error: o.error };
+
+function caseName(c: Omit<Case, "name">): string {
+  const what =
+    c.protocol === "REST"
+      ? `REST ${c.route?.httpMethod} ${c.route?.template.template}`
+      : `gRPC ${c.method.parent.name}.${c.method.name}`;
+  const variant = c.row.variant ? ` (${c.row.variant})` : "";
+  const where = c.row.scope === "global" ? "" : ` on ${c.access === "open" ? "an open" : "a restricted"} channel`;
+  const expected = c.protocol === "REST" ? c.expected : expectedGrpc(c.expected);
+  const answer = `${expected.status}${expected.error ? ` ${expected.error}` : ""}`;
+  return `${what}${variant} ${CALLER_LABELS[c.caller]}${where} → ${answer}`;
+}
+
+function buildCases(): Case[] {
+  const cases: Case[] = [];
+  for (const row of rows) {
+    const method = methods.get(row.rpc);
+    if (!method) continue; // reported by the completeness guard
+    const callers = row.scope === "admin" ? ADMIN_CALLERS : PRINCIPALS;
+    const accesses = row.scope === "global" ? (["open"] as const) : ACCESSES;
+    const targets: Array<{ protocol: "REST" | "gRPC"; route?: RestRoute }> = [
+      ...routeTable.routes.filter((r) => r.method === method).map((route) => ({ protocol: "REST" as const, route })),
+      { protocol: "gRPC" },
+    ];
+    for (const target of targets) {
+      for (const caller of callers) {
+        for (const access of accesses) {
+          const expected = expectedOutcome(row, caller, access);
+          if (expected === undefined) continue;
+          const c = { row, method, ...target, caller, access, expected };
+          cases.push({ ...c, name: caseName(c) });
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+const cases = buildCases();
+
+// ---------------------------------------------------------------------------
+// Servers and fixtures
+// ---------------------------------------------------------------------------
+
+interface Instance {
+  server: TestServer;
+  transport: Transport;
+  sql: pg.Pool;
+  /** owner owns every channel; member and worker are members of every channel; stranger of none. */
+  keys: Record<"owner" | "member" | "worker" | "stranger" | "revoked", string>;
+  /** One channel per access for the rows that do not mutate, holding one message. */
+  shared: Record<Access, string>;
+}
+
+let main: Instance;
+/** An instance without AGENTBUS_ADMIN_TOKEN: admin routes are disabled. */
+let adminless: Instance;
+const exercisedRoutes = new Set<RestRoute>();
+
+async function must<T>(what: string, res: Promise<JsonResponse<T>>, status: number): Promise<T> {
+  const answer = await res;
+  if (answer.status !== status) throw new Error(`${what}: expected ${status}, got ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body;
+}
+
+async function newChannel(inst: Instance, access: Access): Promise<string> {
+  const { id } = await must<{ id: string }>(
+    "create channel",
+    rest(inst.server.url, "POST", "/v1/channels", { key: inst.keys.owner, body: { name: unique("matrix"), mode: "claimable", access } }),
+    201,
+  );
+  // Membership straight in the table, so the fixtures do not depend on the routes under test.
+  await inst.sql.query("INSERT INTO channel_members (channel_id, key_id) VALUES ($1, $2), ($1, $3) ON CONFLICT DO NOTHING", [
+    id,
+    keyIdOf(inst.keys.member),
+    keyIdOf(inst.keys.worker),
+  ]);
+  return id;
+}
+
+async function post(inst: Instance, key: string, channel: string): Promise<string> {
+  const body = await must<{ message: { id: string } }>(
+    "post message",
+    rest(inst.server.url, "POST", `/v1/channels/${channel}/messages`, { key, body: { content: "work item" } }),
+    201,
+  );
+  return body.message.id;
+}
+
+async function claim(inst: Instance, key: string, messageId: string): Promise<void> {
+  await must("claim", rest(inst.server.url, "POST", `/v1/messages/${messageId}/claim`, { key, body: {} }), 200);
+}
+
+async function leaseOn(inst: Instance, key: string, messageId: string): Promise<string> {
+  const body = await must<{ lease_token: string }>(
+    "claim with lease",
+    rest(inst.server.url, "POST", `/v1/messages/${messageId}/claim-with-lease`, { key, body: {} }),
+    200,
+  );
+  return body.lease_token;
+}
+
+async function invite(inst: Instance, key: string, channel: string): Promise<string> {
+  const body = await must<{ id: string }>(
+    "create invitation",
+    rest(inst.server.url, "POST", `/v1/channels/${channel}/invitations`, { key, body: {} }),
+    201,
+  );
+  return body.id;
+}
+
+async function requestAccess(inst: Instance, key: string, channel: string): Promise<string> {
+  const body = await must<{ request_id: string }>(
+    "request access",
+    rest(inst.server.url, "POST", `/v1/channels/${channel}/access-requests`, { key, body: { reason: "please" } }),
+    202,
+  );
+  return body.request_id;
+}
+
+async function patchChannel(inst: Instance, channel: string, body: Record<string, unknown>): Promise<void> {
+  await must("patch channel", rest(inst.server.url, "PATCH", `/v1/channels/${channel}`, { key: inst.keys.owner, body }), 200);
+}
+
+async function startInstance(env: Record<string, string>): Promise<Instance> {
+  const server = await startTestServer(env);
+  const sql = new pg.Pool({ connectionString: server.databaseUrl, max: 4 });
+  const [owner, member, worker, stranger, revoked] = await Promise.all(
+    ["owner", "member", "worker", "stranger", "revoked"].map((label) => mintKey(server.url, unique(label))),
+  );
+  const keys = { owner: owner!, member: member!, worker: worker!, stranger: stranger!, revoked: revoked! };
+  await must("revoke key", rest(server.url, "DELETE", "/v1/keys/me", { key: keys.revoked }), 200);
+  const inst: Instance = { server, sql, keys, transport: createGrpcTransport({ baseUrl: server.url }), shared: { open: "", restricted: "" } };
+  for (const access of ACCESSES) {
+    inst.shared[access] = await newChannel(inst, access);
+    await post(inst, keys.owner, inst.shared[access]);
+  }
+  return inst;
+}
+
+// ---------------------------------------------------------------------------
+// Calling a case over REST and over gRPC
+// ---------------------------------------------------------------------------
+
+interface Credentials {
+  apiKey?: string;
+  adminToken?: string;
+  /**
+   * X-Forwarded-For, unique per case (the instances trust it): invitation
+   * lookups are limited to 10 per minute per source address, and the matrix
+   * makes more than that from one machine.
+   */
+  forwardedFor: string;
+}
+
+let addresses = 0;
+
+/** A distinct documentation-range address (198.18.0.0/15) per call. */
+function nextAddress(): string {
+  const n = ++addresses;
+  return `198.${18 + ((n >> 16) & 1)}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+function credentialsOf(inst: Instance, caller: Principal | AdminCaller): Credentials {
+  const forwardedFor = nextAddress();
+  switch (caller) {
+    case "none":
+    case "no_token":
+      return { forwardedFor };
+    case "revoked":
+    case "stranger":
+    case "member":
+    case "owner":
+      return { apiKey: inst.keys[caller], forwardedFor };
+    case "api_key_only":
+      return { apiKey: inst.keys.owner, forwardedFor };
+    case "wrong_token":
+      return { adminToken: `${ADMIN_TOKEN}-wrong`, forwardedFor };
+    case "admin_token":
+    case "admin_disabled":
+      return { adminToken: ADMIN_TOKEN, forwardedFor };
+  }
+}
+
+const CALL_TIMEOUT_MS = 10_000;
+
+async function callRest(inst: Instance, route: RestRoute, prepared: Prepared, creds: Credentials): Promise<Actual> {
+  const fields = { ...prepared.fields };
+  let path = route.template.template;
+  for (const variable of route.template.variables) {
+    path = path.replace(`{${variable}}`, encodeURIComponent(String(fields[variable])));
+    delete fields[variable];
+  }
+  const matched = routeTable.match(route.httpMethod, path);
+  if (matched.kind !== "route" || matched.route !== route) throw new Error(`${route.httpMethod} ${path} does not reach ${route.template.template}`);
+  exercisedRoutes.add(route);
+
+  const headers: Record<string, string> = { "X-Forwarded-For": creds.forwardedFor };
+  if (creds.apiKey !== undefined) headers["X-API-Key"] = creds.apiKey;
+  if (creds.adminToken !== undefined) headers["X-Admin-Token"] = creds.adminToken;
+  let body: string | undefined;
+  let query = "";
+  if (route.bodyField === "*") body = JSON.stringify(fields);
+  else if (route.bodyField !== "") body = JSON.stringify(fields[route.bodyField] ?? {});
+  else {
+    const params = new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)]));
+    if (params.size > 0) query = `?${params}`;
+  }
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+
+  const res = await fetch(`${inst.server.url}${path}${query}`, {
+    method: route.httpMethod,
+    headers,
+    body,
+    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+  });
+  if (res.headers.get("content-type")?.includes("text/event-stream")) {
+    // An open Server-Sent Events stream: the status is the answer.
+    await res.body?.cancel();
+    return { status: res.status };
+  }
+  const text = await res.text();
+  let json: unknown = {};
+  try {
+    json = text === "" ? {} : JSON.parse(text);
+  } catch {
+    return { status: res.status, detail: `non-JSON body: ${text.slice(0, 200)}` };
+  }
+  const error = res.status >= 400 ? (json as { error?: string }).error : undefined;
+  return { status: res.status, ...(error === undefined ? {} : { error }), body: json, detail: text.slice(0, 500) };
+}
+
+const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+
+function toGrpcInit(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [camelCase(k), toGrpcInit(v)]));
+}
+
+async function callGrpc(inst: Instance, method: DescMethod, prepared: Prepared, creds: Credentials): Promise<Actual> {
+  const init = { ...(toGrpcInit(prepared.fields) as Fields), ...(prepared.grpc ?? {}) };
+  const request = create(method.input, init as Parameters<typeof create>[1]);
+  const headers = new Headers({ "x-forwarded-for": creds.forwardedFor });
+  if (creds.apiKey !== undefined) headers.set("x-api-key", creds.apiKey);
+  if (creds.adminToken !== undefined) headers.set("x-admin-token", creds.adminToken);
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
+  try {
+    if (method.methodKind === "unary") {
+      const res = await inst.transport.unary(method as DescMethodUnary, abort.signal, undefined, headers, request);
+      return { status: "OK", body: res.message };
+    }
+    if (method.methodKind === "server_streaming") {
+      const res = await inst.transport.stream(method as DescMethodServerStreaming, abort.signal, undefined, headers, single(request));
+      // The first message (or the error) is the answer; then the stream is closed.
+      for await (const message of res.message) return { status: "OK", body: message };
+      return { status: "OK", detail: "the stream ended without a message" };
+    }
+    throw new Error(`${method.name}: ${method.methodKind} methods are not in the matrix`);
+  } catch (e) {
+    const err = ConnectError.from(e);
+    const error = err.findDetails(ErrorDetailSchema)[0]?.error;
+    return { status: Code[err.code], ...(error === undefined ? {} : { error }), detail: err.rawMessage };
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
+
+async function* single<T>(value: T): AsyncIterable<T> {
+  yield value;
+}
+
+async function runCase(c: Case): Promise<void> {
+  const inst = c.caller === "admin_disabled" ? adminless : main;
+  let channel: Promise<string> | undefined;
+  const env: Env = {
+    inst,
+    access: c.access,
+    self: c.caller === "stranger" || c.caller === "member" || c.caller === "owner" ? inst.keys[c.caller] : inst.keys.worker,
+    channel: () => (channel ??= c.row.mutates ? newChannel(inst, c.access) : Promise.resolve(inst.shared[c.access])),
+  };
+  let prepared: Prepared;
+  try {
+    prepared = await c.row.prepare(env);
+  } catch (err) {
+    c.result = { setupError: err instanceof Error ? err.message : String(err) };
+    return;
+  }
+  const creds = credentialsOf(inst, c.caller);
+  try {
+    c.result =
+      c.protocol === "REST" && c.route ? await callRest(inst, c.route, prepared, creds) : await callGrpc(inst, c.method, prepared, creds);
+  } catch (err) {
+    c.result = { status: "call failed", detail: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+async function withConcurrency<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await run(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+beforeAll(async () => {
+  [main, adminless] = await Promise.all([
+    startInstance({ AGENTBUS_ADMIN_TOKEN: ADMIN_TOKEN, AGENTBUS_TRUST_PROXY: "true" }),
+    startInstance({ AGENTBUS_TRUST_PROXY: "true" }),
+  ]);
+  await withConcurrency(cases, 16, runCase);
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all(
+    [main, adminless].map(async (inst) => {
+      if (!inst) return;
+      await inst.sql.end();
+      await inst.server.close();
+    }),
+  );
+});
+
+// ---------------------------------------------------------------------------
+// The tests
+// ---------------------------------------------------------------------------
+
+describe("completeness", () => {
+  it("has a row for every RPC of ChannelService, MessageService and AdminService", () => {
+    const covered = new Set(rows.map((r) => r.rpc));
+    const missing = [...methods.keys()].filter((name) => !covered.has(name));
+    expect(missing, "RPCs without a row in the authorization matrix").toEqual([]);
+  });
+
+  it("names only RPCs that exist", () => {
+    expect(rows.map((r) => r.rpc).filter((name) => !methods.has(name))).toEqual([]);
+  });
+
+  it("exercises every REST route of those services", () => {
+    const missing = routeTable.routes.filter((r) => !exercisedRoutes.has(r)).map((r) => `${r.httpMethod} ${r.template.template}`);
+    expect(missing, "REST routes no case called").toEqual([]);
+  });
+
+  it("calls every RPC over gRPC", () => {
+    const called = new Set(cases.filter((c) => c.protocol === "gRPC" && c.result !== undefined).map((c) => c.method));
+    expect([...methods.values()].filter((m) => !called.has(m)).map((m) => `${m.parent.name}.${m.name}`)).toEqual([]);
+  });
+});
+
+const byRpc = new Map<string, Case[]>();
+for (const c of cases) byRpc.set(c.row.rpc, [...(byRpc.get(c.row.rpc) ?? []), c]);
+
+for (const [rpc, rpcCases] of byRpc) {
+  describe(rpc, () => {
+    for (const c of rpcCases) {
+      it(c.name, () => {
+        const result = c.result;
+        if (result === undefined) throw new Error("the case did not run");
+        if ("setupError" in result) throw new Error(`fixture setup failed: ${result.setupError}`);
+        const expected: Actual = c.protocol === "REST" ? c.expected : expectedGrpc(c.expected);
+        const context = result.detail ?? JSON.stringify(result.body, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+        expect({ status: result.status, error: result.error }, context).toEqual({ status: expected.status, error: expected.error });
+        if (expected.error === undefined && c.row.success) {
+          const who = c.caller === "stranger" || c.caller === "member" || c.caller === "owner" ? c.caller : "admin";
+          const body = c.row.success(c.access, who);
+          expect(result.body, context).toMatchObject(c.protocol === "REST" ? body.rest : body.grpc);
+        }
+      });
+    }
+  });
+}

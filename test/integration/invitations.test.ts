@@ -1,0 +1,367 @@
+/**
+ * Invitations over REST (and key paths over gRPC): create, resolve, revoke
+ * (issue 4, item 3; contract §4.5; decisions A1, A3). Expiry and the lookup
+ * window move with an AdjustableClock; no test sleeps. Each test resolves
+ * from its own source address (X-Forwarded-For, trusted here) so the
+ * per-address lookup limit of one test never trips another.
+ */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
+import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
+import { MICROS_PER_SECOND, parseTimestamp } from "../../src/domain/time.js";
+import { AdjustableClock } from "../support/clock.js";
+import { createChannel, postMessage } from "../support/fixtures.js";
+import {
+  createInvitation,
+  expectError,
+  freshAddress,
+  keyIdOf,
+  listEvents,
+  readStatus,
+  resolveInvitation,
+  TIMESTAMP_6,
+  type InvitationJson,
+  type MemberJson,
+} from "../support/membership.js";
+import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+
+const clock = new AdjustableClock();
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const url = () => server.url;
+const DAY_MICROS = 24 * 60 * 60 * MICROS_PER_SECOND;
+const micros = (ts: string) => parseTimestamp(ts) as number;
+const members = async (owner: string, channel: string) =>
+  (await rest<{ data: MemberJson[] }>(url(), "GET", `/v1/channels/${channel}/members`, { key: owner })).body.data;
+const revoke = (key: string, id: string) => rest<InvitationJson>(url(), "DELETE", `/v1/channel-invitations/${encodeURIComponent(id)}`, { key });
+const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: server.url }));
+const detailOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0];
+
+describe("POST /v1/channels/{identifier}/invitations", () => {
+  it("creates an invitation expiring 24 h later: 201 with every field", async () => {
+    const label = `inviter-${Math.random().toString(36).slice(2, 8)}`;
+    const owner = await mintKey(url(), label);
+    const ch = await createChannel(url(), owner, { name: "invite-me", mode: "broadcast", description: "about", access: "restricted" });
+    const res = await rest<InvitationJson>(url(), "POST", `/v1/channels/${ch}/invitations`, { key: owner, body: {} });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[A-Za-z0-9_-]{24}$/),
+      owner_id: label,
+      created_by_key_id: keyIdOf(owner),
+      created_at: expect.stringMatching(TIMESTAMP_6),
+      expires_at: expect.stringMatching(TIMESTAMP_6),
+      revoked_at: null,
+      active: true,
+      channel: { id: ch, name: "invite-me", mode: "broadcast", description: "about" },
+    });
+    expect(micros(res.body.expires_at) - micros(res.body.created_at)).toBe(DAY_MICROS);
+  });
+
+  it("gives each invitation a fresh id that is not a UUID", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const a = await createInvitation(url(), owner, ch);
+    const b = await createInvitation(url(), owner, ch);
+    expect(a.id).not.toBe(b.id);
+    expect(a.id).not.toMatch(/^[0-9a-f]{8}-/);
+  });
+
+  it("lets any key invite to an open channel, with its own owner_id", async () => {
+    const owner = await mintKey(url());
+    const otherLabel = `other-${Math.random().toString(36).slice(2, 8)}`;
+    const other = await mintKey(url(), otherLabel);
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), other, ch);
+    expect(invitation.owner_id).toBe(otherLabel);
+    expect(invitation.created_by_key_id).toBe(keyIdOf(other));
+  });
+
+  it("lets a member invite to a restricted channel", async () => {
+    const owner = await mintKey(url());
+    const member = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(member) } });
+    expect((await createInvitation(url(), member, ch)).created_by_key_id).toBe(keyIdOf(member));
+  });
+
+  it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const res = await rest(url(), "POST", `/v1/channels/${ch}/invitations`, { key: await mintKey(url()), body: {} });
+    expectError(res, 403, "channel_access_denied");
+  });
+
+  it("ignores the body's fields", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const res = await rest<InvitationJson>(url(), "POST", `/v1/channels/${ch}/invitations`, { key: owner, body: { ttl: 5, anything: [1] } });
+    expect(res.status).toBe(201);
+    expect(micros(res.body.expires_at) - micros(res.body.created_at)).toBe(DAY_MICROS);
+  });
+
+  it("accepts no body at all", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    expect((await rest(url(), "POST", `/v1/channels/${ch}/invitations`, { key: owner })).status).toBe(201);
+  });
+
+  it("answers 404 channel_not_found for an unknown channel", async () => {
+    expectError(await rest(url(), "POST", "/v1/channels/nope/invitations", { key: await mintKey(url()), body: {} }), 404, "channel_not_found");
+  });
+});
+
+describe("GET /v1/channel-invitations/{invitation_id}", () => {
+  it("answers 401 api_key_required with advice on minting a key when no key is sent", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    const body = expectError(await resolveInvitation(url(), undefined, invitation.id, freshAddress()), 401, "api_key_required");
+    expect(body.suggestion).toContain("POST /v1/keys");
+  });
+
+  it("resolves: 200 Invitation, and the key becomes a member granted via the invitation", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    const res = await resolveInvitation(url(), guest, invitation.id, freshAddress());
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(invitation);
+    const rows = await members(owner, ch);
+    expect(rows.find((m) => m.key_id === keyIdOf(guest))?.granted_via_invitation_id).toBe(invitation.id);
+  });
+
+  it("records invitation_resolved and member_added with the resolver as actor and subject", async () => {
+    const owner = await mintKey(url());
+    const guestKey = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    await resolveInvitation(url(), guestKey, invitation.id, freshAddress());
+    const events = await listEvents(url(), owner, ch);
+    expect(events.data.map((e) => [e.event_type, e.actor_key_id, e.subject_key_id, e.invitation_id])).toEqual([
+      ["invitation_resolved", keyIdOf(guestKey), keyIdOf(guestKey), invitation.id],
+      ["member_added", keyIdOf(guestKey), keyIdOf(guestKey), invitation.id],
+    ]);
+  });
+
+  it("is idempotent: resolving again keeps one member row and records member_added once", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    const address = freshAddress();
+    expect((await resolveInvitation(url(), guest, invitation.id, address)).status).toBe(200);
+    const before = await members(owner, ch);
+    expect((await resolveInvitation(url(), guest, invitation.id, address)).status).toBe(200);
+    expect(await members(owner, ch)).toEqual(before);
+    const types = (await listEvents(url(), owner, ch)).data.map((e) => e.event_type);
+    expect(types).toEqual(["invitation_resolved", "member_added", "invitation_resolved"]);
+  });
+
+  it("is multi-use: every key that resolves it becomes a member", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    const guests = [await mintKey(url()), await mintKey(url()), await mintKey(url())];
+    for (const guest of guests) expect((await resolveInvitation(url(), guest, invitation.id, freshAddress())).status).toBe(200);
+    expect((await members(owner, ch)).map((m) => m.key_id)).toEqual([keyIdOf(owner), ...guests.map(keyIdOf)]);
+  });
+
+  it("makes a restricted channel's messages readable, until the owner removes the key", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    await postMessage(url(), owner, ch, { content: "for members" });
+    expect(await readStatus(url(), guest, ch)).toBe(403);
+    const invitation = await createInvitation(url(), owner, ch);
+    await resolveInvitation(url(), guest, invitation.id, freshAddress());
+    const page = await rest<{ data: Array<{ content: string }> }>(url(), "GET", `/v1/channels/${ch}/messages?since=0`, { key: guest });
+    expect(page.status).toBe(200);
+    expect(page.body.data.map((m) => m.content)).toEqual(["for members"]);
+    expect((await rest(url(), "DELETE", `/v1/channels/${ch}/members/${keyIdOf(guest)}`, { key: owner })).status).toBe(200);
+    expect(await readStatus(url(), guest, ch)).toBe(403);
+  });
+
+  it("answers 404 invitation_not_found for an unknown id", async () => {
+    expectError(await resolveInvitation(url(), await mintKey(url()), "no-such-invitation-xxxxx", freshAddress()), 404, "invitation_not_found");
+  });
+
+  it("answers 410 invitation_revoked for a revoked invitation, granting nothing", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    expect((await revoke(owner, invitation.id)).status).toBe(200);
+    expectError(await resolveInvitation(url(), guest, invitation.id, freshAddress()), 410, "invitation_revoked");
+    expect((await members(owner, ch)).map((m) => m.key_id)).toEqual([keyIdOf(owner)]);
+  });
+
+  it("answers 410 invitation_expired 24 h after creation, granting nothing", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const invitation = await createInvitation(url(), owner, ch);
+    clock.advanceSeconds(24 * 60 * 60 + 1);
+    expectError(await resolveInvitation(url(), guest, invitation.id, freshAddress()), 410, "invitation_expired");
+    expect((await members(owner, ch)).map((m) => m.key_id)).toEqual([keyIdOf(owner)]);
+  });
+
+  it("reports a revoked and expired invitation as revoked", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    await revoke(owner, invitation.id);
+    clock.advanceSeconds(24 * 60 * 60 + 1);
+    expectError(await resolveInvitation(url(), await mintKey(url()), invitation.id, freshAddress()), 410, "invitation_revoked");
+  });
+
+  it("limits lookups to 10 per minute per source address, checked before the lookup", async () => {
+    const key = await mintKey(url());
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    const address = freshAddress();
+    for (let i = 0; i < 10; i++) expect((await resolveInvitation(url(), key, "unknown-invitation", address)).status).toBe(404);
+    const limited = await resolveInvitation(url(), key, invitation.id, address);
+    const body = expectError(limited, 429, "rate_limit_exceeded");
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(body.retry_after).toEqual(Number(limited.headers.get("retry-after")));
+    // Another address is unaffected; the same one recovers when the window ends.
+    expect((await resolveInvitation(url(), key, invitation.id, freshAddress())).status).toBe(200);
+    clock.advanceSeconds(61);
+    expect((await resolveInvitation(url(), key, invitation.id, address)).status).toBe(200);
+  });
+});
+
+describe("DELETE /v1/channel-invitations/{invitation_id}", () => {
+  it("revokes for its creator: 200 with revoked_at set and active false", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    const res = await revoke(owner, invitation.id);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ...invitation, revoked_at: expect.stringMatching(TIMESTAMP_6), active: false });
+  });
+
+  it("records invitation_revoked with no subject", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), owner, ch);
+    await revoke(owner, invitation.id);
+    expect((await listEvents(url(), owner, ch)).data).toEqual([
+      expect.objectContaining({ event_type: "invitation_revoked", actor_key_id: keyIdOf(owner), subject_key_id: null, invitation_id: invitation.id }),
+    ]);
+  });
+
+  it("is idempotent: a second revoke keeps the first revoked_at and records nothing more", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), owner, ch);
+    const first = await revoke(owner, invitation.id);
+    clock.advanceSeconds(5);
+    const second = await revoke(owner, invitation.id);
+    expect(second.status).toBe(200);
+    expect(second.body).toEqual(first.body);
+    expect((await listEvents(url(), owner, ch)).data).toHaveLength(1);
+  });
+
+  it("lets the channel owner revoke a member's invitation", async () => {
+    const owner = await mintKey(url());
+    const creator = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), creator, ch);
+    const res = await revoke(owner, invitation.id);
+    expect(res.status).toBe(200);
+    expect(res.body.active).toBe(false);
+  });
+
+  it("refuses any other key with 403 forbidden", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), owner, ch);
+    expectError(await revoke(await mintKey(url()), invitation.id), 403, "forbidden");
+    expect((await resolveInvitation(url(), await mintKey(url()), invitation.id, freshAddress())).status).toBe(200);
+  });
+
+  it("refuses another member of a restricted channel with 403 forbidden", async () => {
+    const owner = await mintKey(url());
+    const creator = await mintKey(url());
+    const member = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    for (const k of [creator, member]) await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(k) } });
+    const invitation = await createInvitation(url(), creator, ch);
+    expectError(await revoke(member, invitation.id), 403, "forbidden");
+  });
+
+  it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner, { access: "restricted" }));
+    expectError(await revoke(await mintKey(url()), invitation.id), 403, "channel_access_denied");
+  });
+
+  it("still lets its creator revoke it after the owner removed the creator from a restricted channel", async () => {
+    const owner = await mintKey(url());
+    const creator = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted" });
+    await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(creator) } });
+    const invitation = await createInvitation(url(), creator, ch);
+    await rest(url(), "DELETE", `/v1/channels/${ch}/members/${keyIdOf(creator)}`, { key: owner });
+    expect((await revoke(creator, invitation.id)).status).toBe(200);
+  });
+
+  it("answers 404 invitation_not_found for an unknown id", async () => {
+    expectError(await revoke(await mintKey(url()), "no-such-invitation"), 404, "invitation_not_found");
+  });
+});
+
+describe("invitations over gRPC", () => {
+  it("creates and resolves with the same handlers", async () => {
+    const owner = await mintKey(url());
+    const guest = await mintKey(url());
+    const ch = await createChannel(url(), owner, { access: "restricted", mode: "claimable" });
+    const created = await grpc().createInvitation({ identifier: ch }, { headers: { "x-api-key": owner } });
+    expect(created.active).toBe(true);
+    expect(created.revokedAt).toBeUndefined();
+    expect(created.channel?.mode).toBe(ChannelMode.CLAIMABLE);
+    const resolved = await grpc().resolveInvitation(
+      { invitationId: created.id },
+      { headers: { "x-api-key": guest, "x-forwarded-for": freshAddress() } },
+    );
+    expect(resolved.id).toBe(created.id);
+    expect(await readStatus(url(), guest, ch)).toBe(200);
+  });
+
+  it("refuses an expired invitation as FailedPrecondition with error invitation_expired and a suggestion", async () => {
+    const owner = await mintKey(url());
+    const created = await grpc().createInvitation({ identifier: await createChannel(url(), owner) }, { headers: { "x-api-key": owner } });
+    clock.advanceSeconds(24 * 60 * 60 + 1);
+    const err = await grpc()
+      .resolveInvitation({ invitationId: created.id }, { headers: { "x-api-key": await mintKey(url()), "x-forwarded-for": freshAddress() } })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.FailedPrecondition);
+    expect(detailOf(err)?.error).toBe("invitation_expired");
+    expect(detailOf(err)?.suggestion).not.toBe("");
+  });
+
+  it("refuses a missing key as Unauthenticated with error api_key_required", async () => {
+    const err = await grpc().resolveInvitation({ invitationId: "whatever" }, { headers: { "x-forwarded-for": freshAddress() } }).catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.Unauthenticated);
+    expect(detailOf(err)?.error).toBe("api_key_required");
+  });
+
+  it("refuses a stranger's revoke as PermissionDenied with error forbidden", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    const err = await grpc()
+      .revokeInvitation({ invitationId: invitation.id }, { headers: { "x-api-key": await mintKey(url()) } })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
+    expect(detailOf(err)?.error).toBe("forbidden");
+  });
+});
