@@ -10,12 +10,14 @@ import os from "node:os";
 import { Api, SetupError, type Key } from "./api.js";
 import { createClient, parseClientKind } from "./http.js";
 import { PgProfiler } from "./pgprofile.js";
-import { creates, lists, workQueue, type Settings } from "./scenarios.js";
+import { creates, lists, webhooks, workQueue, type Settings } from "./scenarios.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
-const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000 };
-const SCENARIOS = ["creates", "lists", "work"] as const;
+const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, webhook_p50_ms: 50 };
+const SCENARIOS = ["creates", "lists", "work", "webhooks"] as const;
+/** What runs without BENCH_SCENARIOS; webhooks is asked for by name. */
+const DEFAULT_SCENARIOS = ["creates", "lists", "work"];
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -35,10 +37,14 @@ async function main(): Promise<number> {
   const clientKind = parseClientKind(process.env.BENCH_CLIENT);
   const createChannels = Math.floor(numberVar("BENCH_CREATE_CHANNELS", 1, 1));
   const producerInflight = Math.floor(numberVar("BENCH_PRODUCER_INFLIGHT", 8, 1));
-  const wanted = (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(",")).split(",").map((x) => x.trim()).filter(Boolean);
+  const webhookWriters = Math.floor(numberVar("BENCH_WEBHOOK_WRITERS", 4, 1));
+  const wanted = (process.env.BENCH_SCENARIOS ?? DEFAULT_SCENARIOS.join(",")).split(",").map((x) => x.trim()).filter(Boolean);
   for (const x of wanted) if (!(SCENARIOS as readonly string[]).includes(x)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${x} (use ${SCENARIOS.join(",")})`);
 
-  const server: ServerUnderTest = await startServer();
+  // The webhook receiver is this process, on 127.0.0.1: the service we start
+  // must be allowed to post there (decision W4). A BENCH_URL service needs it set too.
+  const serverEnv = wanted.includes("webhooks") ? { ...process.env, AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" } : process.env;
+  const server: ServerUnderTest = await startServer(serverEnv);
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
     void server.stop().finally(() => process.exit(130));
@@ -77,7 +83,7 @@ async function main(): Promise<number> {
     for (let i = 0; i < concurrency; i++) clients.push(await api.mintKey(`bench-${runId}-client-${i}`));
     const producers = [await api.mintKey(`bench-${runId}-producer-0`), await api.mintKey(`bench-${runId}-producer-1`)];
 
-    let c, l, q;
+    let c, l, q, wh;
     if (wanted.includes("creates")) {
       c = await creates(api, owner, clients, createChannels, settings);
       log(`creates: ${c.creates_per_s}/s, p50 ${c.latency.p50_ms} ms, p99 ${c.latency.p99_ms} ms, cpu ${JSON.stringify(c.cpu)}`);
@@ -94,6 +100,15 @@ async function main(): Promise<number> {
       );
     }
 
+    if (wanted.includes("webhooks")) {
+      wh = await webhooks(api, owner, clients.slice(0, webhookWriters), settings);
+      log(
+        `webhooks: ${wh.count} deliveries (${wh.creates_per_s}/s), first attempt after the create answer p50 ${wh.after_response.p50_ms} ms, ` +
+          `p99 ${wh.after_response.p99_ms} ms; after the create request p50 ${wh.after_request.p50_ms} ms, p99 ${wh.after_request.p99_ms} ms; ` +
+          `${wh.arrived_before_response} arrived before the answer, ${wh.missing} missing, cpu ${JSON.stringify(wh.cpu)}`,
+      );
+    }
+
     Object.assign(report, {
       creates_per_s: c?.creates_per_s ?? null,
       creates_p50_ms: c?.latency.p50_ms ?? null,
@@ -104,6 +119,8 @@ async function main(): Promise<number> {
       tasks_per_s: q?.tasks_per_s ?? null,
       claim_p50_ms: q?.claim_latency.p50_ms ?? null,
       claim_p99_ms: q?.claim_latency.p99_ms ?? null,
+      webhook_p50_ms: wh?.after_response.p50_ms ?? null,
+      webhook_p99_ms: wh?.after_response.p99_ms ?? null,
       duplicate_claims: q?.duplicate_claims ?? null,
       conflicts: q?.conflicts ?? null,
       errors: errors.total,
@@ -114,13 +131,14 @@ async function main(): Promise<number> {
         lists: l ? l.lists_per_s >= TARGETS.lists_per_s : null,
         tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
+        webhooks: wh && wh.after_response.p50_ms !== null ? wh.after_response.p50_ms <= TARGETS.webhook_p50_ms : null,
       },
     });
-    const others = [c?.cpu, l?.cpu, q?.cpu].map((x) => x?.other_pct ?? 0);
+    const others = [c?.cpu, l?.cpu, q?.cpu, wh?.cpu].map((x) => x?.other_pct ?? 0);
     // Another process busy on the machine during a window makes the figures meaningless.
     report.disturbed_by_other_processes = Math.max(...others) > 15;
-    failed = errors.total > 0 || (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok));
-    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null };
+    failed = errors.total > 0 || (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok)) || (wh !== undefined && wh.missing > 0);
+    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null, webhooks: wh ?? null };
   } catch (err) {
     failed = true;
     report.failure = err instanceof SetupError ? err.message : String((err as Error).stack ?? err);
@@ -142,6 +160,7 @@ async function main(): Promise<number> {
       producers: 2,
       producer_inflight: producerInflight,
       work_backlog_cap: 500,
+      webhook_writers: wanted.includes("webhooks") ? webhookWriters : undefined,
       duration_s: durationMs / 1000,
       warmup_s: warmupMs / 1000,
       create_channels: createChannels,

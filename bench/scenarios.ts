@@ -1,8 +1,10 @@
 /**
- * The three scenarios. Each runs closed loops (a virtual client sends its
+ * The scenarios. Each runs closed loops (a virtual client sends its
  * next request as soon as the previous answer arrived) for a warm-up, then
  * for the measured window; only operations completing inside the window count.
  */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { content, type Api, type Key, type ListJson, type MessageJson } from "./api.js";
 import { cpuWindow, type CpuSplit } from "./cpu.js";
@@ -452,4 +454,99 @@ async function verify(
     missing,
     ok: ackedNotOnce === 0 && claimantMismatch === 0 && ackMismatch === 0 && unseen === 0 && missing === 0,
   };
+}
+
+// ---------------------------------------------------------------- webhooks
+
+export interface WebhooksResult {
+  /** Messages created in the window (each one is a webhook delivery). */
+  count: number;
+  creates_per_s: number;
+  seconds: number;
+  /** Create answer → the receiver has the POST's body. Negative gaps (the POST won the race) count as 0. */
+  after_response: ReturnType<Latencies["summary"]>;
+  /** Create request sent → the receiver has the POST's body. */
+  after_request: ReturnType<Latencies["summary"]>;
+  /** Deliveries that reached the receiver before the create answer reached the client. */
+  arrived_before_response: number;
+  /** Measured messages whose POST had not arrived 10 s after the window. */
+  missing: number;
+  cpu: CpuSplit;
+}
+
+/**
+ * First-attempt webhook latency (decision W2): `writers` closed-loop clients
+ * post to a channel whose webhook_url is a receiver in this process
+ * (127.0.0.1, so the service must run with AGENTBUS_ALLOW_PRIVATE_TARGETS=true;
+ * run.ts sets it for the service it starts). The receiver answers 200 at once
+ * and notes when each message's POST arrived.
+ */
+export async function webhooks(api: Api, owner: Key, writers: Key[], s: Settings): Promise<WebhooksResult> {
+  const arrived = new Map<string, number>();
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = performance.now();
+      res.end();
+      try {
+        const id = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { message?: { id?: string } }).message?.id;
+        if (id) arrived.set(id, at);
+      } catch {
+        s.errors.add("webhooks: receiver got a body that is not JSON", Buffer.concat(chunks).toString("utf8").slice(0, 200));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  try {
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const created = await api.must(
+      "POST",
+      "/v1/channels",
+      "/v1/channels",
+      owner.key,
+      JSON.stringify({ name: `bench-${s.runId}-webhooks`, mode: "broadcast", discoverable: false, ttl_seconds: 3600, webhook_url: hook, webhook_secret: "bench-secret" }),
+    );
+    const path = `/v1/channels/${(JSON.parse(created.body) as { id: string }).id}/messages`;
+    const sent = new Map<string, { started: number; answered: number }>();
+    const w: Window = { measuring: false, stopping: false };
+    let n = 0;
+    const steps = writers.map((k) => async () => {
+      const started = performance.now();
+      const a = await api.call("POST", path, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("webhooks", n++) }));
+      if (w.measuring && a.ok) sent.set((JSON.parse(a.body) as { message: MessageJson }).message.id, { started, answered: started + a.ms });
+    });
+    const t = await run(steps, w, s, "webhooks");
+    const deadline = performance.now() + 10_000;
+    while ([...sent.keys()].some((id) => !arrived.has(id)) && performance.now() < deadline) await sleep(50);
+
+    const afterResponse = new Latencies();
+    const afterRequest = new Latencies();
+    let early = 0;
+    let missing = 0;
+    for (const [id, times] of sent) {
+      const at = arrived.get(id);
+      if (at === undefined) {
+        missing++;
+        continue;
+      }
+      if (at < times.answered) early++;
+      afterResponse.add(Math.max(0, at - times.answered));
+      afterRequest.add(at - times.started);
+    }
+    if (missing > 0) s.errors.add("webhooks: POST never arrived", `${missing} of ${sent.size} measured messages`);
+    return {
+      count: sent.size,
+      creates_per_s: perSecond(sent.size, t.seconds),
+      seconds: round(t.seconds),
+      after_response: afterResponse.summary(),
+      after_request: afterRequest.summary(),
+      arrived_before_response: early,
+      missing,
+      cpu: t.cpu,
+    };
+  } finally {
+    receiver.closeAllConnections();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  }
 }

@@ -5,6 +5,9 @@
  */
 import { setMaxListeners } from "node:events";
 import type pg from "pg";
+import { PgNotifyBus } from "./bus/pg-notify-bus.js";
+import { RedisBus } from "./bus/redis-bus.js";
+import type { WakeBus } from "./bus/wake-bus.js";
 import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
@@ -21,6 +24,7 @@ import { startEmbeddedPostgres } from "./store/embedded.js";
 import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
+import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
 
 export interface AppOptions {
   config: Config;
@@ -36,6 +40,8 @@ export interface App {
   readonly pool: pg.Pool;
   /** The in-process job workers; undefined when AGENTBUS_WORKERS=false. */
   readonly jobs: JobRunner | undefined;
+  /** The in-process webhook dispatcher; undefined when AGENTBUS_WORKERS=false. */
+  readonly webhooks: WebhookDispatcher | undefined;
   /** Drains in-flight requests, stops background work and the database. */
   close(): Promise<void>;
 }
@@ -65,7 +71,7 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
 }
 
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
-async function openStore(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<{ pool: pg.Pool; db: Db }> {
+async function openStore(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<{ pool: pg.Pool; db: Db; url: string }> {
   const database = await openDatabase(config, logger);
   cleanups.push(() => database.stop());
   const pool = createPool(database.url, {
@@ -75,7 +81,13 @@ async function openStore(config: Config, logger: Logger, cleanups: Array<() => P
   cleanups.push(() => pool.end());
   const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
-  return { pool, db: new Db(pool) };
+  return { pool, db: new Db(pool), url: database.url };
+}
+
+/** Redis pub/sub when REDIS_URL is set, else LISTEN/NOTIFY on the database (P3). */
+function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, logger: Logger): WakeBus {
+  const onError = (err: Error) => logger.warn({ err, component: "wake-bus" }, "wake-up transport error; waiters fall back to their deadlines");
+  return config.redisUrl ? new RedisBus(config.redisUrl, onError) : new PgNotifyBus(pool, { connectionString: databaseUrl, onError });
 }
 
 function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
@@ -88,10 +100,12 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db } = await openStore(config, logger, cleanups);
+    const { pool, db, url } = await openStore(config, logger, cleanups);
+    const bus = openWakeBus(config, pool, url, logger);
+    cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
     const pipeline = new CallPipeline(
-      createServices({ db, clock, config, keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
+      createServices({ db, bus, clock, config, keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
       {
         db,
         keys,
@@ -108,8 +122,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
     // pool, so stopped before it (cleanups run in reverse).
+    const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger }) : undefined;
+    if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const jobs = config.workers
-      ? await JobRunner.start({ pool, deps: { db, clock, logger }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
+      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
       : undefined;
     if (jobs) cleanups.push(() => jobs.stop());
 
@@ -138,14 +154,15 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       port: listener.address.port,
       pool,
       jobs,
+      webhooks,
       close() {
         closed ??= (async () => {
           // Long-lived calls (long-polls, streams) are told to finish half-way
           // through the grace period; ordinary requests just complete. Jobs
-          // wrap up in the same grace period, alongside.
+          // and webhook requests wrap up in the same grace period, alongside.
           const grace = config.shutdownGraceMs;
           const timer = setTimeout(() => shutdown.abort(), grace / 2);
-          await Promise.all([listener.close(grace), jobs?.stop()]);
+          await Promise.all([listener.close(grace), jobs?.stop(), webhooks?.stop(grace)]);
           clearTimeout(timer);
           shutdown.abort();
           await cleanup();
@@ -165,7 +182,9 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
   const cleanup = cleanupRunner(cleanups, logger);
   try {
     const { pool, db } = await openStore(config, logger, cleanups);
-    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
+    const webhooks = await startWebhookDispatcher({ config, db, clock, logger });
+    cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
+    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
     cleanups.push(() => jobs.stop());
     let closed: Promise<void> | undefined;
     return {

@@ -44,10 +44,50 @@ const schema = z.object({
   AGENTBUS_DEFAULT_DISCOVERABLE: bool.default(true),
   // Large enough for structured task descriptions; big payloads belong in a link.
   AGENTBUS_MAX_CONTENT_BYTES: positiveInt.max(16 * 1024 * 1024).default(65536),
+  // Unset: wake-ups travel over PostgreSQL LISTEN/NOTIFY (P3).
+  REDIS_URL: optionalString.pipe(z.string().url().optional()),
+  // Below common proxy and client idle timeouts (30–60 s), so a wait never looks like a dead connection.
+  AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(25),
+  // Each waiter costs a promise and a timer, not a connection; the cap bounds memory.
+  AGENTBUS_LONGPOLL_MAX_WAITERS: nonNegativeInt.default(10_000),
   // One process runs everything by default; API replicas set false when
   // separate `agentbus worker` processes run the jobs.
   AGENTBUS_WORKERS: bool.default(true),
+  // Outbound requests (webhooks, fetched URLs) may not reach loopback,
+  // private, link-local or metadata addresses unless this is set (W4).
+  AGENTBUS_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  // Per webhook attempt, connection and answer included (W2).
+  AGENTBUS_WEBHOOK_TIMEOUT_MS: positiveInt.max(120_000).default(10_000),
+  // Delays between webhook attempts: about a day of retries (W2).
+  AGENTBUS_WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default("5s,30s,2m,10m,30m,1h,3h,6h,12h")
+    .transform((value, ctx) => {
+      const delays = parseDurations(value);
+      if (delays === undefined) {
+        ctx.addIssue({ code: "custom", message: "expected comma-separated durations such as 5s,30s,2m,1h (units ms, s, m, h)" });
+        return z.NEVER;
+      }
+      return delays;
+    }),
+  // Webhook requests in flight at once per worker process.
+  AGENTBUS_WEBHOOK_CONCURRENCY: positiveInt.max(1000).default(16),
 });
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** "5s,30s,2m" → [5000, 30000, 120000]; "" → [] (no retries); undefined when malformed. */
+function parseDurations(value: string): number[] | undefined {
+  if (value.trim() === "") return [];
+  const delays: number[] = [];
+  for (const item of value.split(",")) {
+    const match = DURATION.exec(item.trim());
+    if (!match) return undefined;
+    delays.push(Math.round(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]));
+  }
+  return delays;
+}
 
 export type Env = Record<string, string | undefined>;
 
@@ -68,8 +108,17 @@ export interface Config {
   trustProxy: boolean;
   defaultDiscoverable: boolean;
   maxContentBytes: number;
-  /** `agentbus serve` also runs the job workers (purge, and later webhooks and the async jobs). */
+  /** `agentbus serve` also runs the job workers (purge, webhooks, and later the async jobs). */
   workers: boolean;
+  redisUrl: string | undefined;
+  longPollMaxWaitSeconds: number;
+  longPollMaxWaiters: number;
+  /** Outbound requests may reach non-public addresses (decision W4). */
+  allowPrivateTargets: boolean;
+  webhookTimeoutMs: number;
+  /** Delays between webhook attempts, in ms; attempts = length + 1. */
+  webhookRetryScheduleMs: number[];
+  webhookConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -111,6 +160,13 @@ export function loadConfig(env: Env = process.env): Config {
     defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,
     maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,
     workers: c.AGENTBUS_WORKERS,
+    redisUrl: c.REDIS_URL,
+    longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
+    longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,
+    allowPrivateTargets: c.AGENTBUS_ALLOW_PRIVATE_TARGETS,
+    webhookTimeoutMs: c.AGENTBUS_WEBHOOK_TIMEOUT_MS,
+    webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,
+    webhookConcurrency: c.AGENTBUS_WEBHOOK_CONCURRENCY,
   };
 }
 

@@ -142,9 +142,9 @@ export const validateMaxWritesPerMinute = (value: number): number =>
   intInRange(value, MAX_WRITES_PER_MINUTE, "invalid_max_writes_per_minute", "max_writes_per_minute");
 
 /** An absolute http(s) URL, stored verbatim. */
-export function validateWebhookUrl(value: string): string {
+export function validateWebhookUrl(value: string, field = "webhook_url"): string {
   const fail = (why: string) =>
-    new ApiError("invalid_webhook_url", `'webhook_url' ${why}`, { details: { field: "webhook_url" } });
+    new ApiError("invalid_webhook_url", `'${field}' ${why}`, { details: { field } });
   if (codePoints(value) > MAX_WEBHOOK_URL_LENGTH) throw fail(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
   // The URL parser forgives surrounding spaces and embedded tabs; we store verbatim, so refuse them.
   if (value !== value.trim() || INVISIBLE.test(value)) throw fail("must not contain spaces or control characters");
@@ -161,14 +161,14 @@ export function validateWebhookUrl(value: string): string {
 }
 
 /** A signing secret: any non-empty string (an empty one would sign with nothing). */
-export function validateWebhookSecret(value: string): string {
+export function validateWebhookSecret(value: string, field = "webhook_secret"): string {
   if (value === "") {
-    throw new ApiError("invalid_string", "'webhook_secret' must be a non-empty string, or null for no signature", {
-      details: { field: "webhook_secret" },
+    throw new ApiError("invalid_string", `'${field}' must be a non-empty string, or null for no signature`, {
+      details: { field },
       suggestion: "Send a random secret of at least 16 characters, or null.",
     });
   }
-  return validateText(value, "webhook_secret");
+  return validateText(value, field);
 }
 
 const SCHEMA_SUGGESTION =

@@ -15,6 +15,7 @@ import { FixedWindowLimiter } from "./rate-limit.js";
 import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
 import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
+import { enqueueMemberAdded } from "../store/webhooks.js";
 import {
   decideRequest,
   deleteMember,
@@ -357,7 +358,11 @@ export class Membership {
       const requester = result.decided.requesterKeyId;
       if (status === "approved") {
         const { created } = await insertMember(this.db, channel.id, requester, now, null);
-        if (created) await this.record(channel.id, "member_added", caller.keyId, requester, null, now);
+        if (created) {
+          await this.record(channel.id, "member_added", caller.keyId, requester, null, now);
+          // W1: the channel's webhook hears of the approval; queued in this transaction.
+          await enqueueMemberAdded(this.db, { channelId: channel.id, memberKeyId: requester, approvedByKeyId: caller.keyId }, now);
+        }
       }
       return { status, requestId: result.decided.id, requesterKeyId: requester };
     });

@@ -12,6 +12,8 @@ import { violations } from "./json-schema.js";
 import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "./time.js";
 import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
+import type { WakeBus } from "../bus/wake-bus.js";
+import { readOrWait } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
 export interface ActorDirectory {
@@ -25,6 +27,12 @@ export type ChannelFinder = (identifier: string, caller: Caller) => Promise<Chan
 
 export interface MessagesOptions {
   maxContentBytes: number;
+  /** Where writes announce themselves and long-polls wait (M3). */
+  bus: WakeBus;
+  /** Runs fn after the current transaction commits (at once outside one). */
+  afterCommit: (fn: () => void) => void;
+  longPollMaxWaitSeconds: number;
+  longPollMaxWaiters: number;
 }
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -45,7 +53,19 @@ export interface ListInput {
   cursor: string | undefined;
   limit: number | undefined;
   status: ListFilter;
+  /** Long-poll seconds; capped by the server. */
+  wait?: number | undefined;
+  /** Ends a long-poll early: the client went away or the server is stopping. */
+  signal?: AbortSignal | undefined;
 }
+
+export interface WatchOptions {
+  signal?: AbortSignal | undefined;
+  onOpen?: (() => void) | undefined;
+}
+
+/** How often an idle watch re-reads and re-checks the caller's access. */
+const WATCH_RECHECK_MS = 15_000;
 
 export interface Page {
   data: MessageRecord[];
@@ -111,6 +131,7 @@ export class Messages {
     });
     switch (result.outcome) {
       case "created":
+        this.announce(channel.id);
         return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
       case "channel_not_found":
         throw new ApiError("channel_not_found");
@@ -136,10 +157,60 @@ export class Messages {
     // `cursor` is accepted as another name for `since`.
     const [field, given] = input.since !== undefined ? (["since", input.since] as const) : (["cursor", input.cursor] as const);
     const since = parseCursor(field, given);
+    const wait = input.wait ?? 0;
+    if (!Number.isFinite(wait) || wait < 0) {
+      throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
+    }
     const channel = await this.usableChannel(caller, identifier);
-    const data = await this.store.list(channel.id, since, limit, input.status, this.clock.now());
+    const data = await readOrWait(() => this.store.list(channel.id, since, limit, input.status, this.clock.now()), {
+      bus: this.options.bus,
+      channelId: channel.id,
+      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
+      maxWaiters: this.options.longPollMaxWaiters,
+      signal: input.signal,
+    });
     const last = data[data.length - 1];
     return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null) };
+  }
+
+  /**
+   * The channel's messages after `since` (absent: only those written from
+   * now on), then each new one as it is committed. Follows the same cursor as
+   * list(), so a client that resumes from the last cursor it saw gets no gap
+   * and no duplicate. `onOpen` runs once the checks passed, before waiting.
+   */
+  async *watch(caller: Caller, identifier: string, since: string | undefined, options: WatchOptions): AsyncGenerator<MessageRecord> {
+    let cursor = parseCursor("since", since);
+    let channel = await this.usableChannel(caller, identifier);
+    if (since === undefined) cursor = await this.store.channelHead(channel.id);
+    options.onOpen?.();
+    let lastCheck = performance.now();
+    const { signal } = options;
+    while (!signal?.aborted) {
+      let wake!: () => void;
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      const unsubscribe = this.options.bus.subscribe(channel.id, wake);
+      try {
+        const page = await this.store.list(channel.id, cursor, MAX_PAGE_SIZE, "all", this.clock.now());
+        for (const message of page) {
+          yield message;
+          cursor = message.createdAt;
+        }
+        if (page.length === MAX_PAGE_SIZE) continue;
+        let timer: NodeJS.Timeout | undefined;
+        signal?.addEventListener("abort", wake, { once: true });
+        await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, WATCH_RECHECK_MS)))]);
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", wake);
+      } finally {
+        unsubscribe();
+      }
+      // A member removed while watching stops receiving within the recheck interval.
+      if (performance.now() - lastCheck >= WATCH_RECHECK_MS) {
+        channel = await this.usableChannel(caller, identifier);
+        lastCheck = performance.now();
+      }
+    }
   }
 
   async claim(caller: Caller, messageId: string, actorRef: string | undefined, metadata: { [key: string]: JsonValue } | undefined): Promise<{ status: ClaimStatus; message: MessageRecord }> {
@@ -197,7 +268,11 @@ export class Messages {
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     const now = this.clock.now();
     const released = await this.store.release(messageId, caller.keyId, actor, now);
-    if (released) return released;
+    if (released) {
+      // Open work again: wake whoever waits for unclaimed messages.
+      this.announce(released.channelId);
+      return released;
+    }
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
     if (!claim) throw new ApiError("not_claimed");
@@ -226,6 +301,11 @@ export class Messages {
     }
     if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
     if (!(await this.store.retract(found.message, now))) throw new ApiError("message_claimed");
+  }
+
+  /** Wakes long-polls and watchers of the channel once the write is committed. */
+  private announce(channelId: string): void {
+    this.options.afterCommit(() => this.options.bus.publish(channelId));
   }
 
   /** The channel, if it exists and the caller may read and write it. */

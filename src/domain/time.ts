@@ -171,8 +171,21 @@ function parseFixedPositions(text: string, bareIsUtc: boolean): Micros | typeof 
   } else {
     return NOT_FAST;
   }
-  const epochMs = ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000;
+  const epochMs = ((epochDays(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000;
   return (epochMs - offsetMinutes * 60_000) * 1000 + micros;
+}
+
+// The rows of one result mostly share a date: the last one's day count is kept.
+let lastDate = -1;
+let lastDays = 0;
+
+function epochDays(year: number, month: number, day: number): number {
+  const date = (year * 100 + month) * 100 + day;
+  if (date !== lastDate) {
+    lastDays = daysFromCivil(year, month, day);
+    lastDate = date;
+  }
+  return lastDays;
 }
 
 const DASH = 0x2d, COLON = 0x3a, DOT = 0x2e, SPACE = 0x20, PLUS = 0x2b, MINUS = 0x2d;

@@ -7,12 +7,15 @@ import type { BackoffStrategy } from "agenda";
 import type { Clock } from "../domain/time.js";
 import type { Logger } from "../logger.js";
 import type { Db } from "../store/db.js";
+import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
 
 /** What every job may use. Later kinds add what they need here (HTTP client, renderer, …). */
 export interface JobDependencies {
   db: Db;
   clock: Clock;
   logger: Logger;
+  /** This process's webhook dispatcher; the webhook-sweep job nudges it. */
+  webhooks?: WebhookDispatcher;
 }
 
 /** One run of a job. */

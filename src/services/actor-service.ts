@@ -1,14 +1,24 @@
-/**
- * ActorService handlers: create, get and aliases. The actor webhook methods
- * answer not_implemented until mention pushes land.
- */
+/** ActorService handlers: create, get, aliases, and the actor's mention-push webhook. */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ActorWebhookSchema } from "../../gen/agentbus/v1/actor_pb.js";
 import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
+import type { ActorWebhooks } from "../domain/actor-webhooks.js";
 import type { Actors } from "../domain/actors.js";
+import { toProtoTimestamp } from "../domain/time.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import type { ActorWebhookRecord } from "../store/webhooks.js";
 import { renderActor } from "./render-channel.js";
 
-export function actorService(actors: Actors): ServiceEntry {
+/** The secret itself is never returned, only whether there is one. */
+const renderActorWebhook = (w: ActorWebhookRecord): MessageInitShape<typeof ActorWebhookSchema> => ({
+  actorId: w.actorId,
+  url: w.url,
+  hasSecret: w.hasSecret,
+  updatedAt: toProtoTimestamp(w.updatedAt),
+});
+
+export function actorService(actors: Actors, webhooks: ActorWebhooks): ServiceEntry {
   return serviceEntry(ActorService, {
     async createActor(request, ctx) {
       const actor = await actors.create(callerOf(ctx), {
@@ -25,6 +35,19 @@ export function actorService(actors: Actors): ServiceEntry {
 
     async addActorAlias(request, ctx) {
       return renderActor(await actors.addAlias(callerOf(ctx), request.actorId, request.alias));
+    },
+
+    async setActorWebhook(request, ctx) {
+      return renderActorWebhook(await webhooks.set(callerOf(ctx), request.actorId, request.url, request.secret));
+    },
+
+    async getActorWebhook(request, ctx) {
+      return renderActorWebhook(await webhooks.get(callerOf(ctx), request.actorId));
+    },
+
+    async deleteActorWebhook(request, ctx) {
+      await webhooks.delete(callerOf(ctx), request.actorId);
+      return { deleted: true };
     },
   });
 }

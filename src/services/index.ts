@@ -5,7 +5,9 @@
  */
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
+import type { WakeBus } from "../bus/wake-bus.js";
 import type { Config } from "../config.js";
+import { ActorWebhooks } from "../domain/actor-webhooks.js";
 import { Actors } from "../domain/actors.js";
 import { ChannelAdmin } from "../domain/channel-admin.js";
 import { Channels } from "../domain/channels.js";
@@ -15,6 +17,7 @@ import { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../domain/time.js";
+import { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
@@ -26,9 +29,11 @@ import { channelHandlers } from "./channel-service.js";
 import { keyService } from "./key-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
+import { webhookDeliveryHandlers } from "./webhook-delivery-service.js";
 
 export interface ServiceDependencies {
   db: Db;
+  bus: WakeBus;
   clock: Clock;
   config: Config;
   keys: Keys;
@@ -42,7 +47,13 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
     (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId),
     actors,
     deps.clock,
-    { maxContentBytes: deps.config.maxContentBytes },
+    {
+      maxContentBytes: deps.config.maxContentBytes,
+      bus: deps.bus,
+      afterCommit: (fn) => deps.db.afterCommit(fn),
+      longPollMaxWaitSeconds: deps.config.longPollMaxWaitSeconds,
+      longPollMaxWaiters: deps.config.longPollMaxWaiters,
+    },
   );
   return [
     keyService(deps.keys, deps.mintLimiter),
@@ -50,9 +61,10 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
       ...channelHandlers(new Channels(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable })),
       ...membershipHandlers(new Membership(deps.db, deps.clock)),
       ...channelHistoryHandlers(new ChannelHistory(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
+      ...webhookDeliveryHandlers(new WebhookDeliveryLog(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
     }),
     messageService(messages, deps.clock),
-    actorService(actors),
+    actorService(actors, new ActorWebhooks(deps.db, deps.clock)),
     adminService(new ChannelAdmin(deps.db)),
     { service: JobService, handlers: {} },
   ];

@@ -6,8 +6,8 @@ import {
   MessageStatus,
 } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { Messages } from "../domain/messages.js";
-import { toProtoTimestamp, type Clock } from "../domain/time.js";
-import { callerOf } from "../server/rpc/context.js";
+import { formatTimestamp, toProtoTimestamp, type Clock } from "../domain/time.js";
+import { callerOf, streamOpenKey } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { renderMessage } from "./render-message.js";
 
@@ -39,9 +39,21 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         cursor: req.cursor,
         limit: req.limit,
         status: filterOf(req.status),
+        wait: req.wait,
+        signal: ctx.signal,
       });
       const now = clock.now();
       return { data: page.data.map((m) => renderMessage(m, now)), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+    },
+
+    async *watchMessages(req, ctx) {
+      const watching = messages.watch(callerOf(ctx), req.identifier, req.since, {
+        signal: ctx.signal,
+        onOpen: ctx.values.get(streamOpenKey),
+      });
+      for await (const message of watching) {
+        yield { message: renderMessage(message, clock.now()), cursor: formatTimestamp(message.createdAt) };
+      }
     },
 
     async claimMessage(req, ctx) {

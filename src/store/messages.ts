@@ -313,6 +313,16 @@ export class MessageStore {
     return row && { keyId: row.claimed_by_key_id, messageId: row.id };
   }
 
+  /** created_at of the channel's newest message ever written: where "new messages only" starts. */
+  async channelHead(channelId: string): Promise<Micros | null> {
+    const { rows } = await this.db.query<{ last_message_at: Micros | null }>(
+      "SELECT last_message_at FROM channels WHERE id = $1",
+      [channelId],
+      "channel_head",
+    );
+    return rows[0]?.last_message_at ?? null;
+  }
+
   /** The message with its channel's mode and the caller's standing, for classifying a refusal. */
   async inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined> {
     const { rows } = await this.db.query<MessageRow & { mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(

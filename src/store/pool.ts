@@ -10,6 +10,8 @@ import { parsePgTimestamp, type Micros } from "../domain/time.js";
 
 const OID = {
   INT8: 20,
+  JSON: 114,
+  JSONB: 3802,
   TEXT_ARRAY: 1009,
   INT8_ARRAY: 1016,
   TIMESTAMP: 1114,
@@ -45,6 +47,17 @@ function parseInt8(text: string): number {
   return value;
 }
 
+/**
+ * json and jsonb as pg parses them (JSON.parse), except the empty object and
+ * array: every message row carries metadata, mentions and acknowledged_by,
+ * mostly {} and [], and a literal costs a tenth of a JSON.parse call.
+ */
+function parseJson(text: string): unknown {
+  if (text === "{}") return {};
+  if (text === "[]") return [];
+  return JSON.parse(text);
+}
+
 type Nested<T> = T | null | Nested<T>[];
 
 // pg-types' TypeId enum omits array OIDs, though its registry has them.
@@ -60,6 +73,8 @@ function arrayOf<T>(element: (text: string) => T): (text: string) => Nested<T> {
 
 const parsers = new Map<number, (text: string) => unknown>([
   [OID.INT8, parseInt8],
+  [OID.JSON, parseJson],
+  [OID.JSONB, parseJson],
   [OID.INT8_ARRAY, arrayOf(parseInt8)],
   [OID.TIMESTAMP, parseMicros],
   [OID.TIMESTAMP_ARRAY, arrayOf(parseMicros)],

@@ -26,6 +26,10 @@ export interface PurgeCounts {
   deletedChannelEvents: number;
   /** Invitations that expired or were revoked. */
   deletedInvitations: number;
+  /** Webhook delivery log rows older than WEBHOOK_LOG_RETENTION_DAYS. */
+  deletedWebhookDeliveries: number;
+  /** Mention-push rate windows that have run out (decision W3). */
+  deletedMentionWindows: number;
 }
 
 export interface PurgeOptions {
@@ -113,6 +117,24 @@ export const DEAD_INVITATIONS_SQL = `DELETE FROM channel_invitations i WHERE i.i
     LIMIT $2 FOR UPDATE SKIP LOCKED
   )) AND (i.expires_at <= $1 OR i.revoked_at IS NOT NULL)`;
 
+/** The webhook delivery log keeps 7 days (decision W2); outbox rows go when delivered or given up. */
+export const WEBHOOK_LOG_RETENTION_DAYS = 7;
+
+/**
+ * Delivery log rows past their 7 days (tables of 0007_webhooks.sql); by
+ * ctid, as the key is two columns. Log rows are never updated.
+ */
+export const OLD_WEBHOOK_DELIVERIES_SQL = `DELETE FROM webhook_deliveries d WHERE d.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM webhook_deliveries x WHERE x.attempted_at <= $1::timestamptz - interval '${WEBHOOK_LOG_RETENTION_DAYS} days'
+    ORDER BY x.attempted_at LIMIT $2
+  )) AND d.attempted_at <= $1::timestamptz - interval '${WEBHOOK_LOG_RETENTION_DAYS} days'`;
+
+/** Mention-push windows older than their minute: they no longer hold anything back. */
+export const OLD_MENTION_WINDOWS_SQL = `DELETE FROM mention_push_windows w WHERE (w.channel_id, w.actor_id) IN (
+    SELECT x.channel_id, x.actor_id FROM mention_push_windows x WHERE x.pushed_at <= $1::timestamptz - interval '60 seconds'
+    ORDER BY x.pushed_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ) AND w.pushed_at <= $1::timestamptz - interval '60 seconds'`;
+
 /**
  * Archives and deletes everything that is due at `now`; returns what it did.
  * Safe to run concurrently with the API and with another purge.
@@ -126,6 +148,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedIdempotencyRecords: 0,
     deletedChannelEvents: 0,
     deletedInvitations: 0,
+    deletedWebhookDeliveries: 0,
+    deletedMentionWindows: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -153,6 +177,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedIdempotencyRecords = await loop(() => deleteBatch(EXPIRED_IDEMPOTENCY_SQL));
   counts.deletedChannelEvents = await loop(() => deleteBatch(EXPIRED_EVENTS_SQL));
   counts.deletedInvitations = await loop(() => deleteBatch(DEAD_INVITATIONS_SQL));
+  counts.deletedWebhookDeliveries = await loop(() => deleteBatch(OLD_WEBHOOK_DELIVERIES_SQL));
+  counts.deletedMentionWindows = await loop(() => deleteBatch(OLD_MENTION_WINDOWS_SQL));
   return counts;
 }
 

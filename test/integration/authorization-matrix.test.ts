@@ -290,8 +290,7 @@ const rows: Row[] = [
     scope: "channel",
     mutates: false,
     rule: ownerOnly(200),
-    // Not implemented yet: authorized principals get 501 not_implemented (the webhook issue flips this).
-    notImplementedYet: true,
+    success: () => sameBody({ data: [] }),
     prepare: onChannel,
   },
 
@@ -310,8 +309,6 @@ const rows: Row[] = [
     scope: "channel",
     mutates: false,
     rule: channelUsers(200),
-    // Not implemented yet: authorized principals get 501 not_implemented (the streaming issue flips this).
-    notImplementedYet: true,
     prepare: async (env) => ({ fields: { identifier: await env.channel(), since: "0" } }),
   },
   {

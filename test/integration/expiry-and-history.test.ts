@@ -163,7 +163,15 @@ describe("purge", () => {
     expect(first.archivedMessages).toBeGreaterThanOrEqual(4);
     const after = await snapshot();
     const second = await purge(db, now);
-    expect(second).toEqual({ archivedMessages: 0, deletedHistory: 0, deletedIdempotencyRecords: 0, deletedChannelEvents: 0, deletedInvitations: 0 });
+    expect(second).toEqual({
+      archivedMessages: 0,
+      deletedHistory: 0,
+      deletedIdempotencyRecords: 0,
+      deletedChannelEvents: 0,
+      deletedInvitations: 0,
+      deletedWebhookDeliveries: 0,
+      deletedMentionWindows: 0,
+    });
     expect(await snapshot()).toEqual(after);
   });
 

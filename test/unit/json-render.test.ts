@@ -314,6 +314,11 @@ describe("compiled renderer: edge cases", () => {
     expect(renderMessage(JobSchema, { result: { case: "pdf" } }).result).toEqual({ url: "" });
   });
 
+  it("renders values of the wrong JS type as the reference does (a handler bug, but not a different one)", () => {
+    expectSame(MessageSchema, { mentions: [undefined, null, { id: "a" }] as never, active: "yes" as never, content: 5 as never });
+    expectSame(MessageSchema, { createdAt: { seconds: 5, nanos: undefined } as never, actorLabel: 0 as never });
+  });
+
   it("renders an int64 given as a number or as a string (jstype) as a number", () => {
     expectSame(Int64ValueSchema, { value: 12n });
     expect(renderMessage(Int64ValueSchema, { value: 12n })).toEqual({ value: 12 });

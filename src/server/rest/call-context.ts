@@ -21,9 +21,9 @@ export class RestCallContext implements HandlerContext {
   readonly service: DescService;
 
   private controller: AbortController | undefined;
+  private onShutdown: (() => void) | undefined;
   private clientGone = false;
   private ended = false;
-  private readonly onShutdown = () => this.controller?.abort(this.shutdownSignal.reason);
 
   constructor(
     readonly method: DescMethod,
@@ -47,7 +47,10 @@ export class RestCallContext implements HandlerContext {
       this.controller = controller;
       if (this.ended || this.clientGone) controller.abort();
       else if (this.shutdownSignal.aborted) controller.abort(this.shutdownSignal.reason);
-      else this.shutdownSignal.addEventListener("abort", this.onShutdown, { once: true });
+      else {
+        this.onShutdown = () => controller.abort(this.shutdownSignal.reason);
+        this.shutdownSignal.addEventListener("abort", this.onShutdown, { once: true });
+      }
     }
     return this.controller.signal;
   }
@@ -62,7 +65,7 @@ export class RestCallContext implements HandlerContext {
   end(): void {
     this.ended = true;
     if (this.controller === undefined) return;
-    this.shutdownSignal.removeEventListener("abort", this.onShutdown);
+    if (this.onShutdown !== undefined) this.shutdownSignal.removeEventListener("abort", this.onShutdown);
     this.controller.abort();
   }
 }

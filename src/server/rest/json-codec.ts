@@ -37,7 +37,8 @@ import { isWellKnown } from "./json-render-reflect.js";
 export type { JsonValue } from "../../domain/errors.js";
 export type { JsonObject } from "./json-render-reflect.js";
 export { enumFromJson, enumJsonNames, enumToJson } from "./json-enums.js";
-export { renderMessage, renderMessageJson } from "./json-render.js";
+export { renderMessage } from "./json-render.js";
+export { renderMessageJson } from "./json-render-text.js";
 export { renderMessageByReflection } from "./json-render-reflect.js";
 
 const TYPE_TIMESTAMP = TimestampSchema.typeName;

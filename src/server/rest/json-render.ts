@@ -5,9 +5,8 @@
  * a ReflectList and several descriptor checks per field of every message of a
  * page; this does the same work with plain property reads.
  *
- * renderMessageJson writes the JSON text itself (what JSON.stringify would
- * make of renderMessage's object), so a page of messages never exists as
- * objects at all.
+ * The response bodies are rendered as text by json-render-text.ts, from the
+ * same field readers.
  *
  * It renders a protobuf-es message or its init shape alike, with create()'s
  * reading of an init shape (a missing or null field is unset, so it renders
@@ -39,17 +38,15 @@ import { enumJsonLookup } from "./json-enums.js";
 import { isWellKnown, renderMessageByReflection, renderScalar, type JsonObject } from "./json-render-reflect.js";
 
 /** A message, or its init shape: the renderers only read properties. */
-type Source = Record<string, unknown>;
+export type Source = Record<string, unknown>;
 type Renderer = (source: Source) => JsonObject;
 /** Renders one member (field or oneof) of a source. */
-type MemberWriter = (source: Source) => JsonValue;
+export type MemberWriter = (source: Source) => JsonValue;
 /** Renders a field's value that is present (not undefined or null). */
-type ValueWriter = (value: unknown) => JsonValue;
-/** A member as JSON text; undefined when JSON.stringify would leave the key out. */
-type MemberTextWriter = (source: Source) => string | undefined;
+export type ValueWriter = (value: unknown) => JsonValue;
 
-const EDITION_PROTO3 = 999;
-const TYPE_TIMESTAMP = TimestampSchema.typeName;
+export const EDITION_PROTO3 = 999;
+export const TYPE_TIMESTAMP = TimestampSchema.typeName;
 const TYPE_STRUCT = StructSchema.typeName;
 const TYPE_EMPTY = EmptySchema.typeName;
 const TYPE_FIELD_MASK = FieldMaskSchema.typeName;
@@ -58,86 +55,46 @@ const DIRECT_WELL_KNOWN = new Set<string>([TYPE_STRUCT, TYPE_EMPTY, TYPE_FIELD_M
 
 /** Thrown by a writer that meets a value it does not render exactly like the reference (see structWriter). */
 class NeedsReflection extends Error {}
-const NEEDS_REFLECTION = new NeedsReflection("needs the reference renderer");
+export const NEEDS_REFLECTION = new NeedsReflection("needs the reference renderer");
 
-interface Compiled {
-  object: Renderer;
-  /** The same rendering as JSON text: what JSON.stringify would make of `object`'s result. */
-  text: (source: Source) => string;
-}
-
-const compiled = new WeakMap<DescMessage, Compiled>();
+const renderers = new WeakMap<DescMessage, Renderer>();
 
 /** Renders a message, or its init shape, as the contract's JSON object (J1–J4). */
 export function renderMessage(schema: DescMessage, message: object): JsonObject {
-  return compiledOf(schema).object(message as Source);
+  return rendererOf(schema)(message as Source);
 }
 
-/**
- * renderMessage and JSON.stringify in one: the text of the response body,
- * written without building the objects of every message on the way.
- */
-export function renderMessageJson(schema: DescMessage, message: object): string {
-  return compiledOf(schema).text(message as Source);
-}
-
-function compiledOf(desc: DescMessage): Compiled {
-  let found = compiled.get(desc);
-  if (found === undefined) {
-    found = compile(desc);
-    compiled.set(desc, found);
+function rendererOf(desc: DescMessage): Renderer {
+  let renderer = renderers.get(desc);
+  if (renderer === undefined) {
+    renderer = compile(desc);
+    renderers.set(desc, renderer);
   }
-  return found;
+  return renderer;
 }
 
 /** The reference renderer on a source: create() turns an init shape into the message it stands for. */
-const byReflection = (desc: DescMessage, source: Source): JsonObject =>
+export const byReflection = (desc: DescMessage, source: Source): JsonObject =>
   renderMessageByReflection(desc, create(desc, source as Parameters<typeof create>[1]));
 
-function compile(desc: DescMessage): Compiled {
-  if (!desc.members.every(compilable)) {
-    return { object: (source) => byReflection(desc, source), text: (source) => JSON.stringify(byReflection(desc, source)) };
-  }
+function compile(desc: DescMessage): Renderer {
+  if (!desc.members.every(compilable)) return (source) => byReflection(desc, source);
   const names: string[] = [];
   const writers: MemberWriter[] = [];
-  const keyTexts: string[] = [];
-  const textWriters: MemberTextWriter[] = [];
   for (const member of desc.members) {
-    const write = member.kind === "oneof" ? oneofWriter(member) : fieldWriter(desc, member);
     names.push(member.name);
-    writers.push(write);
-    keyTexts.push(`${JSON.stringify(member.name)}:`);
-    textWriters.push(member.kind === "oneof" ? (source) => jsonText(write(source)) : fieldTextWriter(member, write));
+    writers.push(member.kind === "oneof" ? oneofWriter(member) : fieldWriter(desc, member));
   }
   const count = names.length;
-  return {
-    object: (source) => {
-      try {
-        const out: JsonObject = {};
-        for (let i = 0; i < count; i++) out[names[i] as string] = (writers[i] as MemberWriter)(source);
-        return out;
-      } catch (err) {
-        if (err === NEEDS_REFLECTION) return byReflection(desc, source);
-        throw err;
-      }
-    },
-    text: (source) => {
-      try {
-        let out = "{";
-        let separator = "";
-        for (let i = 0; i < count; i++) {
-          const text = (textWriters[i] as MemberTextWriter)(source);
-          // JSON.stringify leaves out a key whose value is undefined.
-          if (text === undefined) continue;
-          out += separator + (keyTexts[i] as string) + text;
-          separator = ",";
-        }
-        return `${out}}`;
-      } catch (err) {
-        if (err === NEEDS_REFLECTION) return JSON.stringify(byReflection(desc, source));
-        throw err;
-      }
-    },
+  return (source) => {
+    try {
+      const out: JsonObject = {};
+      for (let i = 0; i < count; i++) out[names[i] as string] = (writers[i] as MemberWriter)(source);
+      return out;
+    } catch (err) {
+      if (err === NEEDS_REFLECTION) return byReflection(desc, source);
+      throw err;
+    }
   };
 }
 
@@ -146,7 +103,8 @@ function compile(desc: DescMessage): Compiled {
 
 const compiledMessage = (desc: DescMessage): boolean => !isWellKnown(desc) || desc.typeName === TYPE_TIMESTAMP;
 
-function compilable(member: DescField | DescOneof): boolean {
+/** Whether the compiled renderers take this member; a message with any other renders by reflection. */
+export function compilable(member: DescField | DescOneof): boolean {
   if (member.kind === "oneof") return member.fields.every((f) => f.fieldKind !== "message" || compiledMessage(f.message));
   switch (member.fieldKind) {
     case "scalar":
@@ -166,7 +124,7 @@ function compilable(member: DescField | DescOneof): boolean {
 
 const hasOwn = (source: Source, key: string): boolean => Object.prototype.hasOwnProperty.call(source, key);
 
-function fieldWriter(parent: DescMessage, field: DescField): MemberWriter {
+export function fieldWriter(parent: DescMessage, field: DescField): MemberWriter {
   const key = field.localName;
   switch (field.fieldKind) {
     case "scalar":
@@ -224,7 +182,7 @@ function fieldWriter(parent: DescMessage, field: DescField): MemberWriter {
  * member renders even with an undefined value (its zero value), as a set
  * oneof case does in a message.
  */
-function oneofWriter(oneof: DescOneof): MemberWriter {
+export function oneofWriter(oneof: DescOneof): MemberWriter {
   const cases = new Map<string, ValueWriter>();
   for (const field of oneof.fields) {
     if (field.fieldKind === "message") cases.set(field.localName, messageWriter(field.message, true));
@@ -249,78 +207,9 @@ function oneofWriter(oneof: DescOneof): MemberWriter {
 }
 
 // ---------------------------------------------------------------------------
-// Fields as JSON text
-
-/**
- * Nested messages, lists of them and timestamps are written as text
- * directly; every other member is its JsonValue (from `write`) as JSON text.
- */
-function fieldTextWriter(field: DescField, write: MemberWriter): MemberTextWriter {
-  const key = field.localName;
-  if (field.fieldKind === "message" && field.message.typeName === TYPE_TIMESTAMP) {
-    // Digits, dashes, colons, T, dot and Z: nothing to escape.
-    return (source) => {
-      const value = source[key];
-      return value === undefined || value === null ? "null" : `"${formatTimestamp(timestampMicros(value as TimestampLike))}"`;
-    };
-  }
-  if (field.fieldKind === "message" && !isWellKnown(field.message)) {
-    const desc = field.message;
-    let text: Compiled["text"] | undefined;
-    return (source) => {
-      const value = source[key];
-      return value === undefined || value === null ? "null" : (text ??= compiledOf(desc).text)(value as Source);
-    };
-  }
-  if (field.fieldKind === "list" && field.listKind === "message" && !isWellKnown(field.message)) {
-    const desc = field.message;
-    let text: Compiled["text"] | undefined;
-    return (source) => {
-      const value = source[key] as unknown[] | undefined | null;
-      if (value === undefined || value === null || value.length === 0) return "[]";
-      text ??= compiledOf(desc).text;
-      let out = "[";
-      for (let i = 0; i < value.length; i++) {
-        const item = value[i];
-        // An element without a value is the zero message, as in messageWriter.
-        out += (i === 0 ? "" : ",") + text(item === undefined || item === null ? {} : (item as Source));
-      }
-      return `${out}]`;
-    };
-  }
-  return (source) => jsonText(write(source));
-}
-
-/** JSON.stringify of a rendered value, with the common leaves written without it. */
-function jsonText(value: JsonValue | undefined): string | undefined {
-  switch (typeof value) {
-    case "string":
-      return quote(value);
-    case "number":
-      return Number.isFinite(value) ? String(value) : "null";
-    case "boolean":
-      return value ? "true" : "false";
-    default:
-      return value === null ? "null" : JSON.stringify(value);
-  }
-}
-
-/** Characters JSON.stringify escapes: quote, backslash, controls, and (lone) surrogates. */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
-
-/**
- * JSON.stringify of a string. Most strings (ids, names, plain text) need no
- * escape, and a regex test plus two quotes costs less than a JSON.stringify
- * call; the others go through JSON.stringify itself.
- */
-function quote(text: string): string {
-  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
-}
-
-// ---------------------------------------------------------------------------
 // Values
 
-function scalarWriter(field: DescField & { scalar: ScalarType }): ValueWriter {
+export function scalarWriter(field: DescField & { scalar: ScalarType }): ValueWriter {
   const type = field.scalar;
   if ("longAsString" in field && field.longAsString) {
     // A 64-bit field kept as a string reads back as a bigint (then a number, J3).
@@ -332,7 +221,7 @@ function scalarWriter(field: DescField & { scalar: ScalarType }): ValueWriter {
   return (value) => renderScalar(type, value as ScalarValue);
 }
 
-function enumWriter(field: DescField & { fieldKind: "enum" }): ValueWriter {
+export function enumWriter(field: DescField & { fieldKind: "enum" }): ValueWriter {
   const name = enumJsonLookup(field.enum);
   return (value) => name(value as number);
 }
@@ -370,14 +259,14 @@ function presentMessageWriter(desc: DescMessage): ValueWriter {
   }
   // Resolved on first use: a message type may contain itself.
   let renderer: Renderer | undefined;
-  return (value) => (renderer ??= compiledOf(desc).object)(value as Source);
+  return (value) => (renderer ??= rendererOf(desc))(value as Source);
 }
 
 /** A google.protobuf.Timestamp message or its init shape. */
-type TimestampLike = { seconds?: unknown; nanos?: unknown };
+export type TimestampLike = { seconds?: unknown; nanos?: unknown };
 
 /** Timestamp seconds and nanos as microseconds; an init shape may leave either out (zero). */
-function timestampMicros(ts: TimestampLike): Micros {
+export function timestampMicros(ts: TimestampLike): Micros {
   const seconds = ts.seconds === undefined || ts.seconds === null ? 0 : Number(ts.seconds);
   const nanos = typeof ts.nanos === "number" ? ts.nanos : 0;
   return seconds * MICROS_PER_SECOND + Math.floor(nanos / 1000);

@@ -100,7 +100,7 @@ export function compilePathTemplate(template: string): PathTemplate {
       if (!rest.endsWith(suffix)) return undefined;
       rest = rest.slice(0, rest.length - suffix.length);
     }
-    const raw = rest.split("/");
+    const raw = splitSegments(rest);
     if (endsWithMulti ? raw.length < fixedCount : raw.length !== fixedCount) return undefined;
 
     for (let i = 0; i < raw.length; i++) {
@@ -140,7 +140,22 @@ export function compilePathTemplate(template: string): PathTemplate {
   return compiled;
 }
 
+/**
+ * The router tries every template on a path in turn; each would split the
+ * same string again. The last split is kept (read only: match never writes
+ * to it).
+ */
+let lastSplit: { text: string; segments: readonly string[] } = { text: "", segments: [""] };
+
+function splitSegments(text: string): readonly string[] {
+  if (lastSplit.text !== text) lastSplit = { text, segments: text.split("/") };
+  return lastSplit.segments;
+}
+
 function decodeSegment(segment: string): string | undefined {
+  // Without a `%` there is nothing to decode (and nothing malformed): the
+  // common case, for every template the router tries on a path.
+  if (!segment.includes("%")) return segment;
   try {
     return decodeURIComponent(segment);
   } catch {

@@ -10,12 +10,12 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
 import { ApiError } from "../../domain/errors.js";
 import { rulesOf } from "../rpc/method-rules.js";
-import { clientAddressKey, httpStatusKey, requestIdKey } from "../rpc/context.js";
+import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../rpc/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
 import { toRestError } from "../rpc/errors.js";
 import { RestCallContext } from "./call-context.js";
 import { decodeRequest } from "./json-codec.js";
-import { renderMessageJson } from "./json-render.js";
+import { renderMessageJson } from "./json-render-text.js";
 import type { RestRoute } from "./routes.js";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -39,10 +39,15 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
   sendJsonText(res, status, JSON.stringify(body), headers);
 }
 
-/** Sends JSON that is already text (a rendered response). */
+/**
+ * Sends JSON that is already text (a rendered response). As one Buffer: the
+ * text is encoded once, where Buffer.byteLength, then Node's joining of the
+ * head and a string body, then the socket write would each copy it.
+ */
 export function sendJsonText(res: NodeResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
-  res.end(text);
+  const body = Buffer.from(text, "utf8");
+  res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length });
+  res.end(body);
 }
 
 export function sendError(res: NodeResponse, err: ApiError, requestId: string, headers: Record<string, string> = {}): void {
@@ -98,14 +103,41 @@ export class RestTranscoder {
         bodyField: route.bodyField,
         rejectUnknownBodyFields: rules.rejectUnknownFields,
       });
-      if (method.methodKind !== "unary") {
-        // Server-Sent Events for WatchMessages land with the delivery work.
-        throw new ApiError("not_implemented", `${method.name} is not available over REST yet; use gRPC or Connect`);
-      }
-      await this.callUnary(req, res, method, request, rules.successStatus, info);
+      if (method.methodKind === "server_streaming") await this.callStream(req, res, method, request, info);
+      else await this.callUnary(req, res, method, request, rules.successStatus, info);
     } catch (err) {
       if (err instanceof ApiError) sendError(res, err, info.requestId);
       else throw err;
+    }
+  }
+
+  private async callStream(req: NodeRequest, res: NodeResponse, method: DescMethod, request: Message, info: RequestInfo): Promise<void> {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const values = createContextValues()
+      .set(requestIdKey, info.requestId)
+      .set(clientAddressKey, info.clientAddress)
+      .set(streamOpenKey, () => open());
+    const headers = headersOf(req);
+    // EventSource reconnects with the id of the last event it saw.
+    const lastEventId = headers.get("last-event-id");
+    const sinceField = method.input.fields.find((f) => f.name === "since");
+    if (lastEventId && sinceField) (request as unknown as Record<string, unknown>)[sinceField.localName] = lastEventId;
+    const ctx = new RestCallContext(method, req.method ?? "GET", headers, values, info.url, this.options.shutdownSignal);
+    const onClose = () => ctx.clientClosed();
+    res.once("close", onClose);
+    try {
+      await streamEvents(res, this.options.pipeline.callStream(method, request, ctx), (item) => streamEvent(method, item), opened);
+    } catch (err) {
+      if (!res.headersSent) sendError(res, err as ApiError, info.requestId);
+      else {
+        const e = err as ApiError;
+        writeText(res, `event: error\ndata: ${JSON.stringify({ error: e.code, message: e.message })}\n\n`);
+        res.end();
+      }
+    } finally {
+      res.off("close", onClose);
+      ctx.end();
     }
   }
 
@@ -145,6 +177,65 @@ export class RestTranscoder {
       ctx.end();
     }
   }
+}
+
+/**
+ * Server-Sent Events for a server-streaming method. A failure before the
+ * handler opens the stream (auth, 404, 403) is an ordinary error response;
+ * after that each item is an event whose id is its cursor, so a client that
+ * reconnects with Last-Event-ID resumes exactly where it stopped. Comments
+ * every 15 s keep proxies from closing an idle stream.
+ */
+async function streamEvents(
+  res: NodeResponse,
+  items: AsyncIterable<Message>,
+  render: (item: Message) => { id: string; data: string },
+  opened: Promise<void>,
+): Promise<void> {
+  const iterator = items[Symbol.asyncIterator]();
+  let first: Promise<IteratorResult<Message>> | undefined = iterator.next();
+  // Whichever comes first: the handler opens the stream, or yields, or fails.
+  await Promise.race([opened, first]);
+  res.writeHead(200, {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-store",
+    "X-Accel-Buffering": "no",
+  });
+  writeText(res, ": stream open\n\n");
+  const keepAlive = setInterval(() => writeText(res, ": keep-alive\n\n"), SSE_KEEPALIVE_MS);
+  try {
+    for (;;) {
+      const next: IteratorResult<Message> = await (first ?? iterator.next());
+      first = undefined;
+      if (next.done) break;
+      const event = render(next.value);
+      writeText(res, `id: ${event.id}\nevent: message\ndata: ${event.data}\n\n`);
+    }
+  } finally {
+    clearInterval(keepAlive);
+    await iterator.return?.();
+  }
+  res.end();
+}
+
+const SSE_KEEPALIVE_MS = 15_000;
+
+// The HTTP/1 and HTTP/2 responses both take a string; their overloads do not unify.
+const writeText = (res: NodeResponse, text: string) => (res as { write(chunk: string): boolean }).write(text);
+
+/**
+ * One event per streamed item. A response of the shape {message, cursor}
+ * (WatchMessages) becomes `id: <cursor>` with the message as data, so the
+ * data is the same JSON a list returns for that message.
+ */
+function streamEvent(method: DescMethod, item: Message): { id: string; data: string } {
+  const record = item as unknown as Record<string, unknown>;
+  const cursor = method.output.fields.find((f) => f.name === "cursor");
+  const message = method.output.fields.find((f) => f.name === "message");
+  if (cursor && message?.fieldKind === "message") {
+    return { id: String(record[cursor.localName] ?? ""), data: renderMessageJson(message.message, record[message.localName] as object) };
+  }
+  return { id: "", data: renderMessageJson(method.output, item) };
 }
 
 function headersObject(headers: Headers): Record<string, string> {

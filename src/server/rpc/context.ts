@@ -10,6 +10,13 @@ import { ApiError } from "../../domain/errors.js";
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });
+/**
+ * Set by the REST transcoder on streaming calls: the handler calls it once
+ * its checks have passed, so the transcoder can commit to a 200 event stream
+ * (earlier failures still get a proper error status).
+ */
+export const streamOpenKey = createContextKey<(() => void) | undefined>(undefined, { description: "stream opened" });
+
 /** A handler may override the REST success status (e.g. 200 instead of 202). */
 export const httpStatusKey = createContextKey<number | undefined>(undefined, { description: "REST status override" });
 

@@ -1,0 +1,61 @@
+/**
+ * Where an actor's mention pushes go (decision W3; contract §6.2):
+ * POST/GET/DELETE /v1/actors/{actor_id}/webhook. Only the actor's owner (the
+ * key that created it) may see or change it; the path takes the actor's id,
+ * not an alias. The secret is write-only.
+ */
+import type { Caller } from "./caller.js";
+import { validateWebhookSecret, validateWebhookUrl } from "./channels.js";
+import { ApiError } from "./errors.js";
+import { isUuid } from "./ids.js";
+import type { Clock } from "./time.js";
+import { findActorRef } from "../store/actors.js";
+import type { Db } from "../store/db.js";
+import {
+  deleteActorWebhook,
+  findActorWebhook,
+  upsertActorWebhook,
+  type ActorWebhookRecord,
+} from "../store/webhooks.js";
+
+export class ActorWebhooks {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Registers (or replaces) the webhook; a registration without a secret sends unsigned pushes. */
+  async set(caller: Caller, actorId: string, url: string | undefined, secret: string | undefined): Promise<ActorWebhookRecord> {
+    if (url === undefined) {
+      throw new ApiError("missing_field", "'url' is required: the absolute http(s) URL mention pushes are POSTed to", { details: { field: "url" } });
+    }
+    const validUrl = validateWebhookUrl(url, "url");
+    const validSecret = secret === undefined ? null : validateWebhookSecret(secret, "secret");
+    await this.ownActor(caller, actorId);
+    return upsertActorWebhook(this.db, actorId, validUrl, validSecret, this.clock.now());
+  }
+
+  async get(caller: Caller, actorId: string): Promise<ActorWebhookRecord> {
+    await this.ownActor(caller, actorId);
+    const found = await findActorWebhook(this.db, actorId);
+    if (!found) throw new ApiError("webhook_not_found", "This actor has no webhook");
+    return found;
+  }
+
+  /** Removes the webhook; pushes not yet sent are dropped. 404 webhook_not_found when there is none. */
+  async delete(caller: Caller, actorId: string): Promise<void> {
+    await this.ownActor(caller, actorId);
+    if (!(await deleteActorWebhook(this.db, actorId))) throw new ApiError("webhook_not_found", "This actor has no webhook");
+  }
+
+  private async ownActor(caller: Caller, actorId: string): Promise<void> {
+    const actor = isUuid(actorId) ? await findActorRef(this.db, actorId) : undefined;
+    // By id only: an alias that happens to name an actor is still not an id.
+    if (!actor || actor.id !== actorId.toLowerCase()) throw new ApiError("actor_not_found", `Actor '${actorId}' not found`);
+    if (actor.createdByKeyId !== caller.keyId) {
+      throw new ApiError("actor_forbidden", "Only the key that created this actor may manage its webhook", {
+        suggestion: "Use the key that created the actor.",
+      });
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The channel webhook's delivery log (decision W2): every attempt, newest
+ * first, kept 7 days; owner only (A2), a stranger to a restricted channel
+ * gets channel_access_denied first.
+ */
+import type { Caller } from "./caller.js";
+import { assertOwner, type ChannelView } from "./channel.js";
+import { ApiError } from "./errors.js";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
+import type { Db } from "../store/db.js";
+import { listDeliveries, type DeliveryLogRecord } from "../store/webhooks.js";
+
+export type ChannelViewFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
+
+export interface DeliveryLogPage {
+  data: DeliveryLogRecord[];
+  limit: number;
+  /** The last item's id when the page is full (older entries may follow), else null. */
+  nextCursor: string | null;
+}
+
+/** Log ids are positive integers; the cursor is the id of the last item of the previous page. */
+const CURSOR = /^[1-9][0-9]{0,17}$/;
+
+export class WebhookDeliveryLog {
+  constructor(
+    private readonly db: Db,
+    private readonly findChannel: ChannelViewFinder,
+  ) {}
+
+  async list(caller: Caller, identifier: string, query: { cursor: string | undefined; limit: number | undefined }): Promise<DeliveryLogPage> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+      throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
+    }
+    const cursor = query.cursor === undefined || query.cursor === "" ? null : query.cursor;
+    if (cursor !== null && !CURSOR.test(cursor)) {
+      throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page of this log", {
+        details: { field: "cursor" },
+        suggestion: "Pass next_cursor from the previous page unchanged, or leave cursor out for the newest attempts.",
+      });
+    }
+    const channel = await this.findChannel(identifier, caller);
+    if (!channel) throw new ApiError("channel_not_found");
+    assertOwner(channel, caller);
+    const data = await listDeliveries(this.db, channel.id, cursor, limit);
+    const last = data.at(-1);
+    return { data, limit, nextCursor: data.length === limit && last ? last.id : null };
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Which IP addresses an outbound request may connect to (decision W4).
+ *
+ * An allow-list, not a deny-list: only addresses that ipaddr.js classifies as
+ * ordinary global `unicast` pass. Everything else is refused: loopback,
+ * private (RFC 1918), link-local (169.254/16 with the cloud metadata service
+ * 169.254.169.254, fe80::/10), unique-local (fc00::/7, with AWS's
+ * fd00:ec2::254), carrier-grade NAT (100.64/10, with Alibaba's metadata
+ * 100.100.100.200), "this network" 0/8 (0.0.0.0 reaches the local host on
+ * Linux), multicast, broadcast, documentation, benchmarking and the other
+ * IANA special-purpose ranges (192.0.0/24 holds Oracle's metadata
+ * 192.0.0.192).
+ *
+ * IPv6 forms that carry an IPv4 address are judged by that address:
+ * IPv4-mapped (::ffff:a.b.c.d), the deprecated IPv4-compatible form
+ * (::a.b.c.d), well-known-prefix NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
+ * Teredo and local-use NAT64 (64:ff9b:1::/48) hide or translate the target
+ * in ways we cannot check, so they are refused.
+ */
+import ipaddr from "ipaddr.js";
+
+/** Why an address is refused (an ipaddr.js range name, or "invalid"); undefined when it may be used. */
+export function refusedRange(address: string): string | undefined {
+  // A zone id (fe80::1%eth0) only ever qualifies a link-local address.
+  const bare = address.includes("%") ? address.slice(0, address.indexOf("%")) : address;
+  if (!ipaddr.isValid(bare)) return "invalid";
+  return rangeOf(ipaddr.parse(bare));
+}
+
+function rangeOf(ip: ipaddr.IPv4 | ipaddr.IPv6): string | undefined {
+  if (ip.kind() === "ipv4") {
+    const range = (ip as ipaddr.IPv4).range();
+    return range === "unicast" ? undefined : range;
+  }
+  const v6 = ip as ipaddr.IPv6;
+  const embedded = embeddedIPv4(v6);
+  if (embedded) {
+    const inner = rangeOf(embedded);
+    return inner === undefined ? undefined : `${inner} (embedded in ${v6.range()})`;
+  }
+  const range = v6.range();
+  return range === "unicast" ? undefined : range;
+}
+
+/** The IPv4 address an IPv6 address stands for, in the forms that are plain translations. */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const p = ip.parts;
+  const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible; :: and ::1 keep their own meaning)
+  if (p[0] === 0 && p[1] === 0 && p[2] === 0 && p[3] === 0 && p[4] === 0) {
+    if (p[5] === 0xffff) return v4(p[6]!, p[7]!);
+    if (p[5] === 0 && (p[6] !== 0 || p[7]! > 1)) return v4(p[6]!, p[7]!);
+  }
+  // 64:ff9b::a.b.c.d (RFC 6052 well-known prefix)
+  if (p[0] === 0x64 && p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0) return v4(p[6]!, p[7]!);
+  // 2002:AABB:CCDD::/48 (6to4)
+  if (p[0] === 0x2002) return v4(p[1]!, p[2]!);
+  return undefined;
+}

@@ -1,0 +1,34 @@
+/** ChannelService.ListWebhookDeliveries: the channel webhook's attempts, newest first (owner only). */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { WebhookDeliveryStatus, type WebhookDeliverySchema } from "../../gen/agentbus/v1/channel_pb.js";
+import { toProtoTimestamp } from "../domain/time.js";
+import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
+import { callerOf } from "../server/rpc/context.js";
+import type { DeliveryLogRecord } from "../store/webhooks.js";
+import type { ChannelHandlers } from "./handlers.js";
+
+export function renderWebhookDelivery(d: DeliveryLogRecord): MessageInitShape<typeof WebhookDeliverySchema> {
+  return {
+    id: d.id,
+    deliveryId: d.deliveryId,
+    channelId: d.channelId,
+    event: d.event,
+    messageId: d.messageId ?? undefined,
+    attempt: d.attempt,
+    status: d.status === "delivered" ? WebhookDeliveryStatus.DELIVERED : WebhookDeliveryStatus.FAILED,
+    responseStatus: d.responseStatus ?? undefined,
+    error: d.error ?? undefined,
+    durationMs: d.durationMs,
+    attemptedAt: toProtoTimestamp(d.attemptedAt),
+    nextAttemptAt: d.nextAttemptAt === null ? undefined : toProtoTimestamp(d.nextAttemptAt),
+  };
+}
+
+export function webhookDeliveryHandlers(log: WebhookDeliveryLog): ChannelHandlers {
+  return {
+    async listWebhookDeliveries(request, ctx) {
+      const page = await log.list(callerOf(ctx), request.identifier, { cursor: request.cursor, limit: request.limit });
+      return { data: page.data.map(renderWebhookDelivery), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+    },
+  };
+}

@@ -1,0 +1,300 @@
+/**
+ * SQL for webhooks (migration 0007): actor webhooks, the outbox of pending
+ * deliveries, the delivery log and the mention rate-limit windows.
+ *
+ * Message events are enqueued by agentbus_create_messages in the message's
+ * own transaction; member_added by enqueueMemberAdded in the approval's.
+ * The dispatcher claims due rows with FOR UPDATE SKIP LOCKED and leases them
+ * (next_attempt_at moves to the end of the lease, attempts counts the claim)
+ * in one committed statement, sends without holding any lock or connection,
+ * then records the outcome and the log row in one statement that only
+ * touches the outbox row if its attempt count is still the one it claimed.
+ */
+import type { Micros } from "../domain/time.js";
+import { formatTimestamp } from "../domain/time.js";
+import type { Db } from "./db.js";
+import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
+import type { MessageRecord } from "../domain/message.js";
+
+export type WebhookEvent = "message.created" | "mention" | "member_added";
+export type DeliveryStatus = "delivered" | "failed";
+
+// ---------------------------------------------------------------------------
+// Actor webhooks
+
+export interface ActorWebhookRecord {
+  actorId: string;
+  url: string;
+  hasSecret: boolean;
+  updatedAt: Micros;
+}
+
+interface ActorWebhookRow {
+  actor_id: string;
+  url: string;
+  has_secret: boolean;
+  updated_at: Micros;
+}
+
+const toActorWebhook = (row: ActorWebhookRow): ActorWebhookRecord => ({
+  actorId: row.actor_id,
+  url: row.url,
+  hasSecret: row.has_secret,
+  updatedAt: row.updated_at,
+});
+
+export async function upsertActorWebhook(db: Db, actorId: string, url: string, secret: string | null, now: Micros): Promise<ActorWebhookRecord> {
+  const { rows } = await db.query<ActorWebhookRow>(
+    `INSERT INTO actor_webhooks (actor_id, url, secret, updated_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (actor_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, updated_at = excluded.updated_at
+     RETURNING actor_id, url, secret IS NOT NULL AS has_secret, updated_at`,
+    [actorId, url, secret, formatTimestamp(now)],
+  );
+  return toActorWebhook(rows[0]!);
+}
+
+export async function findActorWebhook(db: Db, actorId: string): Promise<ActorWebhookRecord | undefined> {
+  const { rows } = await db.query<ActorWebhookRow>(
+    "SELECT actor_id, url, secret IS NOT NULL AS has_secret, updated_at FROM actor_webhooks WHERE actor_id = $1",
+    [actorId],
+  );
+  return rows[0] && toActorWebhook(rows[0]);
+}
+
+export async function deleteActorWebhook(db: Db, actorId: string): Promise<boolean> {
+  const { rowCount } = await db.query("DELETE FROM actor_webhooks WHERE actor_id = $1", [actorId]);
+  return (rowCount ?? 0) > 0;
+}
+
+// ---------------------------------------------------------------------------
+// Enqueueing outside the message write path
+
+/**
+ * Queues a member_added push to the channel's webhook, when it has one, in
+ * the caller's transaction; the body `{"channel_id", "member_key_id",
+ * "approved_by"}` (W1) is fixed now. Returns whether a row was queued.
+ */
+export async function enqueueMemberAdded(
+  db: Db,
+  event: { channelId: string; memberKeyId: string; approvedByKeyId: string },
+  now: Micros,
+): Promise<boolean> {
+  const body = JSON.stringify({ channel_id: event.channelId, member_key_id: event.memberKeyId, approved_by: event.approvedByKeyId });
+  const { rowCount } = await db.query(
+    `INSERT INTO webhook_outbox (channel_id, event, body, created_at)
+     SELECT c.id, 'member_added', $2, $3 FROM channels c WHERE c.id = $1 AND c.webhook_url IS NOT NULL`,
+    [event.channelId, body, formatTimestamp(now)],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+// ---------------------------------------------------------------------------
+// The dispatcher's side
+
+/** A leased outbox row with where it goes and, for message events, the live message. */
+export interface ClaimedDelivery {
+  id: string;
+  channelId: string;
+  actorId: string | null;
+  event: WebhookEvent;
+  messageId: string | null;
+  /** The body of an earlier attempt (or of member_added); null before the first render. */
+  body: string | null;
+  /** This attempt's number (1-based). */
+  attempt: number;
+  /** The target as it is now; null when the webhook was removed meanwhile. */
+  url: string | null;
+  secret: string | null;
+  /** The live message, when the body still has to be rendered and the message is still live. */
+  message: MessageRecord | null;
+}
+
+type ClaimRow = Partial<MessageRow> & {
+  o_id: string;
+  o_channel_id: string;
+  o_actor_id: string | null;
+  o_event: WebhookEvent;
+  o_message_id: string | null;
+  o_body: string | null;
+  o_attempts: number;
+  o_url: string | null;
+  o_secret: string | null;
+};
+
+/**
+ * $1 now, $2 how many, $3 end of the lease. Due rows in due order (first
+ * attempts, at -infinity, before retries); rows another dispatcher is
+ * claiming right now are skipped, not waited for. `= ANY (ARRAY(…))` makes
+ * the update a primary-key lookup per claimed row (a join against the
+ * sub-select would let the planner scan the whole outbox).
+ */
+export const CLAIM_SQL = `WITH claimed AS (
+    UPDATE webhook_outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
+    WHERE o.id = ANY (ARRAY(
+      SELECT x.id FROM webhook_outbox x WHERE x.next_attempt_at <= $1
+      ORDER BY x.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING o.id, o.channel_id, o.actor_id, o.event, o.message_id, o.body, o.attempts
+  )
+  SELECT c.id AS o_id, c.channel_id AS o_channel_id, c.actor_id AS o_actor_id, c.event AS o_event,
+    c.message_id AS o_message_id, c.body AS o_body, c.attempts AS o_attempts,
+    CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS o_url,
+    CASE WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS o_secret,
+    ${COLUMNS}
+  FROM claimed c
+  JOIN channels ch ON ch.id = c.channel_id
+  LEFT JOIN actor_webhooks w ON w.actor_id = c.actor_id
+  LEFT JOIN messages m ON m.id = c.message_id AND c.body IS NULL`;
+
+export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimRow>(CLAIM_SQL, [formatTimestamp(now), limit, formatTimestamp(leaseUntil)], "webhook_claim");
+  return rows.map((r) => ({
+    id: r.o_id,
+    channelId: r.o_channel_id,
+    actorId: r.o_actor_id,
+    event: r.o_event,
+    messageId: r.o_message_id,
+    body: r.o_body,
+    attempt: r.o_attempts,
+    url: r.o_url,
+    secret: r.o_secret,
+    message: r.id === null || r.id === undefined ? null : toRecord(r as MessageRow),
+  }));
+}
+
+/** A message that is no longer live: its archived copy and why it was archived. */
+export async function findArchivedMessage(db: Db, messageId: string): Promise<{ message: MessageRecord; reason: "expired" | "retracted" } | undefined> {
+  const { rows } = await db.query<MessageRow & { reason: "expired" | "retracted" }>(
+    `SELECT ${COLUMNS}, m.reason FROM message_history m WHERE m.id = $1`,
+    [messageId],
+  );
+  const row = rows[0];
+  return row && { message: toRecord(row), reason: row.reason };
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  channelId: string;
+  actorId: string | null;
+  event: WebhookEvent;
+  messageId: string | null;
+  attempt: number;
+  status: DeliveryStatus;
+  responseStatus: number | null;
+  error: string | null;
+  durationMs: number;
+  attemptedAt: Micros;
+  /** When the next attempt is due; null when this was the last (delivered, or given up). */
+  nextAttemptAt: Micros | null;
+  /** The body sent, kept for the retries. */
+  body: string | null;
+}
+
+/**
+ * Logs an attempt and moves the outbox row on, in one statement: deleted
+ * when nothing follows, else due again at nextAttemptAt. The row is only
+ * touched while its attempt count is still this attempt's: a sender whose
+ * lease ran out (and whose row another dispatcher has claimed since) still
+ * logs what it did but no longer steers the row.
+ */
+export async function recordAttempt(db: Db, a: AttemptRecord): Promise<void> {
+  await db.query(
+    `WITH moved AS (
+       UPDATE webhook_outbox SET next_attempt_at = $12, body = coalesce(body, $13)
+       WHERE id = $1 AND attempts = $6 AND $12::timestamptz IS NOT NULL
+     ), removed AS (
+       DELETE FROM webhook_outbox WHERE id = $1 AND attempts = $6 AND $12::timestamptz IS NULL
+     )
+     INSERT INTO webhook_deliveries (delivery_id, channel_id, actor_id, event, message_id, attempt, status, response_status, error,
+                                     duration_ms, attempted_at, next_attempt_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      a.deliveryId,
+      a.channelId,
+      a.actorId,
+      a.event,
+      a.messageId,
+      a.attempt,
+      a.status,
+      a.responseStatus,
+      a.error,
+      a.durationMs,
+      formatTimestamp(a.attemptedAt),
+      a.nextAttemptAt === null ? null : formatTimestamp(a.nextAttemptAt),
+      a.body,
+    ],
+    "webhook_record_attempt",
+  );
+}
+
+/** Drops an outbox row without an attempt (its webhook was removed). */
+export async function dropDelivery(db: Db, deliveryId: string, attempt: number): Promise<void> {
+  await db.query("DELETE FROM webhook_outbox WHERE id = $1 AND attempts = $2", [deliveryId, attempt]);
+}
+
+/** The earliest next_attempt_at in the outbox (an in-flight row's is its lease end); null when empty. */
+export async function nextDue(db: Db): Promise<Micros | null> {
+  const { rows } = await db.query<{ at: Micros }>("SELECT o.next_attempt_at AS at FROM webhook_outbox o ORDER BY o.next_attempt_at LIMIT 1");
+  return rows[0]?.at ?? null;
+}
+
+// ---------------------------------------------------------------------------
+// The owner's log
+
+export interface DeliveryLogRecord {
+  id: string;
+  deliveryId: string;
+  channelId: string;
+  event: WebhookEvent;
+  messageId: string | null;
+  attempt: number;
+  status: DeliveryStatus;
+  responseStatus: number | null;
+  error: string | null;
+  durationMs: number;
+  attemptedAt: Micros;
+  nextAttemptAt: Micros | null;
+}
+
+interface DeliveryLogRow {
+  id: string;
+  delivery_id: string;
+  channel_id: string;
+  event: WebhookEvent;
+  message_id: string | null;
+  attempt: number;
+  status: DeliveryStatus;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: Micros;
+  next_attempt_at: Micros | null;
+}
+
+/**
+ * The channel webhook's attempts, newest first: $1 channel, $2 before (an id,
+ * exclusive; NULL for the newest), $3 limit. Mention pushes are not in it.
+ */
+export const DELIVERY_LOG_SQL = `SELECT d.id::text AS id, d.delivery_id, d.channel_id, d.event, d.message_id, d.attempt, d.status,
+    d.response_status, d.error, d.duration_ms, d.attempted_at, d.next_attempt_at
+  FROM webhook_deliveries d
+  WHERE d.channel_id = $1 AND d.actor_id IS NULL AND ($2::bigint IS NULL OR d.id < $2::bigint)
+  ORDER BY d.id DESC LIMIT $3`;
+
+export async function listDeliveries(db: Db, channelId: string, before: string | null, limit: number): Promise<DeliveryLogRecord[]> {
+  const { rows } = await db.query<DeliveryLogRow>(DELIVERY_LOG_SQL, [channelId, before, limit]);
+  return rows.map((r) => ({
+    id: r.id,
+    deliveryId: r.delivery_id,
+    channelId: r.channel_id,
+    event: r.event,
+    messageId: r.message_id,
+    attempt: r.attempt,
+    status: r.status,
+    responseStatus: r.response_status,
+    error: r.error,
+    durationMs: r.duration_ms,
+    attemptedAt: r.attempted_at,
+    nextAttemptAt: r.next_attempt_at,
+  }));
+}

@@ -1,0 +1,351 @@
+/**
+ * Sends what the webhook outbox holds (decisions W1–W3). One per process
+ * that runs workers (`agentbus serve` unless AGENTBUS_WORKERS=false, and
+ * `agentbus worker`).
+ *
+ * When a row is sent:
+ * - At once after the commit that wrote it: every outbox insert NOTIFYs
+ *   `agentbus_webhooks` (a trigger; PostgreSQL delivers it on commit only),
+ *   and each dispatcher LISTENs on its own connection. That one path serves
+ *   the in-process dispatcher and separate worker processes alike.
+ * - Retries: the dispatcher that recorded a failure sets a timer for the
+ *   row's next attempt.
+ * - Everything else due (rows of a dispatcher that died, a notification
+ *   missed while the LISTEN connection was down, a restart) is found by
+ *   sweep(): at start, whenever LISTEN reconnects, and on the Agenda job
+ *   webhook-sweep (src/jobs/webhook-sweep.ts, decision P2).
+ *
+ * Claims lease rows (store/webhooks.ts), so several dispatchers never send
+ * the same attempt; a sender that dies mid-request leaves its row to be
+ * retried when the lease ends. Delivery is therefore at least once:
+ * receivers de-duplicate on X-Service-Delivery.
+ *
+ * Retries follow the schedule (default 5 s, 30 s, 2 min, 10 min, 30 min,
+ * 1 h, 3 h, 6 h, 12 h: ten attempts over about 23 hours), each delay with
+ * ±20 % jitter. 2xx is delivered; 410 Gone ends the delivery at once (the
+ * receiver's way to say "stop"); anything else, or no answer within the
+ * timeout, is retried.
+ */
+import pg from "pg";
+import type { Clock, Micros } from "../domain/time.js";
+import type { Logger } from "../logger.js";
+import { OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
+import type { Db } from "../store/db.js";
+import {
+  claimDue,
+  dropDelivery,
+  findArchivedMessage,
+  nextDue,
+  recordAttempt,
+  type AttemptRecord,
+  type ClaimedDelivery,
+} from "../store/webhooks.js";
+import { messageBody, webhookHeaders } from "./payload.js";
+
+export const NOTIFY_CHANNEL = "agentbus_webhooks";
+
+/** Delays between attempts (ms): attempt n+1 follows attempt n after schedule[n-1]. */
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000,
+];
+
+/** Response bytes read (and discarded) per attempt; a longer answer closes the connection. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+/** The longest a dispatcher sleeps without looking at the outbox. */
+const MAX_IDLE_MS = 60_000;
+/** When rows are due but were not claimable (another dispatcher held them), look again after this. */
+const RECHECK_MS = 250;
+
+export interface WebhookDispatcherOptions {
+  db: Db;
+  /** For the LISTEN connection (a client of its own, outside the pool). */
+  connectionString: string | undefined;
+  clock: Clock;
+  logger: Logger;
+  http: OutboundClient;
+  /** Per attempt; default 10 s (W2). */
+  timeoutMs?: number;
+  /** Delays between attempts; its length + 1 is the number of attempts. */
+  retryScheduleMs?: readonly number[];
+  /** Requests in flight at once in this process; default 16. */
+  concurrency?: number;
+  /** How long a claimed row stays with its sender; default timeout + 30 s. */
+  leaseMs?: number;
+  /** Jitter source in [0, 1); default Math.random. */
+  random?: () => number;
+  /** Default true; false leaves waking to kick() and sweep() (tests). */
+  listen?: boolean;
+  /** Called once stop() has finished (e.g. to close the HTTP client). */
+  onStopped?: () => void;
+}
+
+export class WebhookDispatcher {
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly http: OutboundClient;
+  private readonly timeoutMs: number;
+  private readonly schedule: readonly number[];
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly random: () => number;
+
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private draining: Promise<void> | undefined;
+  private wanted = false;
+  /** The last claim filled every free slot: more may be due. */
+  private backlog = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private listener: pg.Client | undefined;
+  private reconnectDelay = 100;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: WebhookDispatcherOptions) {
+    this.db = options.db;
+    this.clock = options.clock;
+    this.logger = options.logger.child({ component: "webhooks" });
+    this.http = options.http;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.schedule = options.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS;
+    this.concurrency = options.concurrency ?? 16;
+    this.leaseMs = options.leaseMs ?? this.timeoutMs + 30_000;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Starts listening and sends whatever is already due. */
+  async start(): Promise<void> {
+    if (this.options.listen ?? true) await this.connect();
+    await this.sweep();
+  }
+
+  /** Looks for due rows now and re-arms the timer for the earliest pending one. */
+  async sweep(): Promise<void> {
+    if (this.stopped) return;
+    this.kick();
+    const due = await nextDue(this.db);
+    if (due !== null) this.wakeAt(due);
+  }
+
+  /** Claims and sends what is due, unless a pass is running (it then runs once more). */
+  kick(): void {
+    if (this.stopped) return;
+    this.wanted = true;
+    if (this.draining) return;
+    this.draining = this.drain()
+      .catch((err: unknown) => {
+        this.logger.error({ err }, "webhook dispatch failed; retrying shortly");
+        this.wakeAt(this.clock.now() + RECHECK_MS * 1000);
+      })
+      .finally(() => {
+        this.draining = undefined;
+        if (this.wanted) this.kick();
+      });
+  }
+
+  /** Stops claiming; waits (bounded) for requests in flight, then aborts the rest. Idempotent. */
+  stop(graceMs = 5_000): Promise<void> {
+    this.stopping ??= this.halt(graceMs).finally(() => this.options.onStopped?.());
+    return this.stopping;
+  }
+
+  private async halt(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => {});
+    await this.draining;
+    const settled = Promise.allSettled([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      settled.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (late) {
+      // Aborted attempts are recorded as failed and due again at once, for
+      // whichever dispatcher runs next.
+      this.shutdown.abort();
+      await settled;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    while (this.wanted && !this.stopped) {
+      this.wanted = false;
+      const free = this.concurrency - this.inFlight.size;
+      if (free <= 0) {
+        // A finishing send kicks again.
+        this.backlog = true;
+        return;
+      }
+      const now = this.clock.now();
+      const claimed = await claimDue(this.db, now, free, now + this.leaseMs * 1000);
+      this.backlog = claimed.length === free;
+      if (this.backlog) this.wanted = true;
+      for (const delivery of claimed) {
+        const sending: Promise<void> = this.send(delivery)
+          .catch((err: unknown) => {
+            // The outcome could not be recorded (database trouble): the lease
+            // makes the row due again; look then.
+            this.logger.error({ err, delivery_id: delivery.id }, "webhook attempt could not be recorded");
+            this.wakeAt(this.clock.now() + this.leaseMs * 1000);
+          })
+          .finally(() => {
+            this.inFlight.delete(sending);
+            if (this.backlog) this.kick();
+          });
+        this.inFlight.add(sending);
+      }
+    }
+  }
+
+  private async send(d: ClaimedDelivery): Promise<void> {
+    if (d.url === null) {
+      // The channel's or actor's webhook was removed: nothing to send to.
+      await dropDelivery(this.db, d.id, d.attempt);
+      this.logger.info({ delivery_id: d.id, event: d.event }, "webhook removed; pending delivery dropped");
+      return;
+    }
+    const attemptedAt = this.clock.now();
+    let body = d.body;
+    if (body === null) {
+      const rendered = await this.render(d, attemptedAt);
+      if ("gone" in rendered) {
+        await this.record(d, { status: "failed", responseStatus: null, error: rendered.gone, durationMs: 0, attemptedAt, next: null, body: null });
+        return;
+      }
+      body = rendered.body;
+    }
+
+    const started = performance.now();
+    let responseStatus: number | null = null;
+    let error: string | null = null;
+    try {
+      const res = await this.http.request(d.url, {
+        method: "POST",
+        headers: webhookHeaders(d.event, d.id, body, d.secret, attemptedAt),
+        body,
+        timeoutMs: this.timeoutMs,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+        signal: this.shutdown.signal,
+      });
+      responseStatus = res.status;
+      if (res.status < 200 || res.status > 299) error = `receiver answered ${res.status}`;
+    } catch (err) {
+      error = err instanceof OutboundError ? `${err.code}: ${err.message}` : `error: ${(err as Error).message ?? String(err)}`;
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const delivered = error === null;
+    const now = this.clock.now();
+    let next: Micros | null = null;
+    if (!delivered) {
+      if (this.shutdown.signal.aborted) next = now;
+      else if (responseStatus === 410) error = "receiver answered 410 Gone; not retried";
+      else next = this.nextAttempt(d.attempt, now);
+    }
+    await this.record(d, { status: delivered ? "delivered" : "failed", responseStatus, error, durationMs, attemptedAt, next, body });
+    if (next !== null) this.wakeAt(next);
+    else if (!delivered) this.logger.warn({ delivery_id: d.id, event: d.event, attempts: d.attempt, error }, "webhook delivery given up");
+  }
+
+  /** The body of a message event, or why there is none to send. */
+  private async render(d: ClaimedDelivery, now: Micros): Promise<{ body: string } | { gone: string }> {
+    const mentioned = d.event === "mention" ? d.actorId : null;
+    if (d.message) return { body: messageBody(d.message, now, mentioned) };
+    if (d.messageId === null) return { gone: "nothing to send" };
+    // No longer live. Expired before its first attempt (a receiver that was
+    // down for longer than the channel's ttl): still delivered, as it was
+    // archived, so the receiver misses nothing. Retracted: the author took it
+    // back, so it is not pushed. Dropped by the ring buffer or purged from
+    // history: nothing is left to send.
+    const archived = await findArchivedMessage(this.db, d.messageId);
+    if (!archived) return { gone: "message_gone: dropped by the ring buffer or purged before the first attempt" };
+    if (archived.reason === "retracted") return { gone: "message_retracted: retracted before the first attempt" };
+    return { body: messageBody(archived.message, now, mentioned) };
+  }
+
+  private record(
+    d: ClaimedDelivery,
+    o: Pick<AttemptRecord, "status" | "responseStatus" | "error" | "durationMs" | "attemptedAt" | "body"> & { next: Micros | null },
+  ): Promise<void> {
+    return recordAttempt(this.db, {
+      deliveryId: d.id,
+      channelId: d.channelId,
+      actorId: d.actorId,
+      event: d.event,
+      messageId: d.messageId,
+      attempt: d.attempt,
+      status: o.status,
+      responseStatus: o.responseStatus,
+      error: o.error,
+      durationMs: o.durationMs,
+      attemptedAt: o.attemptedAt,
+      nextAttemptAt: o.next,
+      body: o.body,
+    });
+  }
+
+  /** When attempt n+1 is due after attempt n failed at `now`; null after the last. */
+  private nextAttempt(attempt: number, now: Micros): Micros | null {
+    const delay = this.schedule[attempt - 1];
+    if (delay === undefined) return null;
+    const jittered = delay * (0.8 + 0.4 * this.random());
+    return now + Math.round(jittered * 1000);
+  }
+
+  /** Arms the timer for `at` unless it is already set to fire sooner. */
+  private wakeAt(at: Micros): void {
+    if (this.stopped || at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    const now = this.clock.now();
+    const delayMs = at <= now ? RECHECK_MS : Math.min(Math.ceil((at - now) / 1000), MAX_IDLE_MS);
+    this.timerAt = now + delayMs * 1000;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      void this.sweep().catch((err: unknown) => this.logger.warn({ err }, "webhook sweep failed"));
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  // --- LISTEN ----------------------------------------------------------------
+
+  private async connect(): Promise<void> {
+    while (!this.stopped) {
+      const client = new pg.Client({ connectionString: this.options.connectionString, application_name: "agentbus-webhooks" });
+      try {
+        client.on("error", (err) => this.onLost(client, err));
+        await client.connect();
+        client.on("notification", (n) => {
+          if (n.channel === NOTIFY_CHANNEL) this.kick();
+        });
+        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        if (this.stopped) {
+          await client.end();
+          return;
+        }
+        this.listener = client;
+        this.reconnectDelay = 100;
+        return;
+      } catch (err) {
+        this.logger.warn({ err }, "webhook LISTEN connection failed; retrying");
+        await client.end().catch(() => {});
+        await new Promise((r) => setTimeout(r, this.reconnectDelay));
+        this.reconnectDelay = Math.min(this.reconnectDelay * 2, 5_000);
+      }
+    }
+  }
+
+  private onLost(client: pg.Client, err: Error): void {
+    if (this.stopped || this.listener !== client) return;
+    this.logger.warn({ err }, "webhook LISTEN connection lost; reconnecting");
+    this.listener = undefined;
+    void client.end().catch(() => {});
+    // Whatever was committed while nobody listened is found by the sweep.
+    void this.connect().then(() => this.sweep().catch((e: unknown) => this.logger.warn({ err: e }, "webhook sweep failed")));
+  }
+}

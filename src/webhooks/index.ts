@@ -1,0 +1,28 @@
+/** Starts this process's webhook dispatcher with the guarded outbound client, as configured. */
+import type { Config } from "../config.js";
+import type { Clock } from "../domain/time.js";
+import type { Logger } from "../logger.js";
+import { createOutboundClient } from "../outbound/guarded-fetch.js";
+import type { Db } from "../store/db.js";
+import { WebhookDispatcher } from "./dispatcher.js";
+import { USER_AGENT } from "./payload.js";
+
+export { WebhookDispatcher } from "./dispatcher.js";
+
+export async function startWebhookDispatcher(deps: { config: Config; db: Db; clock: Clock; logger: Logger }): Promise<WebhookDispatcher> {
+  const { config, db } = deps;
+  const http = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: USER_AGENT });
+  const dispatcher = new WebhookDispatcher({
+    db,
+    connectionString: db.pool.options.connectionString,
+    clock: deps.clock,
+    logger: deps.logger,
+    http,
+    timeoutMs: config.webhookTimeoutMs,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    concurrency: config.webhookConcurrency,
+    onStopped: () => http.close(),
+  });
+  await dispatcher.start();
+  return dispatcher;
+}

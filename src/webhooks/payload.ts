@@ -1,0 +1,41 @@
+/**
+ * What a webhook request carries (decision W1): the body, rendered from the
+ * stored message exactly as the REST API renders it, and the headers.
+ */
+import { createHmac } from "node:crypto";
+import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
+import type { MessageRecord } from "../domain/message.js";
+import type { Micros } from "../domain/time.js";
+// The REST renderer, called through its public functions so the webhook body
+// is byte for byte what GET /v1/messages… shows (and gets its speed-ups).
+import { renderMessageJson } from "../server/rest/json-codec.js";
+import { renderMessage } from "../services/render-message.js";
+import type { WebhookEvent } from "../store/webhooks.js";
+
+export const USER_AGENT = "agentbus-webhook/1";
+
+/** `{"message": Message}`, or with `mentioned_actor_id` for a mention push. */
+export function messageBody(message: MessageRecord, now: Micros, mentionedActorId: string | null): string {
+  const rendered = renderMessageJson(MessageSchema, renderMessage(message, now));
+  return mentionedActorId === null
+    ? `{"message":${rendered}}`
+    : `{"message":${rendered},"mentioned_actor_id":${JSON.stringify(mentionedActorId)}}`;
+}
+
+/** `sha256=<lowercase hex HMAC-SHA256(secret, raw body)>`. */
+export function signature(secret: string, body: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body, "utf8").digest("hex")}`;
+}
+
+export function webhookHeaders(event: WebhookEvent, deliveryId: string, body: string, secret: string | null, now: Micros): Record<string, string> {
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": event,
+    "X-Service-Delivery": deliveryId,
+    // Unix seconds of this attempt (as Standard Webhooks' webhook-timestamp).
+    "X-Service-Timestamp": String(Math.floor(now / 1_000_000)),
+  };
+  if (secret !== null) headers["X-Service-Signature"] = signature(secret, body);
+  return headers;
+}

@@ -1,0 +1,105 @@
+/**
+ * The webhook statements keep to their indexes as the tables grow: the
+ * dispatcher's claim on an outbox of 50,000 pending retries, and the owner's
+ * log page of one channel among many (custom and generic plans).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatTimestamp, systemClock } from "../../src/domain/time.js";
+import { OLD_WEBHOOK_DELIVERIES_SQL } from "../../src/store/purge.js";
+import { CLAIM_SQL, DELIVERY_LOG_SQL } from "../../src/store/webhooks.js";
+import { createTestDatabase } from "../support/database.js";
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let channelId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
+  const ids: string[] = [];
+  for (const name of ["hooked", "noise"]) {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, webhook_url, created_at, updated_at)
+       VALUES ($1, 'broadcast', 'open', true, 'plan', 'ak_plan', 86400, 7, 'https://example.com/hook', clock_timestamp(), now()) RETURNING id`,
+      [name],
+    );
+    ids.push(rows[0]!.id);
+  }
+  channelId = ids[0]!;
+  // A receiver that has been down for hours: every row waits for a retry.
+  await db.pool.query(
+    `INSERT INTO webhook_outbox (channel_id, event, message_id, attempts, next_attempt_at)
+     SELECT $1, 'message.created', gen_random_uuid(), 3, now() + (i % 3600) * interval '1 second' FROM generate_series(1, 50000) i`,
+    [channelId],
+  );
+  // The log of a channel with 2,000 attempts among 50 busier channels' 50,000.
+  await db.pool.query(
+    `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+     SELECT 'noise ' || i, 'broadcast', 'open', true, 'plan', 'ak_plan', 86400, 7, now() + i * interval '1 second', now()
+     FROM generate_series(1, 50) i`,
+  );
+  await db.pool.query(
+    `INSERT INTO webhook_deliveries (delivery_id, channel_id, event, message_id, attempt, status, response_status, duration_ms, attempted_at)
+     SELECT gen_random_uuid(), c.id, 'message.created', gen_random_uuid(), 1, 'failed', 500, 3, now() - i * interval '10 seconds'
+     FROM channels c CROSS JOIN generate_series(1, 1000) i WHERE c.name LIKE 'noise %'`,
+  );
+  await db.pool.query(
+    `INSERT INTO webhook_deliveries (delivery_id, channel_id, event, message_id, attempt, status, response_status, duration_ms, attempted_at)
+     SELECT gen_random_uuid(), $1, 'message.created', gen_random_uuid(), 1, 'failed', 500, 3, now() - i * interval '10 seconds'
+     FROM generate_series(1, 2000) i`,
+    [channelId],
+  );
+  await db.pool.query("ANALYZE webhook_outbox");
+  await db.pool.query("ANALYZE webhook_deliveries");
+}, 120_000);
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function plans(sql: string, params: unknown[]): Promise<string[]> {
+  const client = await db.pool.connect();
+  try {
+    await client.query("BEGIN");
+    const custom = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
+    await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+    await client.query(`PREPARE planned AS ${sql}`);
+    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
+    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
+    const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");
+    return [text(custom.rows), text(generic.rows)];
+  } finally {
+    await client.query("ROLLBACK");
+    await client.query("DEALLOCATE ALL");
+    client.release();
+  }
+}
+
+const now = () => formatTimestamp(systemClock.now());
+
+describe("webhook query plans", () => {
+  it("claims due rows along webhook_outbox_due, never scanning the outbox", async () => {
+    for (const text of await plans(CLAIM_SQL, [now(), 16, now()])) {
+      expect(text).toMatch(/Index Scan using webhook_outbox_due/);
+      expect(text).not.toMatch(/Seq Scan on webhook_outbox/);
+    }
+  });
+
+  it("reads a page of the log along the channel's own entries", async () => {
+    for (const params of [
+      [channelId, null, 50],
+      [channelId, "51000", 50],
+    ]) {
+      for (const text of await plans(DELIVERY_LOG_SQL, params)) {
+        expect(text).toMatch(/Index Scan( Backward)? using webhook_deliveries_(channel_log|pkey)/);
+        expect(text).not.toMatch(/Seq Scan on webhook_deliveries/);
+        expect(text).not.toMatch(/Sort/);
+      }
+    }
+  });
+
+  it("purges old log rows along webhook_deliveries_age", async () => {
+    for (const text of await plans(OLD_WEBHOOK_DELIVERIES_SQL, [now(), 1000])) {
+      expect(text).toMatch(/webhook_deliveries_age/);
+    }
+  });
+});
