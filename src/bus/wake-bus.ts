@@ -8,7 +8,11 @@
  * A wake-up carries no data: a woken waiter re-reads from its cursor, so a
  * lost or duplicated wake-up can delay an answer but never change it.
  */
-export type WakeListener = () => void;
+/**
+ * Called with the number of the delivery that woke it: listeners woken by
+ * the same delivery see the same number, so they may share one re-read.
+ */
+export type WakeListener = (delivery: number) => void;
 
 export interface WakeBus {
   /** Announces new data on a channel, to this process at once and to the others via the transport. */
@@ -24,6 +28,7 @@ export interface WakeBus {
 export class LocalFanout {
   private readonly listeners = new Map<string, Set<WakeListener>>();
   private count = 0;
+  private deliveries = 0;
 
   get subscriptions(): number {
     return this.count;
@@ -50,7 +55,8 @@ export class LocalFanout {
   deliver(channelId: string): void {
     const set = this.listeners.get(channelId);
     if (!set) return;
+    const delivery = ++this.deliveries;
     // Copy: a listener typically unsubscribes itself while we iterate.
-    for (const listener of [...set]) listener();
+    for (const listener of [...set]) listener(delivery);
   }
 }

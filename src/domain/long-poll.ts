@@ -16,23 +16,28 @@ export interface LongPollOptions {
   signal?: AbortSignal;
 }
 
-export async function readOrWait<T>(read: () => Promise<T[]>, options: LongPollOptions): Promise<T[]> {
+/**
+ * `read(delivery)` gets the wake-up's delivery number when it re-reads
+ * because of one (reads of the same delivery may be shared), undefined otherwise.
+ */
+export async function readOrWait<T>(read: (delivery?: number) => Promise<T[]>, options: LongPollOptions): Promise<T[]> {
   const first = await read();
   if (first.length > 0 || options.waitMs <= 0 || options.bus.subscriptions >= options.maxWaiters) return first;
   const deadline = performance.now() + options.waitMs;
+  let delivery: number | undefined;
   for (;;) {
-    let wake!: () => void;
-    const woken = new Promise<void>((resolve) => (wake = resolve));
+    let wake!: (delivery?: number) => void;
+    const woken = new Promise<number | undefined>((resolve) => (wake = resolve));
     const unsubscribe = options.bus.subscribe(options.channelId, wake);
     try {
-      const data = await read();
+      const data = await read(delivery);
       if (data.length > 0) return data;
       const remaining = deadline - performance.now();
       if (remaining <= 0 || options.signal?.aborted) return data;
       let timer: NodeJS.Timeout | undefined;
       const onAbort = () => wake();
       options.signal?.addEventListener("abort", onAbort, { once: true });
-      await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, remaining)))]);
+      delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), remaining)))]);
       clearTimeout(timer);
       options.signal?.removeEventListener("abort", onAbort);
       // A wake-up for data this reader filters out (e.g. status=unclaimed)

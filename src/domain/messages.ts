@@ -162,7 +162,7 @@ export class Messages {
       throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
     }
     const channel = await this.usableChannel(caller, identifier);
-    const data = await readOrWait(() => this.store.list(channel.id, since, limit, input.status, this.clock.now()), {
+    const data = await readOrWait((delivery) => this.readPage(channel.id, since, limit, input.status, delivery), {
       bus: this.options.bus,
       channelId: channel.id,
       waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
@@ -301,6 +301,27 @@ export class Messages {
     }
     if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
     if (!(await this.store.retract(found.message, now))) throw new ApiError("message_claimed");
+  }
+
+  private readonly readsInFlight = new Map<string, Promise<MessageRecord[]>>();
+
+  /**
+   * Re-reads caused by one wake-up delivery share one query: when a wake-up
+   * releases a thousand long-polls on one cursor, the database answers once
+   * instead of a thousand times. Only reads of the same delivery are shared,
+   * so each still starts after the write that woke it committed (a plain
+   * read, with no delivery, always runs on its own: read-your-writes).
+   * Access was checked per caller before; the page does not depend on who asks.
+   */
+  private readPage(channelId: string, since: Micros | null, limit: number, status: ListFilter, delivery?: number): Promise<MessageRecord[]> {
+    if (delivery === undefined) return this.store.list(channelId, since, limit, status, this.clock.now());
+    const key = `${delivery}|${channelId}|${since ?? ""}|${limit}|${status}`;
+    let read = this.readsInFlight.get(key);
+    if (!read) {
+      read = this.store.list(channelId, since, limit, status, this.clock.now()).finally(() => this.readsInFlight.delete(key));
+      this.readsInFlight.set(key, read);
+    }
+    return read;
   }
 
   /** Wakes long-polls and watchers of the channel once the write is committed. */
