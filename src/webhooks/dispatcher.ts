@@ -55,6 +55,8 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 const MAX_IDLE_MS = 60_000;
 /** When rows are due but were not claimable (another dispatcher held them), look again after this. */
 const RECHECK_MS = 250;
+/** After the database failed a claim. */
+const ERROR_RETRY_MS = 2_000;
 
 export interface WebhookDispatcherOptions {
   db: Db;
@@ -137,7 +139,7 @@ export class WebhookDispatcher {
     this.draining = this.drain()
       .catch((err: unknown) => {
         this.logger.error({ err }, "webhook dispatch failed; retrying shortly");
-        this.wakeAt(this.clock.now() + RECHECK_MS * 1000);
+        this.wakeAt(this.clock.now() + ERROR_RETRY_MS * 1000);
       })
       .finally(() => {
         this.draining = undefined;

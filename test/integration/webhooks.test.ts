@@ -6,6 +6,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { WebhookDeliveryStatus } from "../../gen/agentbus/v1/channel_pb.js";
@@ -488,6 +489,29 @@ describe("GET /v1/channels/{identifier}/webhook-deliveries", () => {
 });
 
 describe("the outbox", () => {
+  it("wakes dispatchers by NOTIFY on commit, only when something was queued", async () => {
+    const listener = new pg.Client({ connectionString: server.databaseUrl });
+    await listener.connect();
+    try {
+      let notified = 0;
+      listener.on("notification", (n) => {
+        if (n.channel === "agentbus_webhooks") notified++;
+      });
+      await listener.query("LISTEN agentbus_webhooks");
+      const key = await mintKey(server.url);
+      const actor = await rest<{ id: string }>(server.url, "POST", "/v1/actors", { key, body: { name: "no webhook" } });
+      const quiet = await createChannel(server.url, key);
+      await postMessage(server.url, key, quiet, { content: "no hooks anywhere", mentions: [actor.body.id] });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(notified).toBe(0);
+      const hooked = await createChannel(server.url, key, { webhook_url: (await receiver()).url });
+      await postMessage(server.url, key, hooked, { content: "queued" });
+      await eventually(async () => notified === 1);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it("enqueues nothing when the message's transaction rolls back", async () => {
     const key = await mintKey(server.url);
     const ch = await createChannel(server.url, key, { webhook_url: "https://example.com/never" });
