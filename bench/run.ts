@@ -9,6 +9,7 @@
 import os from "node:os";
 import { Api, SetupError, type Key } from "./api.js";
 import { createClient, parseClientKind } from "./http.js";
+import { pdfJobs, pdfLog, type PdfReport } from "./pdf.js";
 import { PgProfiler } from "./pgprofile.js";
 import { creates, lists, webhooks, workQueue, type Settings } from "./scenarios.js";
 import { wakeLatency, type WakeResult } from "./wake.js";
@@ -16,7 +17,7 @@ import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
 const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
-const SCENARIOS = ["creates", "lists", "work", "webhooks", "wake"] as const;
+const SCENARIOS = ["creates", "lists", "work", "webhooks", "wake", "pdf"] as const;
 /** What runs without BENCH_SCENARIOS. */
 const DEFAULT_SCENARIOS = ["creates", "lists", "work", "webhooks", "wake"];
 
@@ -116,8 +117,17 @@ async function main(): Promise<number> {
       wk = await wakeLatency(Math.floor(numberVar("BENCH_WAKE_WAITERS", 1000, 1)), Math.floor(numberVar("BENCH_WAKE_ROUNDS", 10, 1)));
     }
 
+    let pdf: PdfReport | undefined;
+    if (wanted.includes("pdf")) {
+      // Only when named: it needs Chromium and keeps the CPU busy for about a minute.
+      const pdfClients = Math.floor(numberVar("BENCH_PDF_CLIENTS", 4, 1));
+      pdf = await pdfJobs(api, clients.slice(0, pdfClients), settings, { clients: pdfClients, pollMs: numberVar("BENCH_PDF_POLL_MS", 10, 1), baseUrl: server.url });
+      log(pdfLog(pdf));
+    }
+
     Object.assign(report, {
       wake: wk ?? null,
+      pdf: pdf ?? null,
       creates_per_s: c?.creates_per_s ?? null,
       creates_p50_ms: c?.latency.p50_ms ?? null,
       creates_p99_ms: c?.latency.p99_ms ?? null,

@@ -12,8 +12,10 @@ import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
 import { systemClock, type Clock } from "./domain/time.js";
+import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import type { Logger } from "./logger.js";
+import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
@@ -42,6 +44,8 @@ export interface App {
   readonly jobs: JobRunner | undefined;
   /** The in-process webhook dispatcher; undefined when AGENTBUS_WORKERS=false. */
   readonly webhooks: WebhookDispatcher | undefined;
+  /** The in-process PDF renderer (its Chromium starts on the first render); undefined when AGENTBUS_WORKERS=false. */
+  readonly pdf: PdfRenderer | undefined;
   /** Drains in-flight requests, stops background work and the database. */
   close(): Promise<void>;
 }
@@ -124,8 +128,13 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // pool, so stopped before it (cleanups run in reverse).
     const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger }) : undefined;
     if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
+    // Closed after the runner stopped (cleanups run in reverse), so no render is cut short by it.
+    const pdf = config.workers ? PdfRenderer.fromConfig(config, logger) : undefined;
+    if (pdf) cleanups.push(() => pdf.close());
+    const fetchers = config.workers ? openFetchers(config) : undefined;
+    if (fetchers) cleanups.push(() => fetchers.close());
     const jobs = config.workers
-      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
+      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
       : undefined;
     if (jobs) cleanups.push(() => jobs.stop());
 
@@ -155,6 +164,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       pool,
       jobs,
       webhooks,
+      pdf,
       close() {
         closed ??= (async () => {
           // Long-lived calls (long-polls, streams) are told to finish half-way
@@ -184,7 +194,11 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
     const { pool, db } = await openStore(config, logger, cleanups);
     const webhooks = await startWebhookDispatcher({ config, db, clock, logger });
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
-    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
+    const pdf = PdfRenderer.fromConfig(config, logger);
+    cleanups.push(() => pdf.close());
+    const fetchers = openFetchers(config);
+    cleanups.push(() => fetchers.close());
+    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
     cleanups.push(() => jobs.stop());
     let closed: Promise<void> | undefined;
     return {

@@ -9,6 +9,12 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
 const nonNegativeInt = z.coerce.number().int().min(0);
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const httpUrl = z
+  .string()
+  .url()
+  .refine((v) => /^https?:\/\//i.test(v), "expected an http:// or https:// URL")
+  // Stored without a trailing slash, so paths can be appended.
+  .transform((v) => v.replace(/\/+$/, ""));
 const optionalString = z
   .string()
   .optional()
@@ -72,6 +78,31 @@ const schema = z.object({
     }),
   // Webhook requests in flight at once per worker process.
   AGENTBUS_WEBHOOK_CONCURRENCY: positiveInt.max(1000).default(16),
+  // Unset: job-posting parse submissions answer 503 llm_not_configured (J-3).
+  OPENAI_API_KEY: optionalString,
+  // Any OpenAI-compatible chat-completions API, path prefix included.
+  OPENAI_BASE_URL: httpUrl.default("https://api.openai.com/v1"),
+  // Small, cheap, and supports strict JSON-schema responses.
+  AGENTBUS_LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),
+  // One model call; parsing a posting typically takes 3–8 s, slow providers more.
+  AGENTBUS_LLM_TIMEOUT_MS: positiveInt.max(600_000).default(60_000),
+  // Fetching a posting page: deadline, byte cap, and the main text sent to the model.
+  AGENTBUS_PARSE_FETCH_TIMEOUT_MS: positiveInt.max(120_000).default(15_000),
+  // Job-board pages with inline scripts reach a few MiB; beyond this the caller should send text.
+  AGENTBUS_PARSE_MAX_PAGE_BYTES: positiveInt.max(64 * 1024 * 1024).default(5 * 1024 * 1024),
+  // About 8k tokens: every posting fits, and a runaway page cannot run up the model bill.
+  AGENTBUS_PARSE_MAX_TEXT_CHARS: positiveInt.max(1_000_000).default(30_000),
+  // The video host (J-4); tests point it at a local fake.
+  AGENTBUS_VIDEO_BASE_URL: httpUrl.default("https://www.youtube.com"),
+  // Each request to the video host (watch page, player data, captions).
+  AGENTBUS_VIDEO_TIMEOUT_MS: positiveInt.max(120_000).default(15_000),
+  // Debian's chromium package; PDF submissions answer 503 when nothing is there (J-2).
+  AGENTBUS_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
+  // Pages rendered at once per worker process. Rendering is CPU-bound (layout
+  // and PDF painting in Chromium's renderer), so about one per core.
+  AGENTBUS_PDF_CONCURRENCY: positiveInt.max(64).default(2),
+  // One render (load, layout, print); longer fails the job with pdf_render_timeout.
+  AGENTBUS_PDF_TIMEOUT_MS: positiveInt.max(600_000).default(30_000),
 });
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -119,6 +150,22 @@ export interface Config {
   /** Delays between webhook attempts, in ms; attempts = length + 1. */
   webhookRetryScheduleMs: number[];
   webhookConcurrency: number;
+  /** Unset: job-posting parse is refused with 503 llm_not_configured. */
+  openaiApiKey: string | undefined;
+  /** Without a trailing slash. */
+  openaiBaseUrl: string;
+  llmModel: string;
+  llmTimeoutMs: number;
+  parseFetchTimeoutMs: number;
+  parseMaxPageBytes: number;
+  /** Characters of a posting's text sent to the model; the rest is cut. */
+  parseMaxTextChars: number;
+  /** Without a trailing slash. */
+  videoBaseUrl: string;
+  videoTimeoutMs: number;
+  chromiumPath: string;
+  pdfConcurrency: number;
+  pdfTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -167,6 +214,18 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: c.AGENTBUS_WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,
     webhookConcurrency: c.AGENTBUS_WEBHOOK_CONCURRENCY,
+    openaiApiKey: c.OPENAI_API_KEY,
+    openaiBaseUrl: c.OPENAI_BASE_URL,
+    llmModel: c.AGENTBUS_LLM_MODEL,
+    llmTimeoutMs: c.AGENTBUS_LLM_TIMEOUT_MS,
+    parseFetchTimeoutMs: c.AGENTBUS_PARSE_FETCH_TIMEOUT_MS,
+    parseMaxPageBytes: c.AGENTBUS_PARSE_MAX_PAGE_BYTES,
+    parseMaxTextChars: c.AGENTBUS_PARSE_MAX_TEXT_CHARS,
+    videoBaseUrl: c.AGENTBUS_VIDEO_BASE_URL,
+    videoTimeoutMs: c.AGENTBUS_VIDEO_TIMEOUT_MS,
+    chromiumPath: c.AGENTBUS_CHROMIUM_PATH,
+    pdfConcurrency: c.AGENTBUS_PDF_CONCURRENCY,
+    pdfTimeoutMs: c.AGENTBUS_PDF_TIMEOUT_MS,
   };
 }
 

@@ -159,7 +159,7 @@ export class JobRunner {
       handler,
       {
         lockLifetime: kind.lockLifetimeMs,
-        concurrency: kind.concurrency ?? 1,
+        concurrency: typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1),
         ...(kind.backoff ? { backoff: kind.backoff } : {}),
       },
     );

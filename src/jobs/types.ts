@@ -6,7 +6,10 @@
 import type { BackoffStrategy } from "agenda";
 import type { Clock } from "../domain/time.js";
 import type { Logger } from "../logger.js";
+import type { JobPostingParser } from "../parsing/index.js";
+import type { PdfRenderer } from "../pdf/renderer.js";
 import type { Db } from "../store/db.js";
+import type { TranscriptFetcher } from "../transcripts/index.js";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
 
 /** What every job may use. Later kinds add what they need here (HTTP client, renderer, …). */
@@ -16,6 +19,12 @@ export interface JobDependencies {
   logger: Logger;
   /** This process's webhook dispatcher; the webhook-sweep job nudges it. */
   webhooks?: WebhookDispatcher;
+  /** This process's headless Chromium; the pdf job renders with it. */
+  pdf?: PdfRenderer;
+  /** The job-posting parser; absent without OPENAI_API_KEY. */
+  jobPostingParser?: JobPostingParser;
+  /** The transcript fetcher. */
+  transcripts?: TranscriptFetcher;
 }
 
 /** One run of a job. */
@@ -45,8 +54,8 @@ export interface JobKind<Data = Record<string, never>> {
    * runner also keeps a timer of half of it alive after each run.
    */
   readonly lockLifetimeMs: number;
-  /** Runs of this kind at once in one worker process; default 1. */
-  readonly concurrency?: number;
+  /** Runs of this kind at once in one worker process; default 1. A function reads it from the dependencies (configuration). */
+  readonly concurrency?: number | ((deps: JobDependencies) => number);
   /** Retries after a failure; default none (a recurring kind simply runs again at its next interval). */
   readonly backoff?: BackoffStrategy;
   run(run: JobRun<Data>, deps: JobDependencies): Promise<void>;

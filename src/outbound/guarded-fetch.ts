@@ -44,7 +44,11 @@ export type OutboundErrorCode =
   | "timeout"
   | "too_many_redirects"
   | "aborted"
-  | "network";
+  | "network"
+  /** Raised by fetch-adapter.ts: the body exceeded maxResponseBytes where a partial body is useless. */
+  | "response_too_large"
+  /** Raised by fetch-adapter.ts: a request the client cannot send (a streaming body). */
+  | "invalid_request";
 
 export class OutboundError extends Error {
   constructor(

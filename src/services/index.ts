@@ -4,7 +4,6 @@
  * 501 / Unimplemented with error code not_implemented.
  */
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
-import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { WakeBus } from "../bus/wake-bus.js";
 import type { Config } from "../config.js";
 import { ActorWebhooks } from "../domain/actor-webhooks.js";
@@ -26,6 +25,7 @@ import { actorService } from "./actor-service.js";
 import { adminService } from "./admin-service.js";
 import { channelHistoryHandlers } from "./channel-history-service.js";
 import { channelHandlers } from "./channel-service.js";
+import { jobService } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
@@ -66,6 +66,6 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
     messageService(messages, deps.clock),
     actorService(actors, new ActorWebhooks(deps.db, deps.clock)),
     adminService(new ChannelAdmin(deps.db)),
-    { service: JobService, handlers: {} },
+    jobService(deps),
   ];
 }

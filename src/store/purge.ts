@@ -12,6 +12,7 @@
  * only what is still due, so a job that runs again (after a crash, or on two
  * workers at once) finds nothing left to do.
  */
+import { TOMBSTONE_DAYS } from "../domain/jobs.js";
 import { formatTimestamp, type Micros } from "../domain/time.js";
 import type { Db } from "./db.js";
 
@@ -30,6 +31,10 @@ export interface PurgeCounts {
   deletedWebhookDeliveries: number;
   /** Mention-push rate windows that have run out (decision W3). */
   deletedMentionWindows: number;
+  /** Async jobs whose result (PDF, input) expired and was cleared; the job itself stays (410). */
+  expiredJobResults: number;
+  /** Async jobs deleted TOMBSTONE_DAYS after their result expired (404 from then on). */
+  deletedJobs: number;
 }
 
 export interface PurgeOptions {
@@ -136,6 +141,24 @@ export const OLD_MENTION_WINDOWS_SQL = `DELETE FROM mention_push_windows w WHERE
   ) AND w.pushed_at <= $1::timestamptz - interval '60 seconds'`;
 
 /**
+ * Async jobs whose result expired (decision J-2; 0008_async_jobs.sql): the
+ * result, PDF and input are cleared and the row stays, so a late download
+ * answers 410 result_expired. Cleared rows leave the partial index this
+ * walks (the predicate repeats the index's).
+ */
+export const EXPIRED_JOB_RESULTS_SQL = `UPDATE jobs j SET input = NULL, result = NULL, pdf = NULL WHERE j.id = ANY (ARRAY(
+    SELECT x.id FROM jobs x
+    WHERE x.expires_at <= $1 AND x.expires_at IS NOT NULL AND (x.input IS NOT NULL OR x.result IS NOT NULL OR x.pdf IS NOT NULL)
+    ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ))`;
+
+/** Async jobs TOMBSTONE_DAYS past their expiry: gone (404). */
+export const OLD_JOBS_SQL = `DELETE FROM jobs j WHERE j.id = ANY (ARRAY(
+    SELECT x.id FROM jobs x WHERE x.expires_at <= $1::timestamptz - interval '${TOMBSTONE_DAYS} days'
+    ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND j.expires_at <= $1::timestamptz - interval '${TOMBSTONE_DAYS} days'`;
+
+/**
  * Archives and deletes everything that is due at `now`; returns what it did.
  * Safe to run concurrently with the API and with another purge.
  */
@@ -150,6 +173,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedInvitations: 0,
     deletedWebhookDeliveries: 0,
     deletedMentionWindows: 0,
+    expiredJobResults: 0,
+    deletedJobs: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -179,6 +204,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedInvitations = await loop(() => deleteBatch(DEAD_INVITATIONS_SQL));
   counts.deletedWebhookDeliveries = await loop(() => deleteBatch(OLD_WEBHOOK_DELIVERIES_SQL));
   counts.deletedMentionWindows = await loop(() => deleteBatch(OLD_MENTION_WINDOWS_SQL));
+  counts.expiredJobResults = await loop(() => deleteBatch(EXPIRED_JOB_RESULTS_SQL));
+  counts.deletedJobs = await loop(() => deleteBatch(OLD_JOBS_SQL));
   return counts;
 }
 

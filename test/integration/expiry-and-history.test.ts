@@ -171,6 +171,8 @@ describe("purge", () => {
       deletedInvitations: 0,
       deletedWebhookDeliveries: 0,
       deletedMentionWindows: 0,
+      expiredJobResults: 0,
+      deletedJobs: 0,
     });
     expect(await snapshot()).toEqual(after);
   });

@@ -138,12 +138,3 @@ describe("401 unauthorized on protected routes", () => {
     expect(res.status).toBe(401);
   });
 });
-
-describe("RPCs whose issue has not landed", () => {
-  it("answer 501 not_implemented over REST", async () => {
-    const key = await mintKey(server.url);
-    const res = await rest(server.url, "GET", "/jobs/1", { key });
-    expect(res.status).toBe(501);
-    expect(res.body).toMatchObject({ error: "not_implemented" });
-  });
-});

@@ -10,7 +10,6 @@ import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -67,15 +66,6 @@ describe.each(transports)("%s", (_name, makeTransport) => {
     await client.revokeCurrentKey({}, { headers });
     const err = await client.getCurrentKey({}, { headers }).catch((e: unknown) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.Unauthenticated);
-  });
-
-  it("answers Unimplemented with error=not_implemented for an RPC not built yet", async () => {
-    const keys = createClient(KeyService, makeTransport());
-    const issued = await keys.createKey({ agentLabel: label("early") });
-    const jobs = createClient(JobService, makeTransport());
-    const err = await jobs.getJob({ jobId: 1n }, { headers: { "x-api-key": issued.key } }).catch((e: unknown) => ConnectError.from(e));
-    expect((err as ConnectError).code).toBe(Code.Unimplemented);
-    expect((err as ConnectError).findDetails(ErrorDetailSchema)[0]?.error).toBe("not_implemented");
   });
 });
 

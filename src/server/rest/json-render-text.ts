@@ -31,6 +31,7 @@ import {
   enumWriter,
   fieldWriter,
   oneofWriter,
+  renderMessage,
   scalarWriter,
   timestampMicros,
   type MemberWriter,
@@ -157,8 +158,14 @@ return function ${name}(s) {
   }
 };`;
   const helpers: Helpers = { quote, text: jsonText, formatTimestamp, timestampMicros, needsReflection: NEEDS_REFLECTION, fallback, fns };
-  // Generated from descriptors only (see the module comment).
-  return new Function("h", source)(helpers) as TextRenderer;
+  try {
+    // Generated from descriptors only (see the module comment).
+    return new Function("h", source)(helpers) as TextRenderer;
+  } catch {
+    // Code generation disabled (node --disallow-code-generation-from-strings):
+    // the closures' object, as text.
+    return (s) => JSON.stringify(renderMessage(desc, s));
+  }
 }
 
 const absent = "v === undefined || v === null";

@@ -31,7 +31,7 @@ import {
   type DescOneof,
 } from "@bufbuild/protobuf";
 import { scalarZeroValue, type ScalarValue } from "@bufbuild/protobuf/reflect";
-import { EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { Edition, EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import type { JsonValue } from "../../domain/errors.js";
 import { MICROS_PER_SECOND, formatTimestamp, type Micros } from "../../domain/time.js";
 import { enumJsonLookup } from "./json-enums.js";
@@ -45,7 +45,7 @@ export type MemberWriter = (source: Source) => JsonValue;
 /** Renders a field's value that is present (not undefined or null). */
 export type ValueWriter = (value: unknown) => JsonValue;
 
-export const EDITION_PROTO3 = 999;
+export const EDITION_PROTO3 = Edition.EDITION_PROTO3;
 export const TYPE_TIMESTAMP = TimestampSchema.typeName;
 const TYPE_STRUCT = StructSchema.typeName;
 const TYPE_EMPTY = EmptySchema.typeName;

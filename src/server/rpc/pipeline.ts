@@ -133,8 +133,11 @@ export class CallPipeline {
           };
         }
       }
+      // A method may declare a larger body limit than the default (CreatePdfJob: 10 MiB, M7);
+      // Connect takes one per service, so its service gets the largest.
+      const readMaxBytes = Math.max(0, ...service.methods.map((m) => rulesOf(m).maxBodyBytes));
       // The generic ServiceImpl type cannot be expressed over a runtime service list.
-      router.service(service, impl as Parameters<ConnectRouter["service"]>[1]);
+      router.service(service, impl as Parameters<ConnectRouter["service"]>[1], readMaxBytes > 0 ? { readMaxBytes } : undefined);
     }
   }
 

@@ -1,0 +1,83 @@
+/**
+ * The async jobs as the API sees them (decisions J-1, J-2, A5): submission,
+ * the job record, and the PDF download. Each kind validates its own request
+ * and runs in its worker (src/jobs/<kind>.ts over src/jobs/async-job.ts);
+ * everything they share is here.
+ *
+ * - A job is created queued and its Agenda job is written in the same
+ *   transaction (store/jobs.ts), so it is never left without a runner.
+ * - Only the submitting key sees a job; for any other key it does not exist
+ *   (404 job_not_found, as for an unknown id).
+ * - A result is kept RESULT_TTL after the job ended. From then on the job
+ *   still answers (status, error, timestamps; `result` null) and the download
+ *   answers 410 result_expired, for TOMBSTONE_DAYS more; then the row goes
+ *   and both answer 404.
+ */
+import type { Caller } from "./caller.js";
+import { ApiError, type JsonValue } from "./errors.js";
+import { MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
+import type { Db } from "../store/db.js";
+import { enqueueJob, findJob, findJobPdf, insertJob, type JobKindName, type JobRecord } from "../store/jobs.js";
+
+/** How long a result (and a PDF) is kept after the job ended (spec §8: 24 hours). */
+export const RESULT_TTL_SECONDS = 24 * 60 * 60;
+/** How long an expired job is remembered (410 on download) before it is deleted (404). */
+export const TOMBSTONE_DAYS = 7;
+
+export const resultExpiry = (endedAt: Micros): Micros => endedAt + RESULT_TTL_SECONDS * MICROS_PER_SECOND;
+
+/** Job ids are positive integers below 2^53 (a sequence); anything else cannot exist. */
+function jobIdOf(id: bigint | number): number | undefined {
+  const n = typeof id === "bigint" ? (id > 0n && id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : undefined) : id;
+  return n !== undefined && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+const notFound = () => new ApiError("job_not_found");
+
+export class AsyncJobs {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    /** Recorded as last_modified_by of the Agenda job (host:pid). */
+    private readonly source: string,
+  ) {}
+
+  /** Creates a job of `kind` with its validated input and queues it; returns the job id. */
+  async submit(caller: Caller, kind: JobKindName, input: JsonValue): Promise<number> {
+    return this.db.transaction(async () => {
+      const id = await insertJob(this.db, { kind, ownerKeyId: caller.keyId, input, now: this.clock.now() });
+      await enqueueJob(this.db, kind, id, this.source);
+      return id;
+    });
+  }
+
+  /** The caller's job, with `result` hidden once expired (the purge clears it soon after). */
+  async get(caller: Caller, jobId: bigint | number): Promise<JobRecord> {
+    const id = jobIdOf(jobId);
+    if (id === undefined) throw notFound();
+    const job = await findJob(this.db, id, caller.keyId);
+    if (!job) throw notFound();
+    if (job.expiresAt !== null && job.expiresAt <= this.clock.now()) return { ...job, result: null };
+    return job;
+  }
+
+  /**
+   * The PDF of the caller's completed pdf job. 404 job_not_found when there
+   * is no such pdf job of the caller's, 409 job_not_completed while it runs,
+   * 409 job_failed when it failed, 410 result_expired once its 24 hours ran out.
+   */
+  async pdf(caller: Caller, jobId: bigint | number): Promise<Uint8Array> {
+    const id = jobIdOf(jobId);
+    if (id === undefined) throw notFound();
+    const now = this.clock.now();
+    const job = await findJobPdf(this.db, id, caller.keyId, now);
+    if (!job || job.kind !== "pdf") throw notFound();
+    if (job.expiresAt !== null && job.expiresAt <= now) {
+      throw new ApiError("result_expired", "The PDF of this job has expired (PDFs are kept 24 hours)");
+    }
+    if (job.status === "failed") throw new ApiError("job_failed");
+    if (job.status !== "completed") throw new ApiError("job_not_completed", `The job is ${job.status}; the PDF is not ready yet`);
+    if (job.pdf === null) throw new Error(`pdf job ${id} is completed but has no PDF`);
+    return job.pdf;
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The safety net of the async jobs (decision J-1): every 30 seconds, one
+ * worker looks for unfinished jobs that no Agenda job will run and queues
+ * one for each. A job and its Agenda job are written in one transaction,
+ * and a worker that stops hands its job over, so normally there are none;
+ * this covers the rest (a run Agenda dropped, a shutdown that ran out of
+ * time, agenda_jobs rows removed by hand). Runs are idempotent, so queuing
+ * one too many is harmless.
+ */
+import { hostname } from "node:os";
+import { enqueueJob, findOrphanedJobs, touchJob } from "../store/jobs.js";
+import type { JobKind } from "./types.js";
+
+/** Left alone for this long first, so a job between two steps of its run is not taken for an orphan. */
+export const ORPHAN_AFTER_SECONDS = 30;
+const BATCH = 100;
+const SOURCE = `${hostname()}:${process.pid}`;
+
+export const jobSweepJob: JobKind = {
+  name: "job-sweep",
+  every: "30 seconds",
+  lockLifetimeMs: 30_000,
+  async run(run, { db, clock }) {
+    const orphans = await findOrphanedJobs(db, clock.now() - ORPHAN_AFTER_SECONDS * 1_000_000, BATCH);
+    for (const job of orphans) {
+      if (run.signal.aborted) return;
+      await db.transaction(async () => {
+        await touchJob(db, job.id, clock.now());
+        await enqueueJob(db, job.kind, job.id, SOURCE);
+      });
+    }
+    if (orphans.length > 0) run.logger.warn({ jobs: orphans.map((j) => j.id) }, "re-queued jobs that had no Agenda job");
+  },
+};

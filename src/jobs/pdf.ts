@@ -1,0 +1,22 @@
+/**
+ * Renders a pdf job's document (decision J-2): the input becomes one HTML
+ * document (src/pdf/document.ts: Markdown converted and sanitised, extra CSS
+ * last) and this process's Chromium prints it (src/pdf/renderer.ts). The PDF
+ * is stored with the job; the result is its download path.
+ */
+import { JobFailure } from "../domain/job-failure.js";
+import { buildDocument } from "../pdf/document.js";
+import type { PdfInput } from "../pdf/input.js";
+import { asyncJobKind } from "./async-job.js";
+
+export const pdfJob = asyncJobKind({
+  kind: "pdf",
+  // As many Agenda runs as the renderer takes at once, so queued jobs stay
+  // unlocked for other workers rather than waiting here.
+  concurrency: (deps) => deps.pdf?.concurrency ?? 1,
+  async process(input: PdfInput, { jobId, signal }, { pdf }) {
+    if (!pdf) throw new JobFailure("pdf_renderer_unavailable", "This worker has no PDF renderer", true);
+    const document = buildDocument(input);
+    return { result: { url: `/v1/pdf/${jobId}` }, pdf: await pdf.render(document, signal) };
+  },
+});

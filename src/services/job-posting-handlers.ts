@@ -1,0 +1,15 @@
+/** POST /v1/jobs/parse (decision J-3): validated (422s, then 503 llm_not_configured), then queued. */
+import type { AsyncJobs } from "../domain/jobs.js";
+import { validateParseRequest } from "../parsing/input.js";
+import { callerOf } from "../server/rpc/context.js";
+import type { JobHandlers } from "./job-service.js";
+
+export function jobPostingJobHandlers(jobs: AsyncJobs, options: { llmConfigured: boolean }): JobHandlers {
+  return {
+    async createJobPostingParseJob(request, ctx) {
+      const input = validateParseRequest(request, options);
+      const jobId = await jobs.submit(callerOf(ctx), "job_posting", { ...input });
+      return { jobId: BigInt(jobId) };
+    },
+  };
+}

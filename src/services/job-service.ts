@@ -1,0 +1,106 @@
+/**
+ * JobService handlers (decisions J-1, J-2, A5): the job record and the PDF
+ * download, shared by every kind, and the PDF submission. The other kinds'
+ * submissions plug in beside it in jobService() (one handler set per kind,
+ * each validating its request and calling AsyncJobs.submit).
+ */
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { hostname } from "node:os";
+import { JobKind, JobStatus, type JobSchema } from "../../gen/agentbus/v1/job_pb.js";
+import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
+import type { Config } from "../config.js";
+import { ApiError } from "../domain/errors.js";
+import { AsyncJobs } from "../domain/jobs.js";
+import { toProtoTimestamp, type Clock } from "../domain/time.js";
+import { RESULT_SCHEMAS } from "../jobs/async-job.js";
+import { validatePdfRequest } from "../pdf/input.js";
+import { chromiumAvailable } from "../pdf/renderer.js";
+import { callerOf } from "../server/rpc/context.js";
+import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import type { Db } from "../store/db.js";
+import type { JobKindName, JobRecord, JobStatusName } from "../store/jobs.js";
+import { jobPostingJobHandlers } from "./job-posting-handlers.js";
+import { transcriptJobHandlers } from "./transcript-handlers.js";
+
+export type JobHandlers = Partial<ServiceImpl<typeof JobService>>;
+
+const KINDS: Record<JobKindName, JobKind> = { pdf: JobKind.PDF, job_posting: JobKind.JOB_POSTING, transcript: JobKind.TRANSCRIPT };
+const STATUSES: Record<JobStatusName, JobStatus> = {
+  queued: JobStatus.QUEUED,
+  processing: JobStatus.PROCESSING,
+  completed: JobStatus.COMPLETED,
+  failed: JobStatus.FAILED,
+};
+
+/** The `result` oneof of a job: the stored result message under the kind's case. */
+function renderResult(job: JobRecord): MessageInitShape<typeof JobSchema>["result"] {
+  if (job.result === null) return { case: undefined };
+  // Stored by this service from the same messages; unknown fields would only come from a newer version.
+  const options = { ignoreUnknownFields: true };
+  switch (job.kind) {
+    case "pdf":
+      return { case: "pdf", value: fromJson(RESULT_SCHEMAS.pdf, job.result, options) };
+    case "job_posting":
+      return { case: "jobPosting", value: fromJson(RESULT_SCHEMAS.job_posting, job.result, options) };
+    case "transcript":
+      return { case: "transcript", value: fromJson(RESULT_SCHEMAS.transcript, job.result, options) };
+  }
+}
+
+/** The Job of decision J-1: every field present, `result` and `error` null until set. */
+export function renderJob(job: JobRecord): MessageInitShape<typeof JobSchema> {
+  return {
+    jobId: BigInt(job.id),
+    kind: KINDS[job.kind],
+    status: STATUSES[job.status],
+    result: renderResult(job),
+    error: job.error ?? undefined,
+    createdAt: toProtoTimestamp(job.createdAt),
+    updatedAt: toProtoTimestamp(job.updatedAt),
+    completedAt: job.completedAt === null ? undefined : toProtoTimestamp(job.completedAt),
+    expiresAt: job.expiresAt === null ? undefined : toProtoTimestamp(job.expiresAt),
+  };
+}
+
+/** GET /jobs/{job_id} and the PDF download: what every kind shares. */
+export function jobHandlers(jobs: AsyncJobs): JobHandlers {
+  return {
+    async getJob(request, ctx) {
+      return renderJob(await jobs.get(callerOf(ctx), request.jobId));
+    },
+
+    async downloadPdf(request, ctx) {
+      const pdf = await jobs.pdf(callerOf(ctx), request.jobId);
+      ctx.responseHeader.set("Content-Disposition", `inline; filename="job-${request.jobId}.pdf"`);
+      // The caller's own document: no shared cache may keep it.
+      ctx.responseHeader.set("Cache-Control", "private, no-store");
+      return { contentType: "application/pdf", data: pdf };
+    },
+  };
+}
+
+/** POST /v1/pdf/generate. */
+export function pdfJobHandlers(jobs: AsyncJobs, options: { chromiumPath: string }): JobHandlers {
+  return {
+    async createPdfJob(request, ctx) {
+      const input = validatePdfRequest(request);
+      // Checked after the input (bad input is never answered with a 5xx, E3).
+      if (!(await chromiumAvailable(options.chromiumPath))) {
+        throw new ApiError("pdf_renderer_unavailable");
+      }
+      const jobId = await jobs.submit(callerOf(ctx), "pdf", { ...input });
+      return { jobId: BigInt(jobId) };
+    },
+  };
+}
+
+export function jobService(deps: { db: Db; clock: Clock; config: Config }): ServiceEntry {
+  const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`);
+  return serviceEntry(JobService, {
+    ...jobHandlers(jobs),
+    ...pdfJobHandlers(jobs, { chromiumPath: deps.config.chromiumPath }),
+    ...jobPostingJobHandlers(jobs, { llmConfigured: deps.config.openaiApiKey !== undefined }),
+    ...transcriptJobHandlers(jobs, { videoBaseUrl: deps.config.videoBaseUrl }),
+  });
+}

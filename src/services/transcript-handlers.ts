@@ -1,0 +1,15 @@
+/** POST /v1/video/transcript and /v1/youtube/transcript (decision J-4): the video id and language checked, then queued. */
+import type { AsyncJobs } from "../domain/jobs.js";
+import { callerOf } from "../server/rpc/context.js";
+import { validateTranscriptRequest } from "../transcripts/input.js";
+import type { JobHandlers } from "./job-service.js";
+
+export function transcriptJobHandlers(jobs: AsyncJobs, options: { videoBaseUrl: string }): JobHandlers {
+  return {
+    async createTranscriptJob(request, ctx) {
+      const input = validateTranscriptRequest(request, options);
+      const jobId = await jobs.submit(callerOf(ctx), "transcript", { ...input });
+      return { jobId: BigInt(jobId) };
+    },
+  };
+}
