@@ -11,10 +11,13 @@ export interface Clock {
   now(): Micros;
 }
 
-const performanceOrigin = Math.round(performance.timeOrigin * 1000);
-
+/**
+ * Wall-clock time, as the database's clock_timestamp() sees it on the same
+ * host (the monotonic performance clock drifts away from it over hours), with
+ * the sub-millisecond part taken from the high-resolution timer.
+ */
 export const systemClock: Clock = {
-  now: () => performanceOrigin + Math.floor(performance.now() * 1000),
+  now: () => Date.now() * 1000 + (Math.floor(performance.now() * 1000) % 1000),
 };
 
 export const MICROS_PER_SECOND = 1_000_000;

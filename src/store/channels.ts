@@ -124,9 +124,10 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
                              pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
                              max_writes_per_minute, created_at, updated_at)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, stamp.at, stamp.at FROM stamp
-       RETURNING id
+       RETURNING id, created_at
      ), member AS (
-       INSERT INTO channel_members (channel_id, key_id) SELECT id, $7 FROM created
+       -- The owner's membership dates from the channel's creation, so it lists first.
+       INSERT INTO channel_members (channel_id, key_id, granted_at) SELECT id, $7, created_at FROM created
      ), links AS (
        INSERT INTO channel_links (channel_id, related_channel_id)
        SELECT created.id, r.id FROM created JOIN channels r ON r.id = ANY($16::uuid[])
