@@ -99,7 +99,9 @@ const schema = z.object({
   // Debian's chromium package; PDF submissions answer 503 when nothing is there (J-2).
   AGENTBUS_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
   // Pages rendered at once per worker process. Rendering is CPU-bound (layout
-  // and PDF painting in Chromium's renderer), so about one per core.
+  // and PDF painting in Chromium's renderer), so about one per core: on 2 cores,
+  // 2 already keeps both busy (3 adds 10–20 % throughput, 4 nothing more), and
+  // `agentbus serve` shares them with the API and PostgreSQL.
   AGENTBUS_PDF_CONCURRENCY: positiveInt.max(64).default(2),
   // One render (load, layout, print); longer fails the job with pdf_render_timeout.
   AGENTBUS_PDF_TIMEOUT_MS: positiveInt.max(600_000).default(30_000),

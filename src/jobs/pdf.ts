@@ -16,7 +16,7 @@ export const pdfJob = asyncJobKind({
   concurrency: (deps) => deps.pdf?.concurrency ?? 1,
   async process(input: PdfInput, { jobId, signal }, { pdf }) {
     if (!pdf) throw new JobFailure("pdf_renderer_unavailable", "This worker has no PDF renderer", true);
-    const document = buildDocument(input);
+    const document = await buildDocument(input, (markdown) => pdf.markdown.convert(markdown));
     return { result: { url: `/v1/pdf/${jobId}` }, pdf: await pdf.render(document, signal) };
   },
 });

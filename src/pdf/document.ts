@@ -24,7 +24,9 @@ import { Marked } from "marked";
 import sanitizeHtml from "sanitize-html";
 import type { PdfInput } from "./input.js";
 
-const marked = new Marked({ gfm: true, async: false });
+/** marked's options (here and on the Markdown thread, src/pdf/markdown.ts). */
+export const MARKED_OPTIONS = { gfm: true, async: false } as const;
+const marked = new Marked(MARKED_OPTIONS);
 
 /** Values of the style properties Markdown may set inline: keywords, lengths, colours; never url(). */
 const KEYWORD = /^[a-z-]+$/i;
@@ -32,7 +34,8 @@ const LENGTH = /^-?\d+(\.\d+)?(px|pt|pc|em|rem|ex|ch|%|mm|cm|in)?$/i;
 const COLOR = [/^#[0-9a-f]{3,8}$/i, /^(rgb|rgba|hsl|hsla)\(\s*[\d.%\s,/]+\)$/i, KEYWORD];
 const BREAK = [/^(auto|always|avoid|left|right|page|recto|verso|column|avoid-page|avoid-column)$/i];
 
-const SANITIZE: sanitizeHtml.IOptions = {
+/** sanitize-html's options (here and on the Markdown thread): plain data, so they reach a worker thread intact. */
+export const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: [
     ...sanitizeHtml.defaults.allowedTags,
     "img", "del", "ins", "input", "details", "summary",
@@ -106,9 +109,13 @@ a { color: #0645ad; }
 hr { border: 0; border-top: 1px solid #ccc; margin: 1.2em 0; }
 `;
 
-/** Markdown → sanitised HTML (the body of the document). */
+/**
+ * Markdown → sanitised HTML (the body of the document), on the calling
+ * thread. The worker uses MarkdownConverter (markdown.ts), which runs exactly
+ * this on a thread of its own.
+ */
 export function markdownToSafeHtml(markdown: string): string {
-  return sanitizeHtml(marked.parse(markdown, { async: false }), SANITIZE);
+  return sanitizeHtml(marked.parse(markdown, { async: false }), SANITIZE_OPTIONS);
 }
 
 /** CSS text that cannot close the <style> element it is placed in. */
@@ -116,13 +123,13 @@ export function styleElement(css: string): string {
   return css === "" ? "" : `<style>${css.replace(/</g, "\\3c ")}</style>`;
 }
 
-/** The complete HTML document of a pdf job. */
-export function buildDocument(input: PdfInput): string {
+/** The complete HTML document of a pdf job; `toHtml` turns Markdown into sanitised HTML. */
+export async function buildDocument(input: PdfInput, toHtml: (markdown: string) => Promise<string> | string = markdownToSafeHtml): Promise<string> {
   const extra = styleElement(input.css);
   if (input.format === "markdown") {
     return (
       `<!DOCTYPE html><html><head><meta charset="utf-8"><style>${MARKDOWN_CSS}</style>${extra}</head>` +
-      `<body>${markdownToSafeHtml(input.content)}</body></html>`
+      `<body>${await toHtml(input.content)}</body></html>`
     );
   }
   // After the end of the document the parser puts it into <body>, where it

@@ -38,6 +38,7 @@ import puppeteer, { TimeoutError, type Browser, type HTTPRequest, type Page } fr
 import type { Config } from "../config.js";
 import { JobFailure } from "../domain/job-failure.js";
 import type { Logger } from "../logger.js";
+import { MarkdownConverter } from "./markdown.js";
 
 /** A rendered PDF larger than this fails the job (pdf_too_large): it is kept in the database for 24 hours. */
 export const MAX_PDF_BYTES = 64 * 1024 * 1024;
@@ -96,6 +97,8 @@ export class PdfRenderer {
   private closed = false;
   private documents = 0;
   private readonly logger: Logger;
+  /** Markdown → sanitised HTML off the event loop, shut down with the browser. */
+  readonly markdown: MarkdownConverter;
 
   /** The renderer of a worker process, as configured (AGENTBUS_CHROMIUM_PATH, AGENTBUS_PDF_*). */
   static fromConfig(config: Config, logger: Logger): PdfRenderer {
@@ -109,6 +112,7 @@ export class PdfRenderer {
 
   constructor(private readonly options: PdfRendererOptions) {
     this.slots = new Semaphore(options.concurrency);
+    this.markdown = new MarkdownConverter(options.timeoutMs);
     this.logger = options.logger.child({ component: "pdf-renderer" });
   }
 
@@ -141,6 +145,7 @@ export class PdfRenderer {
   /** Closes the browser (killed after CLOSE_TIMEOUT_MS); later renders fail. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    await this.markdown.close();
     const browser = await this.launching?.catch(() => undefined);
     this.launching = undefined;
     this.browser = undefined;

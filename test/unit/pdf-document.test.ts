@@ -4,6 +4,7 @@ import { PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { ApiError } from "../../src/domain/errors.js";
 import { buildDocument, markdownToSafeHtml, styleElement } from "../../src/pdf/document.js";
 import { MAX_PDF_SOURCE_BYTES, validatePdfRequest } from "../../src/pdf/input.js";
+import { MarkdownConverter } from "../../src/pdf/markdown.js";
 
 describe("markdownToSafeHtml", () => {
   it("keeps Markdown formatting: headings, GFM tables with alignment, lists, code, task lists", () => {
@@ -56,10 +57,10 @@ describe("styleElement and buildDocument", () => {
     expect(styleElement("")).toBe("");
   });
 
-  it("puts the extra css after the HTML document, and after the default stylesheet for Markdown", () => {
-    expect(buildDocument({ format: "html", content: "<p>x</p>", css: "p{color:red}" })).toBe("<p>x</p>\n<style>p{color:red}</style>");
-    expect(buildDocument({ format: "html", content: "<p>x</p>", css: "" })).toBe("<p>x</p>");
-    const md = buildDocument({ format: "markdown", content: "# x", css: "h1{color:red}" });
+  it("puts the extra css after the HTML document, and after the default stylesheet for Markdown", async () => {
+    expect(await buildDocument({ format: "html", content: "<p>x</p>", css: "p{color:red}" })).toBe("<p>x</p>\n<style>p{color:red}</style>");
+    expect(await buildDocument({ format: "html", content: "<p>x</p>", css: "" })).toBe("<p>x</p>");
+    const md = await buildDocument({ format: "markdown", content: "# x", css: "h1{color:red}" });
     expect(md.startsWith("<!DOCTYPE html>")).toBe(true);
     expect(md.indexOf("<style>h1{color:red}</style>")).toBeGreaterThan(md.indexOf("@page"));
     expect(md).toContain("<h1>x</h1>");
@@ -86,5 +87,55 @@ describe("validatePdfRequest", () => {
     expect(code(() => validatePdfRequest({ content: "\n ", format: PdfFormat.HTML }))).toBe("invalid_string");
     expect(code(() => validatePdfRequest({ content: "x", format: 9 as PdfFormat }))).toBe("invalid_format");
     expect(code(() => validatePdfRequest({ content: "x".repeat(MAX_PDF_SOURCE_BYTES), css: "y", format: PdfFormat.HTML }))).toBe("payload_too_large");
+  });
+});
+
+describe("MarkdownConverter", () => {
+  const sample = '# T\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n<script>x()</script><img src="https://e.x/y.png"><div style="break-before: page; background: url(x)">p</div>';
+
+  it("gives exactly what markdownToSafeHtml gives, on a thread of its own", async () => {
+    const converter = new MarkdownConverter(10_000);
+    try {
+      expect(await converter.convert(sample)).toBe(markdownToSafeHtml(sample));
+      const many = await Promise.all(Array.from({ length: 5 }, (_, i) => converter.convert(`## n${i}`)));
+      expect(many).toEqual(Array.from({ length: 5 }, (_, i) => `<h2>n${i}</h2>\n`));
+    } finally {
+      await converter.close();
+    }
+  });
+
+  it("keeps the event loop free while it converts a large document", async () => {
+    const converter = new MarkdownConverter(60_000);
+    try {
+      await converter.convert("warm up");
+      const big = Array.from({ length: 20_000 }, (_, i) => `Paragraph ${i} with **bold**, \`code\` and a [link](https://example.com/${i}).\n`).join("\n");
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 5);
+      const started = performance.now();
+      const html = await converter.convert(big);
+      const ms = performance.now() - started;
+      clearInterval(timer);
+      expect(html).toContain("Paragraph 19999");
+      // A blocked loop would tick once at the end; a free one ticks all along.
+      expect(ticks).toBeGreaterThan(Math.min(10, ms / 20));
+    } finally {
+      await converter.close();
+    }
+  });
+
+  it("ends a conversion past its deadline with pdf_render_timeout, restarts the thread, and works again", async () => {
+    const converter = new MarkdownConverter(10_000);
+    try {
+      await converter.convert("warm up");
+      const big = "word ".repeat(400_000);
+      const stuck = converter.convert(big, 1);
+      const behind = converter.convert("waiting behind it");
+      await expect(stuck).rejects.toMatchObject({ code: "pdf_render_timeout", retryable: false });
+      // What waited behind it is retried by its job.
+      await expect(behind).rejects.toMatchObject({ code: "pdf_render_failed", retryable: true });
+      expect(await converter.convert("ok")).toBe("<p>ok</p>\n");
+    } finally {
+      await converter.close();
+    }
   });
 });
