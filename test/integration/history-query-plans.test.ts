@@ -8,6 +8,7 @@ import { formatTimestamp, systemClock } from "../../src/domain/time.js";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
 import { EXPIRED_CANDIDATES_SQL, EXPIRED_HISTORY_SQL, EXPIRED_IDEMPOTENCY_SQL } from "../../src/store/purge.js";
 import { createTestDatabase } from "../support/database.js";
+import { explainPlans } from "../support/query-plans.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let channelId: string;
@@ -58,23 +59,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** EXPLAIN of sql as a custom plan and as the generic plan a prepared statement switches to. */
-async function plans(sql: string, params: unknown[]): Promise<string[]> {
-  const custom = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
-  const client = await db.pool.connect();
-  try {
-    await client.query("SET plan_cache_mode = force_generic_plan");
-    await client.query(`PREPARE planned AS ${sql}`);
-    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
-    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
-    await client.query("DEALLOCATE planned");
-    const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");
-    return [text(custom.rows), text(generic.rows)];
-  } finally {
-    await client.query("RESET plan_cache_mode");
-    client.release();
-  }
-}
+const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
 
 const now = () => formatTimestamp(systemClock.now());
 

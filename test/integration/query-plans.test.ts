@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/domain/time.js";
 import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
 import { createTestDatabase } from "../support/database.js";
+import { explainPlans } from "../support/query-plans.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let channelId: string;
@@ -46,27 +47,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/**
- * The plans PostgreSQL may pick: a custom plan for these values, and the
- * generic plan a prepared statement switches to after a few executions (the
- * service prepares its hot statements).
- */
-async function plans(sql: string, params: unknown[]): Promise<string[]> {
-  const custom = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
-  const client = await db.pool.connect();
-  try {
-    await client.query("SET plan_cache_mode = force_generic_plan");
-    await client.query(`PREPARE planned AS ${sql}`);
-    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
-    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
-    await client.query("DEALLOCATE planned");
-    const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");
-    return [text(custom.rows), text(generic.rows)];
-  } finally {
-    await client.query("RESET plan_cache_mode");
-    client.release();
-  }
-}
+const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
 
 const now = () => formatTimestamp(systemClock.now());
 

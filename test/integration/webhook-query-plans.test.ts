@@ -8,6 +8,7 @@ import { formatTimestamp, systemClock } from "../../src/domain/time.js";
 import { OLD_WEBHOOK_DELIVERIES_SQL } from "../../src/store/purge.js";
 import { CLAIM_SQL, DELIVERY_LOG_SQL } from "../../src/store/webhooks.js";
 import { createTestDatabase } from "../support/database.js";
+import { explainPlans } from "../support/query-plans.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let channelId: string;
@@ -56,23 +57,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function plans(sql: string, params: unknown[]): Promise<string[]> {
-  const client = await db.pool.connect();
-  try {
-    await client.query("BEGIN");
-    const custom = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
-    await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
-    await client.query(`PREPARE planned AS ${sql}`);
-    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
-    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
-    const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");
-    return [text(custom.rows), text(generic.rows)];
-  } finally {
-    await client.query("ROLLBACK");
-    await client.query("DEALLOCATE ALL");
-    client.release();
-  }
-}
+const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
 
 const now = () => formatTimestamp(systemClock.now());
 

@@ -1,0 +1,23 @@
+/**
+ * EXPLAIN of a statement as PostgreSQL may run it: a custom plan for these
+ * values, and the generic plan a prepared statement switches to after a few
+ * executions (the service prepares its hot statements).
+ */
+import type pg from "pg";
+
+export async function explainPlans(pool: pg.Pool, sql: string, params: unknown[]): Promise<string[]> {
+  const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");
+  const custom = await pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
+  const client = await pool.connect();
+  try {
+    await client.query("SET plan_cache_mode = force_generic_plan");
+    await client.query(`PREPARE planned AS ${sql}`);
+    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
+    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
+    await client.query("DEALLOCATE planned");
+    return [text(custom.rows), text(generic.rows)];
+  } finally {
+    await client.query("RESET plan_cache_mode");
+    client.release();
+  }
+}
