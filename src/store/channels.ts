@@ -5,6 +5,7 @@ import type { ChannelResource, ChannelSummary, NewChannel, RelatedChannelRef } f
 import type { JsonValue } from "../domain/errors.js";
 import { formatTimestamp, type Micros } from "../domain/time.js";
 import type { Db } from "./db.js";
+import { isUuid } from "../domain/ids.js";
 
 export interface ChannelRow {
   id: string;
@@ -56,13 +57,11 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** PostgreSQL text cannot hold U+0000: such an identifier names nothing (and must not reach a query). */
 export const hasNul = (text: string): boolean => text.includes("\u0000");
 
-/** True when text can be compared with a uuid column without a cast error. */
-export const isUuid = (text: string): boolean => UUID.test(text);
+// One definition of the id shape, in the domain; re-exported for the other stores.
+export { isUuid };
 
 /** Finds a channel by id, else by alias, with the caller's membership; undefined when none. */
 export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
