@@ -12,7 +12,7 @@ import { createClient, parseClientKind } from "./http.js";
 import { pdfJobs, pdfLog, type PdfReport } from "./pdf.js";
 import { PgProfiler } from "./pgprofile.js";
 import { creates, lists, webhooks, workQueue, type Settings } from "./scenarios.js";
-import { wakeLatency, type WakeResult } from "./wake.js";
+import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
@@ -150,7 +150,7 @@ async function main(): Promise<number> {
         tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
         webhooks: wh && wh.after_response.p50_ms !== null ? wh.after_response.p50_ms <= TARGETS.webhook_p50_ms : null,
-        wake: wk ? wk.every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
+        wake: wk ? wk.filter((w) => w.bus !== FLOOR).every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
       },
     });
     const others = [c?.cpu, l?.cpu, q?.cpu, wh?.cpu].map((x) => x?.other_pct ?? 0);

@@ -6,8 +6,9 @@
  * each on its own freshly started service.
  */
 import { spawn, spawnSync } from "node:child_process";
-import http from "node:http";
 import net from "node:net";
+import { fileURLToPath } from "node:url";
+import { createClient, parseClientKind } from "./http.js";
 import { startServer } from "./server.js";
 import { Latencies } from "./stats.js";
 
@@ -22,45 +23,38 @@ export interface WakeResult {
   empty_or_failed: number;
 }
 
+const WARMUP_ROUNDS = 2;
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function request(agent: http.Agent, base: URL, method: string, path: string, key: string, body?: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { agent, host: base.hostname, port: base.port, method, path, headers: { "X-API-Key": key, "Content-Type": "application/json" } },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
 async function measure(url: string, bus: string, waiters: number, rounds: number): Promise<WakeResult> {
-  const base = new URL(url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: waiters + 8 });
+  // The raw client costs the least CPU per response (bench/http.ts), and the
+  // client shares the cores with the service: a slow client would be measured
+  // as slow wake-ups. The writer has its own connection so its create never
+  // queues behind a waiter's.
+  const kind = parseClientKind(process.env.BENCH_CLIENT);
+  const pollers = createClient(kind, url, waiters);
+  const writer = createClient(kind, url, 1);
   try {
-    const minted = await request(agent, base, "POST", "/v1/keys", "", JSON.stringify({ agent_label: `wake-${Date.now()}` }));
-    const key = (JSON.parse(minted.text) as { key: string }).key;
-    const created = await request(agent, base, "POST", "/v1/channels", key, JSON.stringify({ name: "wake", mode: "broadcast", discoverable: false }));
-    const channel = (JSON.parse(created.text) as { id: string }).id;
+    const json = { "content-type": "application/json" };
+    const minted = await writer.request("POST", "/v1/keys", JSON.stringify({ agent_label: `wake-${Date.now()}` }), json);
+    const key = (JSON.parse(minted.body) as { key: string }).key;
+    const auth = { "x-api-key": key };
+    const created = await writer.request("POST", "/v1/channels", JSON.stringify({ name: "wake", mode: "broadcast", discoverable: false }), { ...json, ...auth });
+    const channel = (JSON.parse(created.body) as { id: string }).id;
     const post = async (n: number) => {
-      const res = await request(agent, base, "POST", `/v1/channels/${channel}/messages`, key, JSON.stringify({ content: `wake ${n}` }));
-      return { answeredAt: performance.now(), cursor: (JSON.parse(res.text) as { next_cursor: string }).next_cursor };
+      const res = await writer.request("POST", `/v1/channels/${channel}/messages`, JSON.stringify({ content: `wake ${n}` }), { ...json, ...auth });
+      return { answeredAt: performance.now(), cursor: (JSON.parse(res.body) as { next_cursor: string }).next_cursor };
     };
     let cursor = (await post(0)).cursor;
     const latencies = new Latencies();
     let failed = 0;
-    for (let round = 1; round <= rounds; round++) {
+    // Unmeasured rounds first: the first wake-ups run cold code (JIT) and grow the heap.
+    for (let round = 1 - WARMUP_ROUNDS; round <= rounds; round++) {
       const path = `/v1/channels/${channel}/messages?since=${encodeURIComponent(cursor)}&wait=20`;
       const arrivals = Array.from({ length: waiters }, () =>
-        request(agent, base, "GET", path, key).then(
-          (res) => ({ at: performance.now(), ok: res.status === 200 && (JSON.parse(res.text) as { data: unknown[] }).data.length === 1 }),
+        pollers.request("GET", path, undefined, auth).then(
+          (res) => ({ at: performance.now(), ok: res.status === 200 && res.body.includes('"data":[{') }),
           () => ({ at: performance.now(), ok: false }),
         ),
       );
@@ -68,15 +62,25 @@ async function measure(url: string, bus: string, waiters: number, rounds: number
       await sleep(round === 1 ? 1500 : 600);
       const { answeredAt, cursor: next } = await post(round);
       cursor = next;
-      for (const a of await Promise.all(arrivals)) {
-        if (a.ok) latencies.add(Math.max(0, a.at - answeredAt));
-        else failed++;
+      const answers = await Promise.all(arrivals);
+      if (round < 1) continue;
+      const roundLatencies = new Latencies();
+      for (const a of answers) {
+        if (!a.ok) {
+          failed++;
+          continue;
+        }
+        latencies.add(Math.max(0, a.at - answeredAt));
+        roundLatencies.add(Math.max(0, a.at - answeredAt));
       }
+      const r = roundLatencies.summary();
+      log(`wake (${bus}) round ${round}: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms`);
     }
     const s = latencies.summary();
     return { bus, waiters, rounds, samples: s.count, p50_ms: s.p50_ms, p99_ms: s.p99_ms, max_ms: s.max_ms, empty_or_failed: failed };
   } finally {
-    agent.destroy();
+    await pollers.close();
+    await writer.close();
   }
 }
 
@@ -91,7 +95,30 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Runs the scenario on each available bus; skips Redis when redis-server is not installed. */
+/** The same measurement against bench/wake-floor.ts: what Node's HTTP server alone costs here. */
+async function floorLatency(waiters: number, rounds: number): Promise<WakeResult> {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./wake-floor.ts", import.meta.url))], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, NODE_OPTIONS: "" },
+  });
+  try {
+    const port = await new Promise<string>((resolve, reject) => {
+      child.once("error", reject);
+      child.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim()));
+    });
+    log(`wake: ${waiters} waiters × ${rounds} rounds against the floor (bare node:http, no service)`);
+    const result = await measure(`http://127.0.0.1:${port}`, FLOOR, waiters, rounds);
+    log(`wake (${FLOOR}): p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms over ${result.samples} wake-ups`);
+    return result;
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+/** The `bus` of the floor measurement, which is not the service. */
+export const FLOOR = "floor:bare-node-http";
+
+/** Runs the floor, then the scenario on each available bus; skips Redis when redis-server is not installed. */
 export async function wakeLatency(waiters: number, rounds: number): Promise<WakeResult[]> {
   const results: WakeResult[] = [];
   const buses: Array<[string, () => Promise<{ env: NodeJS.ProcessEnv; stop: () => void } | undefined>]> = [
@@ -107,6 +134,7 @@ export async function wakeLatency(waiters: number, rounds: number): Promise<Wake
       },
     ],
   ];
+  results.push(await floorLatency(waiters, rounds));
   for (const [bus, prepare] of buses) {
     const prepared = await prepare();
     if (!prepared) {

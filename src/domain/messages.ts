@@ -71,6 +71,11 @@ export interface Page {
   data: MessageRecord[];
   limit: number;
   nextCursor: string | null;
+  /**
+   * The page came from a re-read shared by the long-polls one wake-up
+   * released: they all get this same page (and `data` array).
+   */
+  shared: boolean;
 }
 
 export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
@@ -162,7 +167,12 @@ export class Messages {
       throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
     }
     const channel = await this.usableChannel(caller, identifier);
-    const data = await readOrWait((delivery) => this.readPage(channel.id, since, limit, input.status, delivery), {
+    let sharedRead = false;
+    const read = (delivery?: number) => {
+      sharedRead = delivery !== undefined;
+      return this.readPage(channel.id, since, limit, input.status, delivery);
+    };
+    const data = await readOrWait(read, {
       bus: this.options.bus,
       channelId: channel.id,
       waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
@@ -170,7 +180,8 @@ export class Messages {
       signal: input.signal,
     });
     const last = data[data.length - 1];
-    return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null) };
+    // An empty page echoes the caller's own cursor text, so only a non-empty one is the same for all.
+    return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null), shared: sharedRead && last !== undefined };
   }
 
   /**

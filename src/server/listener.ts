@@ -97,7 +97,11 @@ export async function listen(options: ListenOptions): Promise<Listener> {
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host, () => {
+    // Node's default backlog (511) drops connection attempts when more agents
+    // than that connect at once (a fleet of long-polls reconnecting after a
+    // deploy): they then wait out SYN retries of 1 s and more. The kernel caps
+    // it at net.core.somaxconn.
+    server.listen({ port: options.port, host: options.host, backlog: 4096 }, () => {
       server.off("error", reject);
       resolve();
     });

@@ -4,11 +4,15 @@ import {
   ClaimStatus,
   MessageService,
   MessageStatus,
+  type ListMessagesResponseSchema,
 } from "../../gen/agentbus/v1/message_service_pb.js";
-import type { Messages } from "../domain/messages.js";
-import { formatTimestamp, toProtoTimestamp, type Clock } from "../domain/time.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageRecord } from "../domain/message.js";
+import type { Messages, Page } from "../domain/messages.js";
+import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../domain/time.js";
 import { callerOf, streamOpenKey } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { shareResponse } from "../server/rpc/shared-response.js";
 import { renderMessage } from "./render-message.js";
 
 const claimStatus = {
@@ -17,10 +21,20 @@ const claimStatus = {
   already_acknowledged: ClaimStatus.ALREADY_ACKNOWLEDGED,
 } as const;
 
+type ListMessagesResponseShape = MessageInitShape<typeof ListMessagesResponseSchema>;
+
+function renderPage(page: Page, now: Micros): ListMessagesResponseShape {
+  return { data: page.data.map((m) => renderMessage(m, now)), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+}
+
 const filterOf = (status: MessageStatus) =>
   status === MessageStatus.UNCLAIMED ? "unclaimed" : status === MessageStatus.CLAIMED ? "claimed" : "all";
 
 export function messageService(messages: Messages, clock: Clock): ServiceEntry {
+  // Long-polls woken by one delivery share one read (Messages.readPage), so
+  // they get the same page array; they share its rendering too.
+  const sharedPages = new WeakMap<readonly MessageRecord[], ListMessagesResponseShape>();
+
   return serviceEntry(MessageService, {
     async createMessage(req, ctx) {
       const { message, nextCursor } = await messages.create(callerOf(ctx), req.identifier, {
@@ -42,8 +56,13 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         wait: req.wait,
         signal: ctx.signal,
       });
-      const now = clock.now();
-      return { data: page.data.map((m) => renderMessage(m, now)), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+      if (!page.shared) return renderPage(page, clock.now());
+      let response = sharedPages.get(page.data);
+      if (response === undefined) {
+        response = shareResponse(renderPage(page, clock.now()));
+        sharedPages.set(page.data, response);
+      }
+      return response;
     },
 
     async *watchMessages(req, ctx) {

@@ -83,6 +83,26 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(2_900);
   });
 
+  it("gives waiters woken together the same page over REST and gRPC, each answer with its own request id", async () => {
+    const ch = await createChannel(server.url, key);
+    const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
+    const restWaiters = Array.from({ length: 20 }, () => poll(server, key, ch, "?since=0&wait=3"));
+    const grpcWaiters = Array.from({ length: 5 }, () => client.listMessages({ identifier: ch, since: "0", wait: 3 }, { headers: { "x-api-key": key } }));
+    await new Promise((r) => setTimeout(r, 300));
+    const posted = await postMessage(server.url, key, ch, { content: "together", metadata: { n: 1 } });
+    const restPages = await Promise.all(restWaiters);
+    for (const { value } of restPages) {
+      expect(value.body).toEqual(restPages[0]?.value.body);
+      expect(value.body.data.map((m) => [m.id, m.content])).toEqual([[posted.id, "together"]]);
+      expect(value.body.next_cursor).toBe(posted.created_at);
+    }
+    expect(new Set(restPages.map((p) => p.value.headers.get("x-request-id"))).size).toBe(20);
+    for (const page of await Promise.all(grpcWaiters)) {
+      expect(page.data.map((m) => [m.id, m.content, m.metadata])).toEqual([[posted.id, "together", { n: 1 }]]);
+      expect(page.nextCursor).toBe(posted.created_at);
+    }
+  });
+
   it("loses no wake-up when the message lands while the poll starts", async () => {
     for (let i = 0; i < 25; i++) {
       const ch = await createChannel(server.url, key);

@@ -13,6 +13,13 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 
+/**
+ * The reason a signal aborts with when its call ends normally: abort() with no
+ * reason builds a DOMException and its stack trace, a cost every long-poll
+ * (the one handler that listens) would pay on its way out.
+ */
+const CALL_ENDED = Object.freeze(Object.assign(new Error("the call has ended"), { name: "AbortError" }));
+
 export class RestCallContext implements HandlerContext {
   readonly protocolName = "rest";
   readonly responseHeader = new Headers();
@@ -66,6 +73,6 @@ export class RestCallContext implements HandlerContext {
     this.ended = true;
     if (this.controller === undefined) return;
     if (this.onShutdown !== undefined) this.shutdownSignal.removeEventListener("abort", this.onShutdown);
-    this.controller.abort();
+    this.controller.abort(CALL_ENDED);
   }
 }

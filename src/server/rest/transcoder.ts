@@ -12,6 +12,7 @@ import { ApiError } from "../../domain/errors.js";
 import { rulesOf } from "../rpc/method-rules.js";
 import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../rpc/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
+import { isSharedResponse } from "../rpc/shared-response.js";
 import { toRestError } from "../rpc/errors.js";
 import { RestCallContext } from "./call-context.js";
 import { decodeRequest } from "./json-codec.js";
@@ -45,9 +46,25 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
  * head and a string body, then the socket write would each copy it.
  */
 export function sendJsonText(res: NodeResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  const body = Buffer.from(text, "utf8");
+  sendJsonBody(res, status, Buffer.from(text, "utf8"), headers);
+}
+
+function sendJsonBody(res: NodeResponse, status: number, body: Buffer, headers: Record<string, string>): void {
   res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length });
   res.end(body);
+}
+
+const sharedBodies = new WeakMap<object, Buffer>();
+
+/** The REST JSON of a response; a shared response is serialised once (see shared-response.ts). */
+function jsonBodyOf(method: DescMethod, response: object): Buffer {
+  if (!isSharedResponse(response)) return Buffer.from(renderMessageJson(method.output, response), "utf8");
+  let body = sharedBodies.get(response);
+  if (body === undefined) {
+    body = Buffer.from(renderMessageJson(method.output, response), "utf8");
+    sharedBodies.set(response, body);
+  }
+  return body;
 }
 
 export function sendError(res: NodeResponse, err: ApiError, requestId: string, headers: Record<string, string> = {}): void {
@@ -167,7 +184,7 @@ export class RestTranscoder {
         res.writeHead(204, headers);
         res.end();
       } else {
-        sendJsonText(res, status, renderMessageJson(method.output, response), headers);
+        sendJsonBody(res, status, jsonBodyOf(method, response as object), headers);
       }
     } catch (err) {
       // The pipeline only throws ApiError; headers set before the failure still apply.
