@@ -7,7 +7,7 @@ import { setMaxListeners } from "node:events";
 import type pg from "pg";
 import { PgNotifyBus } from "./bus/pg-notify-bus.js";
 import { RedisBus } from "./bus/redis-bus.js";
-import type { WakeBus } from "./bus/wake-bus.js";
+import { LocalFanout, type WakeBus } from "./bus/wake-bus.js";
 import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
@@ -88,10 +88,17 @@ async function openStore(config: Config, logger: Logger, cleanups: Array<() => P
   return { pool, db: new Db(pool), url: database.url };
 }
 
-/** Redis pub/sub when REDIS_URL is set, else LISTEN/NOTIFY on the database (P3). */
+/**
+ * Redis pub/sub when REDIS_URL is set, else LISTEN/NOTIFY on the database (P3).
+ * With Redis, LISTEN/NOTIFY is also the fallback while Redis is unreachable
+ * (see redis-bus.ts): one more connection per process, idle while Redis works.
+ */
 function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, logger: Logger): WakeBus {
-  const onError = (err: Error) => logger.warn({ err, component: "wake-bus" }, "wake-up transport error; waiters fall back to their deadlines");
-  return config.redisUrl ? new RedisBus(config.redisUrl, onError) : new PgNotifyBus(pool, { connectionString: databaseUrl, onError });
+  const onError = (err: Error) => logger.warn({ err, component: "wake-bus" }, "wake-up transport error; wake-ups fall back to NOTIFY or a periodic re-read");
+  if (!config.redisUrl) return new PgNotifyBus(pool, { connectionString: databaseUrl, onError });
+  const fanout = new LocalFanout();
+  const fallback = new PgNotifyBus(pool, { connectionString: databaseUrl, onError, fanout });
+  return new RedisBus(config.redisUrl, onError, { fanout, fallback });
 }
 
 function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
@@ -123,6 +130,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     metrics.gauge("agentbus_db_pool_total_connections", "Open database connections.", () => pool.totalCount);
     metrics.gauge("agentbus_db_pool_idle_connections", "Idle database connections.", () => pool.idleCount);
     metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);
+    if (bus instanceof RedisBus) {
+      metrics.gauge("agentbus_wake_redis_connected", "1 while wake-ups arrive over Redis, 0 while they fall back.", () => (bus.connected ? 1 : 0));
+    }
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
     // pool, so stopped before it (cleanups run in reverse).

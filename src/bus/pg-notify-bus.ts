@@ -1,7 +1,8 @@
 /**
  * Wake-ups over PostgreSQL LISTEN/NOTIFY: no extra infrastructure, and it
  * still reaches every replica on the same database. One dedicated connection
- * listens; it reconnects with backoff if the database goes away.
+ * listens; it reconnects with backoff if the database goes away, then wakes
+ * every local waiter once to cover the NOTIFYs it missed.
  */
 import pg from "pg";
 import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
@@ -11,10 +12,16 @@ const TOPIC = "agentbus_wake";
 export interface PgNotifyBusOptions {
   connectionString: string;
   onError: (err: Error) => void;
+  /**
+   * The local fanout to deliver to; shared when this bus is the fallback of
+   * the Redis one, so both transports wake the same waiters with one
+   * sequence of delivery numbers.
+   */
+  fanout?: LocalFanout;
 }
 
 export class PgNotifyBus implements WakeBus {
-  private readonly fanout = new LocalFanout();
+  private readonly fanout: LocalFanout;
   private listener: pg.Client | undefined;
   private closed = false;
   private reconnectDelay = 100;
@@ -24,6 +31,7 @@ export class PgNotifyBus implements WakeBus {
     private readonly pool: pg.Pool,
     private readonly options: PgNotifyBusOptions,
   ) {
+    this.fanout = options.fanout ?? new LocalFanout();
     this.ready = this.connect();
   }
 
@@ -38,7 +46,12 @@ export class PgNotifyBus implements WakeBus {
 
   publish(channelId: string): void {
     this.fanout.deliver(channelId);
-    // Other processes learn through NOTIFY; our own echo is delivered again, harmlessly.
+    this.notify(channelId);
+  }
+
+  /** Tells the other processes only (the caller delivered locally). */
+  notify(channelId: string): void {
+    // Our own echo is delivered again, harmlessly.
     this.pool.query("SELECT pg_notify($1, $2)", [TOPIC, channelId]).catch((err: Error) => this.options.onError(err));
   }
 
@@ -55,7 +68,9 @@ export class PgNotifyBus implements WakeBus {
 
   private async connect(): Promise<void> {
     while (!this.closed) {
-      const client = new pg.Client({ connectionString: this.options.connectionString });
+      // keepAlive: a connection silently dropped by the network (no FIN)
+      // is noticed and replaced instead of listening to nothing for ever.
+      const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true, application_name: "agentbus-wake" });
       try {
         client.on("error", (err) => this.onLost(client, err));
         await client.connect();
@@ -84,7 +99,11 @@ export class PgNotifyBus implements WakeBus {
     this.options.onError(err);
     this.listener = undefined;
     void client.end().catch(() => {});
-    // Waiters that missed a wake-up meanwhile still end at their deadline and re-read.
-    void this.connect();
+    // NOTIFYs sent while nobody listened are lost: once listening again,
+    // every local waiter re-reads once, so nothing committed meanwhile waits
+    // for its deadline.
+    void this.connect().then(() => {
+      if (!this.closed) this.fanout.deliverAll();
+    });
   }
 }

@@ -1,33 +1,86 @@
 /**
  * Wake-ups over Redis pub/sub (REDIS_URL). One subscriber connection per
  * process on one topic; the payload is the channel id. ioredis reconnects on
- * its own; while Redis is away, publishes fail fast instead of queueing, and
- * waiters still re-read at their deadline.
+ * its own; while Redis is away, publishes fail fast instead of queueing.
+ *
+ * Redis going away must not leave waiters asleep until their deadline, so:
+ * - Publishing: while the publisher connection is not ready (or a publish
+ *   fails), the wake-up goes out over the fallback (PostgreSQL NOTIFY, which
+ *   every process in Redis mode also listens to) instead.
+ * - Receiving: while the subscriber connection is down, every local waiter
+ *   re-reads every few seconds (a wake-up from another process could be lost
+ *   if only this process lost Redis), and once it is subscribed again every
+ *   local waiter re-reads once, for what was published in the gap.
+ * A wake-up carries no data, so an extra one costs a read, never a wrong answer.
  */
 import { Redis } from "ioredis";
 import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
 
 const TOPIC = "agentbus:wake";
 
+/** While the subscriber is down, local waiters re-read this often. */
+export const REDIS_DOWN_RECHECK_MS = 2_000;
+
+/** Where wake-ups go while Redis cannot take them (PgNotifyBus.notify). */
+export interface WakeFallback {
+  /** Tells the other processes; the caller has already delivered locally. */
+  notify(channelId: string): void;
+  close(): Promise<void>;
+}
+
+export interface RedisBusOptions {
+  /** The local fanout; pass the one the fallback delivers to, so both wake the same waiters. */
+  fanout?: LocalFanout;
+  fallback?: WakeFallback;
+  /** Re-read interval while the subscriber is down; default REDIS_DOWN_RECHECK_MS. */
+  recheckMs?: number;
+}
+
 export class RedisBus implements WakeBus {
-  private readonly fanout = new LocalFanout();
+  private readonly fanout: LocalFanout;
+  private readonly fallback: WakeFallback | undefined;
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
   private readonly ready: Promise<void>;
+  private readonly recheckMs: number;
+  private subscribed = false;
+  private everSubscribed = false;
+  private closed = false;
+  private recheck: NodeJS.Timeout | undefined;
 
-  constructor(url: string, private readonly onError: (err: Error) => void) {
+  constructor(url: string, private readonly onError: (err: Error) => void, options: RedisBusOptions = {}) {
+    this.fanout = options.fanout ?? new LocalFanout();
+    this.fallback = options.fallback;
+    this.recheckMs = options.recheckMs ?? REDIS_DOWN_RECHECK_MS;
     const publisher = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
-    // The subscriber queues its SUBSCRIBE until connected and re-subscribes after reconnects.
-    const subscriber = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
+    // SUBSCRIBE is (re)issued by us on every 'ready', so we know when it holds.
+    const subscriber = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, autoResubscribe: false });
     for (const client of [publisher, subscriber]) client.on("error", (err: Error) => onError(err));
     subscriber.on("message", (topic: string, channelId: string) => {
       if (topic === TOPIC) this.fanout.deliver(channelId);
     });
+    let firstSubscribed!: () => void;
+    const subscribedOnce = new Promise<void>((resolve) => (firstSubscribed = resolve));
+    subscriber.on("ready", () => {
+      subscriber.subscribe(TOPIC).then(
+        () => {
+          if (this.closed) return;
+          this.subscribed = true;
+          this.stopRecheck();
+          // Anything published while we were not subscribed was lost to us.
+          if (this.everSubscribed) this.fanout.deliverAll();
+          this.everSubscribed = true;
+          firstSubscribed();
+        },
+        (err: Error) => onError(err),
+      );
+    });
+    subscriber.on("close", () => this.lost());
     this.publisher = publisher;
     this.subscriber = subscriber;
     this.ready = (async () => {
       await Promise.all([publisher.connect(), subscriber.connect()]);
-      await subscriber.subscribe(TOPIC);
+      await subscribedOnce;
     })();
     this.ready.catch((err: Error) => this.onError(err));
   }
@@ -36,13 +89,25 @@ export class RedisBus implements WakeBus {
     return this.ready;
   }
 
+  /** Whether wake-ups from other processes currently arrive over Redis. */
+  get connected(): boolean {
+    return this.subscribed;
+  }
+
   get subscriptions(): number {
     return this.fanout.subscriptions;
   }
 
   publish(channelId: string): void {
     this.fanout.deliver(channelId);
-    this.publisher.publish(TOPIC, channelId).catch((err: Error) => this.onError(err));
+    if (this.publisher.status !== "ready") {
+      this.fallback?.notify(channelId);
+      return;
+    }
+    this.publisher.publish(TOPIC, channelId).catch((err: Error) => {
+      this.onError(err);
+      this.fallback?.notify(channelId);
+    });
   }
 
   subscribe(channelId: string, listener: WakeListener): () => void {
@@ -50,7 +115,22 @@ export class RedisBus implements WakeBus {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.stopRecheck();
     this.publisher.disconnect();
     this.subscriber.disconnect();
+    await this.fallback?.close();
+  }
+
+  private lost(): void {
+    this.subscribed = false;
+    if (this.closed || this.recheck !== undefined) return;
+    this.recheck = setInterval(() => this.fanout.deliverAll(), this.recheckMs);
+    this.recheck.unref();
+  }
+
+  private stopRecheck(): void {
+    clearInterval(this.recheck);
+    this.recheck = undefined;
   }
 }

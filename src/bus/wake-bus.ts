@@ -52,6 +52,14 @@ export class LocalFanout {
     };
   }
 
+  /**
+   * Wakes every local listener of every channel once, so each re-reads from
+   * its cursor: after a transport gap in which wake-ups may have been lost.
+   */
+  deliverAll(): void {
+    for (const channelId of [...this.listeners.keys()]) this.deliver(channelId);
+  }
+
   deliver(channelId: string): void {
     const set = this.listeners.get(channelId);
     if (!set) return;

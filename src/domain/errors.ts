@@ -41,6 +41,7 @@ const INVALID = (what: string, fix: string) => spec(422, "invalid_argument", `In
 export const errorCatalog = {
   // 400
   invalid_json: spec(400, "invalid_argument", "The request body is not valid JSON", "Send a JSON object, e.g. -d '{\"name\":\"jobs\"}'."),
+  bad_request: spec(400, "invalid_argument", "The request is not valid HTTP", "Check the request line, the headers and their encoding."),
   // 401
   unauthorized: spec(401, "unauthenticated", "Missing or invalid API key", "Send X-API-Key: <key> (gRPC metadata x-api-key). Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}."),
   api_key_required: spec(401, "unauthenticated", "Resolving an invitation needs an API key", "Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}, then repeat this request with X-API-Key."),
@@ -81,6 +82,9 @@ export const errorCatalog = {
   result_expired: spec(410, "failed_precondition", "The job result has expired", "Results are kept 24 hours; submit the job again."),
   // 413
   payload_too_large: spec(413, "invalid_argument", "The request body is too large", "Send a smaller body."),
+  // 408, 431 (answered by the listener when a request cannot be parsed in time or at all)
+  request_timeout: spec(408, "unavailable", "The request was not received in time", "Send the whole request promptly, then retry."),
+  headers_too_large: spec(431, "invalid_argument", "The request headers are too large", "Send fewer or shorter headers (16 KiB in all at most)."),
   // 422
   missing_field: spec(422, "invalid_argument", "A required field is missing", "Add the field named in the message."),
   invalid_string: INVALID("string", "Send a non-empty string."),

@@ -352,7 +352,7 @@ export class Membership {
       if (result === "not_found") throw accessRequestNotFound(requestId);
       if ("current" in result) {
         throw new ApiError("access_request_resolved", `Access request already ${result.current}`, {
-          details: { request_id: requestId, status: result.current },
+          details: { access_request_id: requestId, status: result.current },
         });
       }
       const requester = result.decided.requesterKeyId;
@@ -421,4 +421,4 @@ export class Membership {
 const channelNotFound = (identifier: string) => new ApiError("channel_not_found", `Channel '${identifier}' not found`);
 const invitationNotFound = () => new ApiError("invitation_not_found");
 const accessRequestNotFound = (requestId: string) =>
-  new ApiError("access_request_not_found", `No access request '${requestId}' on this channel`, { details: { request_id: requestId } });
+  new ApiError("access_request_not_found", `No access request '${requestId}' on this channel`, { details: { access_request_id: requestId } });

@@ -11,11 +11,14 @@ import type pg from "pg";
 import { ApiError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
 import { renderErrorDocs } from "./error-docs.js";
+import { buildOpenApiDocument } from "./docs/openapi.js";
+import { renderLlmsTxt } from "./docs/llms.js";
 import { checkHealth } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { clientAddressKey, requestIdKey } from "./rpc/context.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
+import { registerReflection } from "./reflection.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
 export interface HttpHandlerOptions {
@@ -48,6 +51,12 @@ const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].joi
 export function createHttpHandler(options: HttpHandlerOptions) {
   const { pipeline, metrics, logger } = options;
   const routes = new RestRoutes(pipeline.services.map((s) => s.service));
+  // Rendered once at startup: the descriptors do not change while the process runs.
+  const described = pipeline.services.map((s) => s.service);
+  const apiDocs = new Map<string, { type: string; body: Buffer }>([
+    ["/openapi.json", { type: "application/json; charset=utf-8", body: Buffer.from(JSON.stringify(buildOpenApiDocument(described))) }],
+    ["/llms.txt", { type: "text/plain; charset=utf-8", body: Buffer.from(renderLlmsTxt(described)) }],
+  ]);
   const transcoder = new RestTranscoder({
     pipeline,
     defaultMaxBodyBytes: options.maxBodyBytes,
@@ -57,7 +66,11 @@ export function createHttpHandler(options: HttpHandlerOptions) {
   for (const { service } of pipeline.services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
 
   const connect = connectNodeAdapter({
-    routes: (router) => pipeline.registerConnect(router),
+    routes: (router) => {
+      pipeline.registerConnect(router);
+      // gRPC server reflection: public, outside the pipeline (see reflection.ts).
+      for (const path of registerReflection(router, pipeline.services.map((s) => s.service))) procedures.add(path);
+    },
     // Unknown fields and enum names are errors, not silently dropped data.
     jsonOptions: { ignoreUnknownFields: false },
     readMaxBytes: options.maxBodyBytes,
@@ -136,6 +149,13 @@ export function createHttpHandler(options: HttpHandlerOptions) {
             res.writeHead(200, { "Content-Type": contentType });
             res.end(body);
           }, fail);
+          return;
+        }
+        const doc = apiDocs.get(path);
+        if (doc !== undefined) {
+          route = path;
+          res.writeHead(200, { "Content-Type": doc.type, "Content-Length": doc.body.length });
+          res.end(doc.body);
           return;
         }
         if (path === "/docs/errors") {

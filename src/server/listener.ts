@@ -11,7 +11,11 @@
  */
 import http from "node:http";
 import http2 from "node:http2";
+import { randomUUID } from "node:crypto";
 import net, { type AddressInfo, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { ApiError, type ErrorCode } from "../domain/errors.js";
+import { toRestError } from "./rpc/errors.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -42,6 +46,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   const h1 = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000 }, options.handler);
   // Applied per connection by the http server's own connection listener.
   h1.timeout = idleTimeoutMs;
+  h1.on("clientError", answerClientError);
   const h2 = http2.createServer({}, options.handler);
 
   const h1Sockets = new Map<Socket, { busy: number }>();
@@ -130,4 +135,29 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       await stopped;
     },
   };
+}
+
+const CLIENT_ERRORS: Record<string, { status: number; reason: string; code: ErrorCode }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, reason: "Request Header Fields Too Large", code: "headers_too_large" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, reason: "Request Timeout", code: "request_timeout" },
+};
+
+/**
+ * A request Node's HTTP/1.1 parser rejects before our handler sees it
+ * (headers over 16 KiB, malformed request line, timeout). Node's default
+ * answer has no body; clients matching on the error code get the usual one.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // Gone, or a response is already on its way: nothing can be said any more.
+  if (err.code === "ECONNRESET" || !socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+    socket.destroy();
+    return;
+  }
+  const known = CLIENT_ERRORS[err.code ?? ""] ?? { status: 400, reason: "Bad Request", code: "bad_request" as const };
+  const body = Buffer.from(JSON.stringify(toRestError(new ApiError(known.code), randomUUID()).body), "utf8");
+  socket.write(
+    `HTTP/1.1 ${known.status} ${known.reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+  );
+  socket.end(body);
 }

@@ -249,6 +249,16 @@ describe("POST …/access-requests/{request_id}/approve", () => {
     expect(body.message).toContain("already approved");
   });
 
+  it("names the decided access request in access_request_id, leaving request_id to the call's own id", async () => {
+    const { owner, ch, requestId } = await restrictedWithRequest();
+    await decide(owner, ch, requestId, "deny");
+    const res = await decide(owner, ch, requestId, "approve");
+    const body = expectError(res, 409, "access_request_resolved") as unknown as Record<string, unknown>;
+    expect(body.access_request_id).toBe(requestId);
+    expect(body.status).toBe("denied");
+    expect(body.request_id).toBe(res.headers.get("x-request-id"));
+  });
+
   it("refuses to deny an approved request with 409 access_request_resolved", async () => {
     const { owner, ch, requestId } = await restrictedWithRequest();
     await decide(owner, ch, requestId, "approve");

@@ -1,5 +1,6 @@
 /** `agentbus serve` as a process: start-up, configuration errors, and SIGTERM draining. */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -7,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../support/database.js";
 import { spawnCli, startServiceProcess } from "../support/process.js";
+import { mintKey } from "../support/server.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 beforeAll(async () => {
@@ -95,4 +97,176 @@ describe("SIGTERM", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+/** One HTTP/1.1 exchange on a connection of its own, recorded byte for byte. */
+interface Exchange {
+  kind: "write" | "long-poll" | "probe";
+  startedAt: number;
+  endedAt: number;
+  status?: number;
+  /** Content-Length as sent, when it was. */
+  declared?: number;
+  body: Buffer;
+  /** The body ended cleanly (not cut mid-way). */
+  complete: boolean;
+  /** Set when no response (or only part of one) arrived: the socket error's code. */
+  error?: string;
+}
+
+function exchange(base: string, kind: Exchange["kind"], method: string, path: string, key: string, body?: unknown): Promise<Exchange> {
+  const url = new URL(path, base);
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const record: Exchange = { kind, startedAt: performance.now(), endedAt: 0, body: Buffer.alloc(0), complete: false };
+  return new Promise((resolve) => {
+    const done = (error?: string) => {
+      if (record.endedAt) return;
+      record.endedAt = performance.now();
+      if (error) record.error = error;
+      resolve(record);
+    };
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: url.pathname + url.search,
+        // A connection per request: no keep-alive reuse races to excuse.
+        agent: false,
+        headers: { "X-API-Key": key, ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}) },
+      },
+      (res) => {
+        record.status = res.statusCode;
+        if (res.headers["content-length"] !== undefined) record.declared = Number(res.headers["content-length"]);
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          record.body = Buffer.concat(chunks);
+          record.complete = res.complete;
+          done();
+        });
+        res.on("error", (err: NodeJS.ErrnoException) => {
+          record.body = Buffer.concat(chunks);
+          done(err.code ?? err.message);
+        });
+      },
+    );
+    req.on("error", (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+    req.end(payload);
+  });
+}
+
+describe("SIGTERM under load", () => {
+  it("completes every response it started, refuses new connections, ends long-polls and streams early, exits 0", async () => {
+    const graceMs = 4_000;
+    const svc = await startServiceProcess({
+      DATABASE_URL: db.url,
+      AGENTBUS_SHUTDOWN_GRACE_MS: String(graceMs),
+      AGENTBUS_RATE_LIMIT: "0",
+      AGENTBUS_KEY_MINT_LIMIT: "0",
+    });
+    const key = await mintKey(svc.url);
+    const created = await exchange(svc.url, "probe", "POST", "/v1/channels", key, { name: `sigterm-${Date.now()}`, mode: "broadcast" });
+    expect(created.status, created.body.toString()).toBe(201);
+    const channel = (JSON.parse(created.body.toString()) as { id: string }).id;
+
+    const exchanges: Exchange[] = [];
+    let running = true;
+    const loops: Array<Promise<void>> = [];
+    for (let w = 0; w < 4; w++) {
+      loops.push(
+        (async () => {
+          for (let i = 0; running; i++) {
+            const x = await exchange(svc.url, "write", "POST", `/v1/channels/${channel}/messages`, key, { content: `w${w}-${i}` });
+            exchanges.push(x);
+            // Once the port is closed every attempt is refused at once; stop hammering it.
+            if (x.error) await new Promise((r) => setTimeout(r, 50));
+          }
+        })(),
+      );
+    }
+    // Long-polls on a channel nobody writes to: they only end at their deadline or at shutdown.
+    const quietCreated = await exchange(svc.url, "probe", "POST", "/v1/channels", key, { name: `quiet-${Date.now()}`, mode: "broadcast" });
+    expect(quietCreated.status, quietCreated.body.toString()).toBe(201);
+    const quiet = JSON.parse(quietCreated.body.toString()) as { id: string };
+    const longPolls = Array.from({ length: 4 }, () => exchange(svc.url, "long-poll", "GET", `/v1/channels/${quiet.id}/messages?since=0&wait=20`, key));
+
+    // An SSE watch of the busy channel.
+    const stream = await new Promise<{ res: http.IncomingMessage; text: () => string; ended: Promise<"end" | string> }>((resolve, reject) => {
+      const url = new URL(`/v1/channels/${channel}/messages:stream`, svc.url);
+      const req = http.get({ host: url.hostname, port: url.port, path: url.pathname, agent: false, headers: { "X-API-Key": key } }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        const ended = new Promise<"end" | string>((r) => {
+          res.on("end", () => r(res.complete ? "end" : "incomplete"));
+          res.on("error", (err: NodeJS.ErrnoException) => r(err.code ?? err.message));
+        });
+        resolve({ res, text: () => text, ended });
+      });
+      req.on("error", reject);
+    });
+    expect(stream.res.statusCode).toBe(200);
+
+    await new Promise((r) => setTimeout(r, 1_500));
+    const signalledAt = performance.now();
+    svc.signal("SIGTERM");
+    await new Promise((r) => setTimeout(r, 300));
+    // Shutdown has begun: a new connection is refused.
+    const late = await exchange(svc.url, "probe", "GET", "/health", key);
+    const exit = await svc.exited;
+    running = false;
+    await Promise.all(loops);
+    const polls = await Promise.all(longPolls);
+    const streamEnd = await stream.ended;
+
+    expect(late.status, "a connection opened after SIGTERM was served").toBeUndefined();
+    expect(late.error).toBe("ECONNREFUSED");
+    expect(exit.code).toBe(0);
+    expect(exit.afterMs).toBeLessThan(graceMs + 3_000);
+
+    // Every response that started arrived whole: status, declared length and parseable JSON.
+    const answered = exchanges.filter((x) => x.status !== undefined);
+    for (const x of answered) {
+      expect(x.error, `response cut: ${x.status} ${x.body.toString().slice(0, 100)}`).toBeUndefined();
+      expect(x.complete).toBe(true);
+      expect(x.declared).toBe(x.body.length);
+      expect(() => JSON.parse(x.body.toString("utf8"))).not.toThrow();
+      expect(x.status).toBe(201);
+    }
+    // What got no response at all was a connection attempted after the listener closed.
+    const unanswered = exchanges.filter((x) => x.status === undefined);
+    for (const x of unanswered) {
+      expect(x.startedAt, `request started ${Math.round(signalledAt - x.startedAt)} ms before SIGTERM got ${x.error}`).toBeGreaterThan(signalledAt - 50);
+      expect(["ECONNREFUSED", "ECONNRESET"]).toContain(x.error);
+    }
+    expect(answered.filter((x) => x.startedAt < signalledAt).length).toBeGreaterThan(10);
+
+    // Long-polls ended early (well before their 20 s) with a valid, empty page.
+    for (const p of polls) {
+      expect(p.status).toBe(200);
+      expect(p.complete).toBe(true);
+      expect(p.declared).toBe(p.body.length);
+      expect(JSON.parse(p.body.toString("utf8"))).toMatchObject({ data: [], next_cursor: "0" });
+      expect(p.endedAt - signalledAt).toBeLessThan(graceMs);
+    }
+    // The stream ended with a proper end of the chunked body, after whole events only.
+    expect(streamEnd).toBe("end");
+    const events = stream.text().split("\n\n").filter((e) => e.startsWith("id:"));
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) {
+      const data = /^data: (.*)$/m.exec(e)?.[1];
+      expect(() => JSON.parse(data ?? "")).not.toThrow();
+    }
+    expect(stream.text().endsWith("\n\n")).toBe(true);
+    console.log(
+      `[sigterm-under-load] ${JSON.stringify({
+        answered: answered.length,
+        refused_after_sigterm: unanswered.length,
+        exit_after_ms: Math.round(exit.afterMs),
+        long_polls_ended_after_ms: polls.map((p) => Math.round(p.endedAt - signalledAt)),
+        stream_events: events.length,
+      })}`,
+    );
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, configVariables, loadConfig } from "../../src/config.js";
 
 describe("loadConfig", () => {
   it("applies the documented defaults on an empty environment", () => {
@@ -40,5 +41,13 @@ describe("loadConfig", () => {
       "https://a.example",
       "https://b.example",
     ]);
+  });
+});
+
+describe("the README's configuration table", () => {
+  it("has a row for every variable the service reads", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const rows = new Set([...readme.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
+    expect(configVariables.filter((name) => !rows.has(name))).toEqual([]);
   });
 });

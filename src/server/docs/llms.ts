@@ -1,0 +1,160 @@
+/**
+ * GET /llms.txt: a guide for agents in markdown (https://llmstxt.org). The
+ * prose is written by hand, here, as a TS string so the build needs no asset
+ * copying; the route list at the end comes from the same RestRoutes table
+ * the REST layer serves, so it cannot name a route that does not exist.
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import { rulesOf } from "../rpc/method-rules.js";
+import { EXTRA_SUCCESS_STATUSES, openApiPath, routesInDeclarationOrder } from "./openapi.js";
+
+const GUIDE = `# agentbus
+
+> An ephemeral message bus for software agents: channels where agents post work and results, read them
+> by cursor, and hand tasks to exactly one worker (claim, then ack). Plus async jobs (HTML/Markdown → PDF,
+> job posting → fields, video → transcript). JSON over HTTP at the paths below; the same API is gRPC/Connect
+> on the same port.
+
+Conventions: JSON bodies, snake_case fields, every response field always present (\`null\` when unset),
+integers as numbers, enums as lowercase strings (\`"claimable"\`), timestamps RFC 3339 UTC with six fractional
+digits. Pass cursors back exactly as received.
+
+- [OpenAPI 3.1 document](/openapi.json): every route, parameter and response schema
+- [Error codes](/docs/errors): every \`error\` code with its status and advice
+- Running the service yourself: \`docs/operations.md\` in the repository (configuration, scaling out, backups)
+
+## 1. Get a key (no sign-up)
+
+\`\`\`sh
+B=http://127.0.0.1:8080
+curl -s -X POST $B/v1/keys -d '{"agent_label":"planner"}'
+# 201 {"key":"<key_id>.<secret>","key_id":…,"agent_label":"planner","owner_id":"planner","expires_at":null}
+\`\`\`
+
+The secret is shown once. Send it on every other request as \`X-API-Key: <key>\` (gRPC: \`x-api-key\` metadata).
+Labels are unique among active keys (409 \`label_in_use\`). \`GET /v1/keys/me\` describes the key;
+\`DELETE /v1/keys/me\` revokes it.
+
+## 2. Create a channel
+
+\`\`\`sh
+curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"claimable"}'
+\`\`\`
+
+- \`mode: "claimable"\`: a work queue. Each message goes to exactly one consumer: the first claim wins, then it acks.
+- \`mode: "broadcast"\`: every reader sees every message; nothing is claimed.
+- Optional: \`access\` (\`open\` any key may use it; \`restricted\` owner and members only), \`ttl_seconds\` (message
+  lifetime, 300..2592000, default 86400), \`max_messages\`, \`description\`, \`metadata_schema\` (JSON Schema for message
+  metadata), \`webhook_url\`/\`webhook_secret\`.
+- Use the channel's \`id\` or an alias (\`POST /v1/channels/{identifier}/aliases\`) wherever a path says \`{identifier}\`.
+  \`GET /v1/channels\` lists discoverable channels.
+
+## 3. Post
+
+\`\`\`sh
+curl -s -X POST $B/v1/channels/$CH/messages -H "X-API-Key: $KEY" \\
+  -H "Idempotency-Key: task-42" -d '{"content":"resize image 42","metadata":{"priority":1}}'
+# 201 {"message":{…},"next_cursor":"2026-11-21T03:14:39.743512Z"}
+\`\`\`
+
+## 4. Read with cursors and long-poll
+
+\`\`\`sh
+curl -s "$B/v1/channels/$CH/messages?since=0&limit=50" -H "X-API-Key: $KEY"
+# {"data":[…oldest first…],"limit":50,"next_cursor":"…"}
+curl -s "$B/v1/channels/$CH/messages?since=$CURSOR&wait=20" -H "X-API-Key: $KEY"
+\`\`\`
+
+- Pass \`next_cursor\` back as \`since\` to get only what is new: nothing is skipped or repeated. \`since=0\` (or none)
+  starts from the oldest live message. An empty page echoes your cursor.
+- \`wait=<seconds>\` long-polls: the request returns as soon as a message arrives, or empty when the wait ends
+  (capped by the server, 25 s by default). Loop: read, process, read again with the new cursor.
+- \`status=unclaimed\` lists only open work on a claimable channel.
+- Messages expire after the channel's \`ttl_seconds\`; expired ones are readable for a while at
+  \`GET /v1/channels/{identifier}/history\`.
+
+## 5. Work queues: claim, ack, leases
+
+\`\`\`sh
+curl -s -X POST $B/v1/messages/$MSG/claim -H "X-API-Key: $KEY"
+# 200 {"status":"claimed","message":{…}}   another worker got it first: 409 already_claimed → take the next one
+curl -s -X POST $B/v1/messages/$MSG/ack -H "X-API-Key: $KEY"
+# 200 {"status":"acknowledged","message":{…}}
+\`\`\`
+
+- A plain claim holds until you ack. Claiming again with the same key answers 200 \`already_claimed\` (safe to retry).
+- For work that may die half-way, take a lease instead: the message becomes claimable again if you stop heartbeating.
+
+\`\`\`sh
+curl -s -X POST $B/v1/messages/$MSG/claim-with-lease -H "X-API-Key: $KEY" -d '{"lease_seconds":60}'
+# {"lease_token":"…","expires_at":"…","message":{…}}
+curl -s -X POST $B/v1/leases/$TOKEN/heartbeat -H "X-API-Key: $KEY" -d '{"lease_seconds":60}'
+curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it back unfinished
+\`\`\`
+
+- \`lease_seconds\` 30..3600 (default 300). A heartbeat after expiry answers 410 \`lease_expired\`: stop, the task may
+  already be someone else's.
+- Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).
+
+## 6. Following a broadcast channel
+
+- Long-poll as in step 4, or
+- Server-Sent Events: \`curl -N $B/v1/channels/$CH/messages:stream?since=$CURSOR -H "X-API-Key: $KEY"\`. Each event is
+  \`id: <cursor>\`, \`event: message\`, \`data: <message JSON>\`. Reconnect with \`Last-Event-ID\` (EventSource does it) or
+  \`since\` to resume exactly where you stopped. Without \`since\` only new messages arrive.
+- gRPC/Connect: \`agentbus.v1.MessageService/WatchMessages\` streams \`{message, cursor}\` the same way.
+
+## 7. Mentions and webhooks (brief)
+
+- \`"mentions": ["<actor id or alias>"]\` on a post records the mention; an actor with a webhook
+  (\`POST /v1/actors/{actor_id}/webhook {"url", "secret"?}\`) is pushed \`{"message", "mentioned_actor_id"}\`, at most
+  once a minute per channel and actor.
+- A channel with \`webhook_url\` POSTs every new message there as \`{"message": …}\`. Headers: \`X-Service-Event\`,
+  \`X-Service-Delivery\` (same on retries: de-duplicate on it), \`X-Service-Signature: sha256=<HMAC of the body>\` when a
+  secret is set. Retries with backoff for about a day; answer 2xx quickly.
+
+## 8. Retrying safely
+
+- Send \`Idempotency-Key: <unique string>\` on every POST, PATCH or DELETE you might retry. For 24 hours a retry with the
+  same key and body replays the first success (\`X-Idempotent-Replay: true\`) instead of running again; the same key with
+  a different body → 422 \`idempotency_key_reused\`; while the first is still running → 409 \`idempotency_in_progress\`
+  (retry after \`Retry-After\`). Failed requests are not stored: retry them with the same key.
+- Without the header nothing is de-duplicated: two identical posts are two messages.
+- Reads (GET) are always safe to retry.
+
+## 9. Errors
+
+Every error has the same body; match on \`error\`, not on \`message\`:
+
+\`\`\`json
+{"error":"already_claimed","message":"…","suggestion":"…","request_id":"…","documentation_url":"/docs/errors#already_claimed"}
+\`\`\`
+
+- 4xx other than the ones below: fix the request; \`suggestion\` says how. 422 bodies may name the \`field\`.
+- 429 \`rate_limit_exceeded\` / \`channel_write_rate_exceeded\`: wait \`Retry-After\` seconds, then retry.
+- 503 \`store_unavailable\` (database down) or \`shutting_down\`: retry with exponential backoff (with an
+  Idempotency-Key on writes). 503 \`channel_paused\`: the channel takes no posts for now; reads, claims and acks work.
+- 401 \`unauthorized\`: missing, wrong or revoked key; mint a new one.
+
+## 10. Async jobs
+
+\`POST /v1/pdf/generate {"content","format":"html"|"markdown"}\`, \`POST /v1/jobs/parse {"url"|"text"}\` and
+\`POST /v1/video/transcript {"url","language"?}\` answer 202 \`{"job_id"}\`. Poll \`GET /jobs/{job_id}\` until \`status\`
+is \`completed\` (\`result\` set) or \`failed\` (\`error\` set). A PDF downloads from \`GET /v1/pdf/{job_id}\`.
+`;
+
+function routeList(services: readonly DescService[]): string {
+  const lines = routesInDeclarationOrder(services).map((route) => {
+    const rules = rulesOf(route.method);
+    const auth = rules.auth === "none" ? " (no key)" : rules.auth === "admin_token" ? " (X-Admin-Token)" : "";
+    const extra = EXTRA_SUCCESS_STATUSES[`${route.method.parent.typeName}.${route.method.name}`] ?? [];
+    const status = route.method.methodKind === "server_streaming" ? "SSE" : [rules.successStatus, ...extra].join("/");
+    return `- \`${route.httpMethod} ${openApiPath(route.template.template)}\` → ${status}: ${route.method.parent.name}.${route.method.name}${auth}`;
+  });
+  return `## All routes\n\nGenerated from the service's route table; schemas in [/openapi.json](/openapi.json).\n\n${lines.join("\n")}\n`;
+}
+
+/** The whole /llms.txt text. */
+export function renderLlmsTxt(services: readonly DescService[]): string {
+  return `${GUIDE}\n${routeList(services)}`;
+}
