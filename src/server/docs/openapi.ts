@@ -17,7 +17,7 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescM
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { errorCatalog, isErrorCode, type ErrorCode, type JsonValue } from "../../domain/errors.js";
 import { enumJsonNames } from "../rest/json-enums.js";
-import { fieldErrorCode } from "../rest/json-codec.js";
+import { acceptsText, fieldErrorCode, overlaps } from "../rest/json-codec.js";
 import { isWellKnown } from "../rest/json-render-reflect.js";
 import { RestRoutes, type RestRoute } from "../rest/routes.js";
 import { rulesOf, type MethodRules } from "../rpc/method-rules.js";
@@ -400,23 +400,6 @@ function resolveChain(root: DescMessage, dotted: string): DescField[] {
     desc = field.fieldKind === "message" ? field.message : undefined;
   }
   return chain;
-}
-
-const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
-
-/** Whether the decoder takes the field as text (json-codec.ts acceptsText). */
-function acceptsText(field: DescField): boolean {
-  switch (field.fieldKind) {
-    case "scalar":
-    case "enum":
-      return true;
-    case "list":
-      return field.listKind !== "message";
-    case "message":
-      return field.message.typeName === "google.protobuf.Timestamp" || field.message.typeName === "google.protobuf.FieldMask";
-    case "map":
-      return false;
-  }
 }
 
 /** A text-bound value (path or query) as a parameter schema. */

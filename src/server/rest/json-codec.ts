@@ -423,10 +423,11 @@ function canonicalPath(root: DescMessage, dotted: string): string {
   return resolveFieldPath(root, dotted)?.map((f) => f.name).join(".") ?? dotted;
 }
 
-const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+/** Whether two dotted field paths are the same field or one contains the other. */
+export const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 
 /** Whether a field given as text (query or path) can take the value; the rest need a JSON body. */
-function acceptsText(field: DescField): boolean {
+export function acceptsText(field: DescField): boolean {
   switch (field.fieldKind) {
     case "scalar":
     case "enum":
