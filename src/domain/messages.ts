@@ -59,9 +59,10 @@ export interface ListInput {
   signal?: AbortSignal | undefined;
 }
 
-export interface WatchOptions {
-  signal?: AbortSignal | undefined;
-  onOpen?: (() => void) | undefined;
+export interface OpenedWatch {
+  /** Where the stream starts: resuming from it later misses nothing written since. */
+  cursor: string;
+  messages: AsyncGenerator<MessageRecord>;
 }
 
 /** How often an idle watch re-reads and re-checks the caller's access. */
@@ -185,18 +186,28 @@ export class Messages {
   }
 
   /**
-   * The channel's messages after `since` (absent: only those written from
-   * now on), then each new one as it is committed. Follows the same cursor as
-   * list(), so a client that resumes from the last cursor it saw gets no gap
-   * and no duplicate. `onOpen` runs once the checks passed, before waiting.
+   * Opens a watch: checks access, then settles where the stream starts —
+   * after `since`, or (absent) after the channel's newest message, i.e. only
+   * messages written from now on. The returned `cursor` names that start, so
+   * a client that loses the stream before any message arrives can resume
+   * from it instead of from a later "now" (which would skip what was written
+   * in between). `messages` then yields the messages after it, and each new
+   * one as it is committed, following the same cursor as list(): a client
+   * that resumes from the last cursor it saw gets no gap and no duplicate.
    */
-  async *watch(caller: Caller, identifier: string, since: string | undefined, options: WatchOptions): AsyncGenerator<MessageRecord> {
-    let cursor = parseCursor("since", since);
-    let channel = await this.usableChannel(caller, identifier);
-    if (since === undefined) cursor = await this.store.channelHead(channel.id);
-    options.onOpen?.();
+  async openWatch(caller: Caller, identifier: string, since: string | undefined, signal?: AbortSignal): Promise<OpenedWatch> {
+    const given = parseCursor("since", since);
+    const channel = await this.usableChannel(caller, identifier);
+    const start = since === undefined ? await this.store.channelHead(channel.id) : given;
+    // An empty channel starts at "0", which replays exactly what comes later.
+    const cursor = since ?? (start === null ? "0" : formatTimestamp(start));
+    return { cursor, messages: this.follow(caller, identifier, channel, start, signal) };
+  }
+
+  private async *follow(caller: Caller, identifier: string, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
+    let channel = opened;
+    let cursor = start;
     let lastCheck = performance.now();
-    const { signal } = options;
     while (!signal?.aborted) {
       let wake!: () => void;
       const woken = new Promise<void>((resolve) => (wake = resolve));

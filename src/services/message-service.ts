@@ -66,11 +66,11 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async *watchMessages(req, ctx) {
-      const watching = messages.watch(callerOf(ctx), req.identifier, req.since, {
-        signal: ctx.signal,
-        onOpen: ctx.values.get(streamOpenKey),
-      });
-      for await (const message of watching) {
+      const watch = await messages.openWatch(callerOf(ctx), req.identifier, req.since, ctx.signal);
+      ctx.values.get(streamOpenKey)?.();
+      // First the starting position (no message): see WatchMessagesResponse.
+      yield { cursor: watch.cursor };
+      for await (const message of watch.messages) {
         yield { message: renderMessage(message, clock.now()), cursor: formatTimestamp(message.createdAt) };
       }
     },

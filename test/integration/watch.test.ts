@@ -22,14 +22,26 @@ const transports: Array<[string, () => Transport]> = [
   ["gRPC-Web", () => createGrpcWebTransport({ baseUrl: server.url, httpVersion: "1.1" })],
 ];
 
-/** Reads `count` messages from a watch, then stops it. */
-async function take(transport: Transport, identifier: string, since: string | undefined, count: number, apiKey = key) {
+/**
+ * Reads `count` messages from a watch, then stops it; `opened` receives the
+ * cursor of the opening response (the one without a message).
+ */
+async function take(transport: Transport, identifier: string, since: string | undefined, count: number, apiKey = key, opened?: (cursor: string) => void) {
   const client = createClient(MessageService, transport);
   const abort = new AbortController();
   const got: Array<{ content: string; cursor: string }> = [];
   const timer = setTimeout(() => abort.abort(), 15_000);
   try {
+    let first = true;
     for await (const item of client.watchMessages({ identifier, since }, { headers: { "x-api-key": apiKey }, signal: abort.signal })) {
+      if (first) {
+        // Always first, and only first: the stream's starting position.
+        expect(item.message).toBeUndefined();
+        opened?.(item.cursor);
+        first = false;
+        if (count === 0) break;
+        continue;
+      }
       got.push({ content: item.message!.content, cursor: item.cursor });
       if (got.length === count) break;
     }
@@ -38,6 +50,14 @@ async function take(transport: Transport, identifier: string, since: string | un
     abort.abort();
   }
   return got;
+}
+
+/** The cursor a new watch opens with. */
+async function openingCursor(transport: Transport, identifier: string, since: string | undefined): Promise<string> {
+  let cursor: string | undefined;
+  await take(transport, identifier, since, 0, key, (c) => (cursor = c));
+  if (cursor === undefined) throw new Error("the watch sent no opening response");
+  return cursor;
 }
 
 describe.each(transports)("WatchMessages over %s", (_name, transport) => {
@@ -67,6 +87,24 @@ describe.each(transports)("WatchMessages over %s", (_name, transport) => {
     await postMessage(server.url, key, ch, { content: "d" });
     const second = await take(transport(), ch, first[1]!.cursor, 2);
     expect([...first, ...second].map((m) => m.content)).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("opens with the cursor it starts from: the newest message's when since is absent, since itself otherwise, 0 on an empty channel", async () => {
+    const empty = await createChannel(server.url, key, { mode: "broadcast" });
+    expect(await openingCursor(transport(), empty, undefined)).toBe("0");
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    await postMessage(server.url, key, ch, { content: "one" });
+    const newest = await postMessage(server.url, key, ch, { content: "two" });
+    expect(await openingCursor(transport(), ch, undefined)).toBe(newest.created_at);
+    expect(await openingCursor(transport(), ch, "0")).toBe("0");
+  });
+
+  it("loses nothing written between a drop before the first message and the resume from the opening cursor", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    await postMessage(server.url, key, ch, { content: "before" });
+    const start = await openingCursor(transport(), ch, undefined);
+    for (const c of ["while away 1", "while away 2"]) await postMessage(server.url, key, ch, { content: c });
+    expect((await take(transport(), ch, start, 2)).map((m) => m.content)).toEqual(["while away 1", "while away 2"]);
   });
 
   it("refuses a stranger to a restricted channel with PermissionDenied", async () => {
@@ -100,33 +138,39 @@ async function sse(path: string, count: number, headers: Record<string, string> 
   const timer = setTimeout(() => abort.abort(), 15_000);
   const res = await fetch(`${server.url}${path}`, { headers: { "X-API-Key": key, ...headers }, signal: abort.signal });
   const events: Array<{ id: string; event: string; data: Record<string, unknown> }> = [];
+  const opens: Array<{ id: string; data: Record<string, unknown> }> = [];
   if (res.status !== 200) {
     clearTimeout(timer);
-    return { res, events, body: (await res.json()) as Record<string, unknown> };
+    return { res, events, opens, body: (await res.json()) as Record<string, unknown> };
   }
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   try {
-    while (events.length < count) {
+    // count 0: until the open event.
+    const enough = () => (count === 0 ? opens.length > 0 : events.length >= count);
+    while (!enough()) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer += decoder.decode(value, { stream: true });
       let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0 && events.length < count) {
+      while (!enough() && (end = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         const fields = Object.fromEntries(
           block.split("\n").filter((l) => !l.startsWith(":") && l.includes(":")).map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trimStart()]),
         );
-        if (fields.data !== undefined) events.push({ id: fields.id ?? "", event: fields.event ?? "", data: JSON.parse(fields.data) as Record<string, unknown> });
+        if (fields.data === undefined) continue;
+        const data = JSON.parse(fields.data) as Record<string, unknown>;
+        if (fields.event === "open") opens.push({ id: fields.id ?? "", data });
+        else events.push({ id: fields.id ?? "", event: fields.event ?? "", data });
       }
     }
   } finally {
     clearTimeout(timer);
     abort.abort();
   }
-  return { res, events, body: undefined };
+  return { res, events, opens, body: undefined };
 }
 
 describe("REST Server-Sent Events at …/messages:stream", () => {
@@ -140,6 +184,17 @@ describe("REST Server-Sent Events at …/messages:stream", () => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     expect(events.map((e) => e.data.content)).toEqual(["first", "second"]);
     expect(events[0]).toMatchObject({ id: posted.created_at, event: "message", data: { id: posted.id, claimed_by: null } });
+  });
+
+  it("opens with an open event whose id is the starting cursor, so a reconnect before any message loses nothing", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    const last = await postMessage(server.url, key, ch, { content: "old" });
+    const { opens, events } = await sse(`/v1/channels/${ch}/messages:stream`, 0);
+    expect(events).toEqual([]);
+    expect(opens).toEqual([{ id: last.created_at, data: { cursor: last.created_at } }]);
+    await postMessage(server.url, key, ch, { content: "missed?" });
+    const resumed = await sse(`/v1/channels/${ch}/messages:stream`, 1, { "Last-Event-ID": opens[0]!.id });
+    expect(resumed.events.map((e) => e.data.content)).toEqual(["missed?"]);
   });
 
   it("resumes after Last-Event-ID", async () => {

@@ -2,10 +2,11 @@
  * followChannel(): every message of a channel, in order, as an async
  * iterable over WatchMessages that survives dropped connections.
  *
- * Each streamed message carries its cursor; after a drop the stream is
- * reopened with `since` = the last cursor handed to the caller. The service
- * orders a channel strictly by that cursor (M1), so the resumed stream starts
- * exactly after the last message seen: no gap, no duplicate.
+ * The service opens each stream with the cursor it starts from, and each
+ * message carries its own; after a drop the stream is reopened with `since` =
+ * the last cursor received. The service orders a channel strictly by that
+ * cursor (M1), so the resumed stream starts exactly after the last message
+ * seen (or, before any, where the first stream started): no gap, no duplicate.
  */
 import type { Message } from "../../../gen/agentbus/v1/message_pb.js";
 import type { AgentbusClient } from "./client.js";
@@ -18,9 +19,7 @@ export interface FollowOptions {
   /**
    * Start after this cursor (a `cursor` from an earlier run, a list call's
    * `next_cursor`, or "0" for everything live). Absent: only messages created
-   * from now on. Until the first message arrives there is no cursor to resume
-   * from, so a drop in that window resumes at "now" again; pass a cursor when
-   * that gap matters.
+   * from the moment the first stream opens.
    */
   since?: string;
   /** Ends the iteration (without an error). */
@@ -56,8 +55,9 @@ export async function* followChannel(options: FollowOptions): AsyncGenerator<Fol
     try {
       for await (const item of client.messages.watchMessages({ identifier: channel, since: cursor }, { signal: connection.signal })) {
         attempt = 0;
-        if (item.message === undefined) continue;
         cursor = item.cursor;
+        // The opening response: only where the stream starts.
+        if (item.message === undefined) continue;
         yield { message: item.message, cursor: item.cursor };
       }
     } catch (err) {

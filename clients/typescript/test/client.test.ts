@@ -40,10 +40,16 @@ describe.each(transports)("over %s", (transport) => {
     const page = await client.messages.listMessages({ identifier: channel.id, since: "0" });
     expect(page.data.map((m) => [m.id, m.content, m.metadata])).toEqual([[posted.message?.id, "hello", { n: 1 }]]);
     const abort = new AbortController();
+    const streamed: Array<[string | undefined, string]> = [];
     for await (const item of client.messages.watchMessages({ identifier: channel.id, since: "0" }, { signal: abort.signal })) {
-      expect([item.message?.id, item.cursor]).toEqual([posted.message?.id, posted.nextCursor]);
-      break;
+      streamed.push([item.message?.id, item.cursor]);
+      if (item.message) break;
     }
+    // The opening response (where the stream starts), then the message.
+    expect(streamed).toEqual([
+      [undefined, "0"],
+      [posted.message?.id, posted.nextCursor],
+    ]);
   });
 
   it("exposes the service's error code, suggestion and gRPC status", async () => {

@@ -87,6 +87,35 @@ describe.each(transports)("followChannel over %s", (transport) => {
 });
 
 describe("followChannel", () => {
+  it("started without since, loses nothing written while the connection is down before its first message", async () => {
+    const { client, key } = await clientWithNewKey(server.url);
+    const channel = await broadcastChannel(client);
+    await post(client, channel, ["history"]);
+    const reconnects: Array<{ cursor: string | undefined }> = [];
+    const abort = new AbortController();
+    const follower = collect(
+      followChannel({
+        client: createClient({ baseUrl: proxy.url, apiKey: key }),
+        channel,
+        signal: abort.signal,
+        minBackoffMs: 50,
+        maxBackoffMs: 300,
+        onReconnect: (e) => reconnects.push({ cursor: e.cursor }),
+      }),
+    );
+    // Give the stream time to open (the service sends its starting cursor), then cut it.
+    await new Promise((r) => setTimeout(r, 500));
+    proxy.cut({ refuse: true });
+    await expect.poll(() => reconnects.length).toBeGreaterThan(0);
+    await post(client, channel, ["while down"]);
+    proxy.reopen();
+    await expect.poll(() => follower.got.length, { timeout: 15_000 }).toBe(1);
+    abort.abort();
+    await follower.done;
+    expect(follower.got.map((f) => f.message.content)).toEqual(["while down"]);
+    expect(reconnects[0]?.cursor).toBeDefined();
+  });
+
   it("ends without an error when the caller breaks out of the loop", async () => {
     const { client } = await clientWithNewKey(server.url);
     const channel = await broadcastChannel(client);

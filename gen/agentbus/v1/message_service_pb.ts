@@ -198,12 +198,15 @@ export const WatchMessagesRequestSchema: GenMessage<WatchMessagesRequest> = /*@_
  */
 export type WatchMessagesResponse = Message<"agentbus.v1.WatchMessagesResponse"> & {
   /**
+   * Unset on the first response, which only reports where the stream starts.
+   *
    * @generated from field: agentbus.v1.Message message = 1;
    */
   message?: Message$1 | undefined;
 
   /**
-   * The position to resume from after this message.
+   * The position to resume from: after this message or, on the first
+   * response, the stream's start. Resuming from it misses nothing.
    *
    * @generated from field: string cursor = 2;
    */
@@ -616,7 +619,9 @@ export const MessageService: GenService<{
   },
   /**
    * Streams the channel's messages after `since`, then each new one as it is
-   * created. REST clients get Server-Sent Events.
+   * created. The first response carries no message, only the cursor the
+   * stream starts from. REST clients get Server-Sent Events (`open`, then
+   * `message` events, each with the cursor as its id).
    *
    * @generated from rpc agentbus.v1.MessageService.WatchMessages
    */

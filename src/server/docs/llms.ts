@@ -99,10 +99,12 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
 ## 6. Following a broadcast channel
 
 - Long-poll as in step 4, or
-- Server-Sent Events: \`curl -N $B/v1/channels/$CH/messages:stream?since=$CURSOR -H "X-API-Key: $KEY"\`. Each event is
-  \`id: <cursor>\`, \`event: message\`, \`data: <message JSON>\`. Reconnect with \`Last-Event-ID\` (EventSource does it) or
-  \`since\` to resume exactly where you stopped. Without \`since\` only new messages arrive.
-- gRPC/Connect: \`agentbus.v1.MessageService/WatchMessages\` streams \`{message, cursor}\` the same way.
+- Server-Sent Events: \`curl -N $B/v1/channels/$CH/messages:stream?since=$CURSOR -H "X-API-Key: $KEY"\`. The first
+  event is \`event: open\` with \`id: <starting cursor>\`; then each message is \`id: <cursor>\`, \`event: message\`,
+  \`data: <message JSON>\`. Reconnect with \`Last-Event-ID\` (EventSource does it) or \`since\` = the last id you saw to
+  resume exactly where you stopped. Without \`since\` only new messages arrive.
+- gRPC/Connect: \`agentbus.v1.MessageService/WatchMessages\` streams \`{cursor}\` (the start) and then \`{message, cursor}\`
+  the same way.
 
 ## 7. Mentions and webhooks (brief)
 

@@ -546,7 +546,8 @@ function successResponses(builder: Builder, route: RestRoute, rules: MethodRules
       const data = builder.outputMessage(responseMessage(method) ?? method.output);
       out[String(status)] = {
         description:
-          "Server-Sent Events. Each item is `id: <cursor>`, `event: message`, `data: <the message as a list renders it>`; " +
+          "Server-Sent Events. First `id: <starting cursor>`, `event: open`, `data: {\"cursor\": <the same>}`; then each message is " +
+          "`id: <cursor>`, `event: message`, `data: <the message as a list renders it>`; " +
           "`: keep-alive` comments every 15 s; a failure after the stream opened is `event: error` with `data: {\"error\", \"message\"}`. " +
           "Reconnect with Last-Event-ID (or since=<cursor>) to resume exactly after the last event.",
         headers,

@@ -206,7 +206,7 @@ export class RestTranscoder {
 async function streamEvents(
   res: NodeResponse,
   items: AsyncIterable<Message>,
-  render: (item: Message) => { id: string; data: string },
+  render: (item: Message) => StreamEvent,
   opened: Promise<void>,
 ): Promise<void> {
   const iterator = items[Symbol.asyncIterator]();
@@ -226,7 +226,7 @@ async function streamEvents(
       first = undefined;
       if (next.done) break;
       const event = render(next.value);
-      writeText(res, `id: ${event.id}\nevent: message\ndata: ${event.data}\n\n`);
+      writeText(res, `id: ${event.id}\nevent: ${event.event}\ndata: ${event.data}\n\n`);
     }
   } finally {
     clearInterval(keepAlive);
@@ -240,19 +240,31 @@ const SSE_KEEPALIVE_MS = 15_000;
 // The HTTP/1 and HTTP/2 responses both take a string; their overloads do not unify.
 const writeText = (res: NodeResponse, text: string) => (res as { write(chunk: string): boolean }).write(text);
 
+interface StreamEvent {
+  id: string;
+  event: "open" | "message";
+  data: string;
+}
+
 /**
  * One event per streamed item. A response of the shape {message, cursor}
  * (WatchMessages) becomes `id: <cursor>` with the message as data, so the
- * data is the same JSON a list returns for that message.
+ * data is the same JSON a list returns for that message. The opening item
+ * has no message: it becomes an `open` event whose id is the starting
+ * cursor, so an EventSource that reconnects before any message still sends
+ * a Last-Event-ID and misses nothing.
  */
-function streamEvent(method: DescMethod, item: Message): { id: string; data: string } {
+function streamEvent(method: DescMethod, item: Message): StreamEvent {
   const record = item as unknown as Record<string, unknown>;
   const cursor = method.output.fields.find((f) => f.name === "cursor");
   const message = method.output.fields.find((f) => f.name === "message");
   if (cursor && message?.fieldKind === "message") {
-    return { id: String(record[cursor.localName] ?? ""), data: renderMessageJson(message.message, record[message.localName] as object) };
+    const id = String(record[cursor.localName] ?? "");
+    const value = record[message.localName] as object | undefined;
+    if (value === undefined) return { id, event: "open", data: JSON.stringify({ cursor: id }) };
+    return { id, event: "message", data: renderMessageJson(message.message, value) };
   }
-  return { id: "", data: renderMessageJson(method.output, item) };
+  return { id: "", event: "message", data: renderMessageJson(method.output, item) };
 }
 
 function headersObject(headers: Headers): Record<string, string> {
