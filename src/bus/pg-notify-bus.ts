@@ -68,9 +68,17 @@ export class PgNotifyBus implements WakeBus {
 
   private async connect(): Promise<void> {
     while (!this.closed) {
-      // keepAlive: a connection silently dropped by the network (no FIN)
-      // is noticed and replaced instead of listening to nothing for ever.
-      const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true, application_name: "agentbus-wake" });
+      // TCP keep-alive probes after 10 s idle: a connection silently dropped
+      // by the network (no FIN) is noticed within about a minute and
+      // replaced, instead of listening to nothing for the OS default of ~2 h.
+      // The connect timeout keeps a black-holed host from stalling each retry.
+      const client = new pg.Client({
+        connectionString: this.options.connectionString,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+        connectionTimeoutMillis: 10_000,
+        application_name: "agentbus-wake",
+      });
       try {
         client.on("error", (err) => this.onLost(client, err));
         await client.connect();

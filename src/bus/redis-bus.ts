@@ -18,6 +18,9 @@ import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
 
 const TOPIC = "agentbus:wake";
 
+/** How long after a refused SUBSCRIBE it is tried again. */
+const SUBSCRIBE_RETRY_MS = 5_000;
+
 /** While the subscriber is down, local waiters re-read this often. */
 export const REDIS_DOWN_RECHECK_MS = 2_000;
 
@@ -61,7 +64,7 @@ export class RedisBus implements WakeBus {
     });
     let firstSubscribed!: () => void;
     const subscribedOnce = new Promise<void>((resolve) => (firstSubscribed = resolve));
-    subscriber.on("ready", () => {
+    const trySubscribe = (): void => {
       subscriber.subscribe(TOPIC).then(
         () => {
           if (this.closed) return;
@@ -72,9 +75,20 @@ export class RedisBus implements WakeBus {
           this.everSubscribed = true;
           firstSubscribed();
         },
-        (err: Error) => onError(err),
+        (err: Error) => {
+          // Refused while connected (e.g. an ACL without the channel): waiters
+          // fall back to re-reading, and we try again; a lost connection
+          // retries by itself on its next 'ready'.
+          onError(err);
+          this.lost();
+          const retry = setTimeout(() => {
+            if (!this.closed && !this.subscribed && subscriber.status === "ready") trySubscribe();
+          }, SUBSCRIBE_RETRY_MS);
+          retry.unref();
+        },
       );
-    });
+    };
+    subscriber.on("ready", trySubscribe);
     subscriber.on("close", () => this.lost());
     this.publisher = publisher;
     this.subscriber = subscriber;

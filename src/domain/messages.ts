@@ -208,22 +208,27 @@ export class Messages {
     let channel = opened;
     let cursor = start;
     let lastCheck = performance.now();
+    // The wake-up that caused the next read: watchers woken together on one
+    // cursor share that read, like long-polls (readPage).
+    let delivery: number | undefined;
     while (!signal?.aborted) {
-      let wake!: () => void;
-      const woken = new Promise<void>((resolve) => (wake = resolve));
+      let wake!: (delivery?: number) => void;
+      const woken = new Promise<number | undefined>((resolve) => (wake = resolve));
       const unsubscribe = this.options.bus.subscribe(channel.id, wake);
       try {
-        const page = await this.store.list(channel.id, cursor, MAX_PAGE_SIZE, "all", this.clock.now());
+        const page = await this.readPage(channel.id, cursor, MAX_PAGE_SIZE, "all", delivery);
+        delivery = undefined;
         for (const message of page) {
           yield message;
           cursor = message.createdAt;
         }
         if (page.length === MAX_PAGE_SIZE) continue;
         let timer: NodeJS.Timeout | undefined;
-        signal?.addEventListener("abort", wake, { once: true });
-        await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, WATCH_RECHECK_MS)))]);
+        const onAbort = () => wake();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), WATCH_RECHECK_MS)))]);
         clearTimeout(timer);
-        signal?.removeEventListener("abort", wake);
+        signal?.removeEventListener("abort", onAbort);
       } finally {
         unsubscribe();
       }

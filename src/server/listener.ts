@@ -32,6 +32,14 @@ export interface ListenOptions {
   keepAliveTimeoutMs?: number;
   /** A connection that sends nothing for this long is dropped (slow clients). */
   idleTimeoutMs?: number;
+  /**
+   * An HTTP/1.1 request must have sent all its headers within this long
+   * (Node's default, 60 s), however slowly it trickles bytes in: the idle
+   * timeout alone restarts with every byte.
+   */
+  headersTimeoutMs?: number;
+  /** How often those deadlines are checked (Node's default, 30 s). */
+  deadlineCheckIntervalMs?: number;
 }
 
 export interface Listener {
@@ -43,10 +51,22 @@ export interface Listener {
 
 export async function listen(options: ListenOptions): Promise<Listener> {
   const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
-  const h1 = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000 }, options.handler);
+  const h1 = http.createServer(
+    {
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      headersTimeout: options.headersTimeoutMs ?? 60_000,
+      connectionsCheckingInterval: options.deadlineCheckIntervalMs ?? 30_000,
+    },
+    options.handler,
+  );
   // Applied per connection by the http server's own connection listener.
   h1.timeout = idleTimeoutMs;
   h1.on("clientError", answerClientError);
+  // Node checks headersTimeout and requestTimeout from a timer it starts when
+  // the server emits 'listening'. h1 never listens (the sniffing server hands
+  // it sockets), so without this a client trickling header bytes would hold
+  // its connection for ever (slowloris). h1.close() stops the timer.
+  h1.emit("listening");
   const h2 = http2.createServer({}, options.handler);
 
   const h1Sockets = new Map<Socket, { busy: number }>();
@@ -121,6 +141,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       if (closing) return;
       closing = true;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      h1.close();
       for (const [socket, state] of h1Sockets) if (state.busy === 0) socket.destroy();
       // GOAWAY: the client opens no new streams; open ones may finish.
       for (const session of h2Sessions) session.close();
@@ -154,10 +175,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     return;
   }
   const known = CLIENT_ERRORS[err.code ?? ""] ?? { status: 400, reason: "Bad Request", code: "bad_request" as const };
-  const body = Buffer.from(JSON.stringify(toRestError(new ApiError(known.code), randomUUID()).body), "utf8");
+  const requestId = randomUUID();
+  const body = Buffer.from(JSON.stringify(toRestError(new ApiError(known.code), requestId).body), "utf8");
   socket.write(
     `HTTP/1.1 ${known.status} ${known.reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+      `Content-Length: ${body.length}\r\nX-Request-Id: ${requestId}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n`,
   );
   socket.end(body);
 }

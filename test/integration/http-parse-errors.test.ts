@@ -1,6 +1,7 @@
 /** Requests Node's HTTP/1.1 parser rejects before the handler still get the usual error body. */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen } from "../../src/server/listener.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;
@@ -36,6 +37,7 @@ describe("HTTP/1.1 parse errors", () => {
     expect(res.status).toBe(431);
     expect(res.headers).toMatch(/content-type: application\/json/i);
     expect(res.body).toMatchObject({ error: "headers_too_large", message: expect.any(String) });
+    expect(res.headers).toMatch(new RegExp(`x-request-id: ${String(res.body.request_id)}`, "i"));
   });
 
   it("answers a malformed request with 400 bad_request and a JSON body", async () => {
@@ -46,5 +48,40 @@ describe("HTTP/1.1 parse errors", () => {
 
   it("keeps serving afterwards", async () => {
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+});
+
+describe("a client that trickles its headers (slowloris)", () => {
+  it("is answered 408 request_timeout once the headers deadline passes, though it keeps sending bytes", async () => {
+    const listener = await listen({
+      host: "127.0.0.1",
+      port: 0,
+      handler: (_req, res) => res.end(),
+      headersTimeoutMs: 500,
+      deadlineCheckIntervalMs: 100,
+    });
+    try {
+      const response = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(listener.address.port, "127.0.0.1", () => socket.write("GET / HTTP/1.1\r\nHost: x\r\n"));
+        // One header byte every 100 ms: the idle timeout never fires.
+        const drip = setInterval(() => socket.writable && socket.write("X"), 100);
+        let out = "";
+        socket.on("data", (c: Buffer) => (out += c.toString("utf8")));
+        socket.on("close", () => {
+          clearInterval(drip);
+          resolve(out);
+        });
+        socket.on("error", (err) => {
+          clearInterval(drip);
+          if (out !== "") resolve(out);
+          else reject(err);
+        });
+      });
+      const res = parse(response);
+      expect(res.status).toBe(408);
+      expect(res.body).toMatchObject({ error: "request_timeout" });
+    } finally {
+      await listener.close(1_000);
+    }
   });
 });

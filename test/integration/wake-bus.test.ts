@@ -89,7 +89,8 @@ describe("when the transport goes away", () => {
     const make = () => {
       const fanout = new LocalFanout();
       const fallback = new PgNotifyBus(db.pool, { connectionString: db.url, onError: ignore, fanout });
-      return { bus: new RedisBus(own.url, ignore, { fanout, fallback }), fallback };
+      // No periodic re-read within the test: only the NOTIFY fallback can wake b.
+      return { bus: new RedisBus(own.url, ignore, { fanout, fallback, recheckMs: 60_000 }), fallback };
     };
     const a = make();
     const b = make();
@@ -98,7 +99,7 @@ describe("when the transport goes away", () => {
       await own.kill();
       const woken = nextWake(b.bus, "outage");
       a.bus.publish("outage");
-      expect(await woken).toBeLessThan(5_000);
+      expect(await woken).toBeLessThan(3_000);
     } finally {
       await Promise.all([a.bus.close(), b.bus.close()]);
       await own.stop();
@@ -122,7 +123,13 @@ describe("when the transport goes away", () => {
           }
         }, 20);
       });
-      // Re-checks stop once subscribed; a publish from another process arrives over Redis again.
+      // Re-checks stop once subscribed: nothing wakes a waiter for three intervals without a publish.
+      let wakes = 0;
+      const unsubscribe = bus.subscribe("quiet", () => wakes++);
+      await new Promise((r) => setTimeout(r, 600));
+      unsubscribe();
+      expect(wakes).toBe(0);
+      // A publish from another process arrives over Redis again.
       const other = new RedisBus(own.url, ignore);
       try {
         await other.whenReady();

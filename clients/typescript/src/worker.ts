@@ -4,8 +4,9 @@
  * Each message is claimed with a lease, the lease is extended while the
  * handler runs, and the message is acked on success or released on failure.
  * A worker that dies stops heartbeating, so its lease runs out and the
- * message becomes claimable again: processing is at-least-once across
- * crashes, exactly-once while workers stay up.
+ * message becomes claimable again. Processing is at-least-once: a message
+ * is handed out again only when its lease runs out first (a crashed worker,
+ * or heartbeats or the ack failing for longer than the lease).
  */
 import type { CallOptions } from "@connectrpc/connect";
 import type { Message } from "../../../gen/agentbus/v1/message_pb.js";
@@ -87,17 +88,23 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerStats> {
   const coolingUntil = new Map<string, number>();
   let errors = 0;
 
+  const limit = options.batchSize ?? DEFAULTS.batchSize;
+  // Normally "0": see below. Moves past a full page of messages this worker
+  // failed lately, so a few poison messages at the head cannot stall it.
+  let since = "0";
   while (!signal?.aborted) {
     let page: Message[];
+    let nextCursor: string | undefined;
     try {
-      // Always from the start ("0") with status=unclaimed rather than from a
-      // cursor: a message released by another worker, or whose lease ran out,
-      // sits behind any cursor this worker would have advanced.
+      // From the start ("0") with status=unclaimed rather than from a cursor:
+      // a message released by another worker, or whose lease ran out, sits
+      // behind any cursor this worker would have advanced.
       const response = await client.messages.listMessages(
-        { identifier: channel, since: "0", status: MessageStatus.UNCLAIMED, wait: waitSeconds, limit: options.batchSize ?? DEFAULTS.batchSize },
+        { identifier: channel, since, status: MessageStatus.UNCLAIMED, wait: since === "0" ? waitSeconds : 0, limit },
         { signal, timeoutMs: (waitSeconds + 30) * 1000 },
       );
       page = response.data;
+      nextCursor = response.nextCursor;
       errors = 0;
     } catch (err) {
       if (signal?.aborted) break;
@@ -111,10 +118,17 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerStats> {
     for (const [id, until] of coolingUntil) if (until <= now) coolingUntil.delete(id);
     const open = page.filter((m) => !coolingUntil.has(m.id));
     if (open.length === 0) {
-      // A page of only cooling messages comes back at once: do not spin on it.
+      // Only messages this worker failed lately: look past a full page of
+      // them, else pause (it came back at once) and start over.
+      if (page.length === limit && nextCursor) {
+        since = nextCursor;
+        continue;
+      }
+      since = "0";
       if (page.length > 0) await sleep(IDLE_RELIST_MS, signal);
       continue;
     }
+    since = "0";
     for (const message of open) {
       if (signal?.aborted) break;
       const outcome = await processOne(options, message, report);

@@ -1,4 +1,5 @@
 /** followChannel: every message in order over WatchMessages, resuming from its cursor after a drop. */
+import type { Interceptor } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../../../test/support/server.js";
 import { ChannelMode, createClient, followChannel, type AgentbusClient, type FollowedMessage, type TransportKind } from "../src/index.js";
@@ -15,6 +16,24 @@ afterAll(async () => {
   await proxy?.close();
   await server?.close();
 });
+
+/** Calls `seen` when a streaming call receives its first response. */
+function onFirstStreamResponse(seen: () => void): Interceptor {
+  return (next) => async (req) => {
+    const res = await next(req);
+    if (!res.stream) return res;
+    const source = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        for await (const item of source) {
+          seen();
+          yield item;
+        }
+      })(),
+    };
+  };
+}
 
 /** Collects what a follower yields, in the background, until `stop()`. */
 function collect(iterable: AsyncIterable<FollowedMessage>) {
@@ -93,9 +112,11 @@ describe("followChannel", () => {
     await post(client, channel, ["history"]);
     const reconnects: Array<{ cursor: string | undefined }> = [];
     const abort = new AbortController();
+    let resolveOpened!: () => void;
+    const opened = { promise: new Promise<void>((r) => (resolveOpened = r)), resolve: () => resolveOpened() };
     const follower = collect(
       followChannel({
-        client: createClient({ baseUrl: proxy.url, apiKey: key }),
+        client: createClient({ baseUrl: proxy.url, apiKey: key, interceptors: [onFirstStreamResponse(() => opened.resolve())] }),
         channel,
         signal: abort.signal,
         minBackoffMs: 50,
@@ -103,8 +124,8 @@ describe("followChannel", () => {
         onReconnect: (e) => reconnects.push({ cursor: e.cursor }),
       }),
     );
-    // Give the stream time to open (the service sends its starting cursor), then cut it.
-    await new Promise((r) => setTimeout(r, 500));
+    // Once the stream has opened (the service sent its starting cursor), cut it.
+    await opened.promise;
     proxy.cut({ refuse: true });
     await expect.poll(() => reconnects.length).toBeGreaterThan(0);
     await post(client, channel, ["while down"]);

@@ -132,6 +132,27 @@ describe("runWorker", () => {
     expect(message?.claimedByKeyId).toBe((await healthyClient.keys.getCurrentKey({})).keyId);
   });
 
+  it("gets past a full page of messages it keeps failing to the work behind them", async () => {
+    const { owner, channel, ids } = await channelWith(["poison 1", "poison 2", "poison 3", "good"]);
+    const { client } = await clientWithNewKey(server.url);
+    const done = signalled<string>();
+    const worker = start({
+      client,
+      channel,
+      batchSize: 2,
+      retryFailedAfterMs: 60_000,
+      handle: (m) => {
+        if (m.content.startsWith("poison")) throw new Error("poison");
+        done.resolve(m.id);
+      },
+    });
+    expect(await done.promise).toBe(ids[3]);
+    const stats = await worker.stop();
+    expect(stats).toEqual({ acked: 1, failed: 3, skipped: 0 });
+    const messages = await allMessages(owner, channel);
+    expect(messages.map((m) => m.acknowledgedBy.length)).toEqual([0, 0, 0, 1]);
+  });
+
   it("skips a message another worker claimed first (already_claimed) and moves on", async () => {
     const { channel, ids } = await channelWith(["taken", "free"]);
     const { client: rival } = await clientWithNewKey(server.url);
