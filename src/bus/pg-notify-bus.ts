@@ -4,7 +4,8 @@
  * listens; it reconnects with backoff if the database goes away, then wakes
  * every local waiter once to cover the NOTIFYs it missed.
  */
-import pg from "pg";
+import type pg from "pg";
+import { NotificationListener } from "../store/notification-listener.js";
 import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
 
 const TOPIC = "agentbus_wake";
@@ -22,22 +23,30 @@ export interface PgNotifyBusOptions {
 
 export class PgNotifyBus implements WakeBus {
   private readonly fanout: LocalFanout;
-  private listener: pg.Client | undefined;
-  private closed = false;
-  private reconnectDelay = 100;
-  private readonly ready: Promise<void>;
+  private readonly listener: NotificationListener;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly options: PgNotifyBusOptions,
   ) {
-    this.fanout = options.fanout ?? new LocalFanout();
-    this.ready = this.connect();
+    const fanout = (this.fanout = options.fanout ?? new LocalFanout());
+    this.listener = new NotificationListener({
+      connectionString: options.connectionString,
+      channel: TOPIC,
+      applicationName: "agentbus-wake",
+      onNotification: (channelId) => {
+        if (channelId !== "") fanout.deliver(channelId);
+      },
+      onError: options.onError,
+      // NOTIFYs sent while nobody listened are lost: every local waiter
+      // re-reads once, so nothing committed meanwhile waits for its deadline.
+      onReconnected: () => fanout.deliverAll(),
+    });
   }
 
   /** Resolves once the LISTEN is in place (tests wait for it; production does not need to). */
   whenReady(): Promise<void> {
-    return this.ready;
+    return this.listener.ready;
   }
 
   get subscriptions(): number {
@@ -59,59 +68,7 @@ export class PgNotifyBus implements WakeBus {
     return this.fanout.subscribe(channelId, listener);
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const client = this.listener;
-    this.listener = undefined;
-    await client?.end().catch(() => {});
-  }
-
-  private async connect(): Promise<void> {
-    while (!this.closed) {
-      // TCP keep-alive probes after 10 s idle: a connection silently dropped
-      // by the network (no FIN) is noticed within about a minute and
-      // replaced, instead of listening to nothing for the OS default of ~2 h.
-      // The connect timeout keeps a black-holed host from stalling each retry.
-      const client = new pg.Client({
-        connectionString: this.options.connectionString,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: 10_000,
-        connectionTimeoutMillis: 10_000,
-        application_name: "agentbus-wake",
-      });
-      try {
-        client.on("error", (err) => this.onLost(client, err));
-        await client.connect();
-        client.on("notification", (n) => {
-          if (n.channel === TOPIC && n.payload) this.fanout.deliver(n.payload);
-        });
-        await client.query(`LISTEN ${TOPIC}`);
-        if (this.closed) {
-          await client.end();
-          return;
-        }
-        this.listener = client;
-        this.reconnectDelay = 100;
-        return;
-      } catch (err) {
-        this.options.onError(err as Error);
-        await client.end().catch(() => {});
-        await new Promise((r) => setTimeout(r, this.reconnectDelay));
-        this.reconnectDelay = Math.min(this.reconnectDelay * 2, 5_000);
-      }
-    }
-  }
-
-  private onLost(client: pg.Client, err: Error): void {
-    if (this.closed || this.listener !== client) return;
-    this.options.onError(err);
-    this.listener = undefined;
-    void client.end().catch(() => {});
-    // NOTIFYs sent while nobody listened are lost: once listening again,
-    // every local waiter re-reads once, so nothing committed meanwhile waits
-    // for its deadline.
-    void this.connect().then(() => {
-      if (!this.closed) this.fanout.deliverAll();
-    });
+  close(): Promise<void> {
+    return this.listener.close();
   }
 }

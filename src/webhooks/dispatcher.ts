@@ -26,11 +26,11 @@
  * receiver's way to say "stop"); anything else, or no answer within the
  * timeout, is retried.
  */
-import pg from "pg";
 import type { Clock, Micros } from "../domain/time.js";
 import type { Logger } from "../logger.js";
 import { OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
+import { NotificationListener } from "../store/notification-listener.js";
 import {
   claimDue,
   dropDelivery,
@@ -100,8 +100,7 @@ export class WebhookDispatcher {
   private backlog = false;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
-  private listener: pg.Client | undefined;
-  private reconnectDelay = 100;
+  private listener: NotificationListener | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
 
@@ -119,7 +118,18 @@ export class WebhookDispatcher {
 
   /** Starts listening and sends whatever is already due. */
   async start(): Promise<void> {
-    if (this.options.listen ?? true) await this.connect();
+    if (this.options.listen ?? true) {
+      this.listener = new NotificationListener({
+        connectionString: this.options.connectionString,
+        channel: NOTIFY_CHANNEL,
+        applicationName: "agentbus-webhooks",
+        onNotification: () => this.kick(),
+        onError: (err) => this.logger.warn({ err }, "webhook LISTEN connection failed or lost; reconnecting"),
+        // Whatever was committed while nobody listened is found by the sweep.
+        onReconnected: () => void this.sweep().catch((err: unknown) => this.logger.warn({ err }, "webhook sweep failed")),
+      });
+      await this.listener.ready;
+    }
     await this.sweep();
   }
 
@@ -156,9 +166,7 @@ export class WebhookDispatcher {
   private async halt(graceMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.end().catch(() => {});
+    await this.listener?.close();
     await this.draining;
     const settled = Promise.allSettled([...this.inFlight]);
     let timer: NodeJS.Timeout | undefined;
@@ -312,42 +320,5 @@ export class WebhookDispatcher {
       void this.sweep().catch((err: unknown) => this.logger.warn({ err }, "webhook sweep failed"));
     }, delayMs);
     this.timer.unref();
-  }
-
-  // --- LISTEN ----------------------------------------------------------------
-
-  private async connect(): Promise<void> {
-    while (!this.stopped) {
-      const client = new pg.Client({ connectionString: this.options.connectionString, application_name: "agentbus-webhooks" });
-      try {
-        client.on("error", (err) => this.onLost(client, err));
-        await client.connect();
-        client.on("notification", (n) => {
-          if (n.channel === NOTIFY_CHANNEL) this.kick();
-        });
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-        if (this.stopped) {
-          await client.end();
-          return;
-        }
-        this.listener = client;
-        this.reconnectDelay = 100;
-        return;
-      } catch (err) {
-        this.logger.warn({ err }, "webhook LISTEN connection failed; retrying");
-        await client.end().catch(() => {});
-        await new Promise((r) => setTimeout(r, this.reconnectDelay));
-        this.reconnectDelay = Math.min(this.reconnectDelay * 2, 5_000);
-      }
-    }
-  }
-
-  private onLost(client: pg.Client, err: Error): void {
-    if (this.stopped || this.listener !== client) return;
-    this.logger.warn({ err }, "webhook LISTEN connection lost; reconnecting");
-    this.listener = undefined;
-    void client.end().catch(() => {});
-    // Whatever was committed while nobody listened is found by the sweep.
-    void this.connect().then(() => this.sweep().catch((e: unknown) => this.logger.warn({ err: e }, "webhook sweep failed")));
   }
 }

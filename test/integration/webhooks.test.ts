@@ -512,6 +512,32 @@ describe("the outbox", () => {
     }
   });
 
+  it("reconnects a dispatcher whose LISTEN connection was killed, and keeps delivering", async () => {
+    const admin = new pg.Client({ connectionString: server.databaseUrl });
+    await admin.connect();
+    try {
+      const listeners = async () =>
+        (await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'agentbus-webhooks' AND datname = current_database()")).rows.map(
+          (r) => r.pid,
+        );
+      const before = await listeners();
+      expect(before.length).toBeGreaterThan(0);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [before]);
+      await eventually(async () => {
+        const now = await listeners();
+        return now.length === before.length && now.every((pid) => !before.includes(pid));
+      });
+      const key = await mintKey(server.url);
+      const hook = await receiver();
+      const ch = await createChannel(server.url, key, { webhook_url: hook.url });
+      await postMessage(server.url, key, ch, { content: "after the reconnect" });
+      const [request] = await hook.waitFor(1);
+      expect(JSON.parse(request!.body).message.content).toBe("after the reconnect");
+    } finally {
+      await admin.end();
+    }
+  });
+
   it("enqueues nothing when the message's transaction rolls back", async () => {
     const key = await mintKey(server.url);
     const ch = await createChannel(server.url, key, { webhook_url: "https://example.com/never" });
