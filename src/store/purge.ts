@@ -1,7 +1,7 @@
 /**
  * The purge (decision M9): archives expired messages to history, and deletes
- * history past its channel's retention, expired idempotency records, and
- * expired channel events and invitations.
+ * history past its channel's retention, expired idempotency records,
+ * expired channel events and invitations, and access requests decided a week ago.
  *
  * Every step works in bounded batches, one transaction each, looping until
  * a batch comes back short: a backlog never holds locks for long, and the
@@ -27,6 +27,8 @@ export interface PurgeCounts {
   deletedChannelEvents: number;
   /** Invitations that expired or were revoked. */
   deletedInvitations: number;
+  /** Access requests decided more than RESOLVED_ACCESS_REQUEST_RETENTION_DAYS ago. */
+  deletedAccessRequests: number;
   /** Webhook delivery log rows older than WEBHOOK_LOG_RETENTION_DAYS. */
   deletedWebhookDeliveries: number;
   /** Mention-push rate windows that have run out (decision W3). */
@@ -123,6 +125,20 @@ export const DEAD_INVITATIONS_SQL = `DELETE FROM channel_invitations i WHERE i.i
   )) AND (i.expires_at <= $1 OR i.revoked_at IS NOT NULL)`;
 
 /** The webhook delivery log keeps 7 days (decision W2); outbox rows go when delivered or given up. */
+/**
+ * Decided access requests are kept a week, so an owner who approves or
+ * denies an old request again still hears 409 access_request_resolved (with
+ * how it was decided) rather than 404; pending ones are never purged.
+ */
+export const RESOLVED_ACCESS_REQUEST_RETENTION_DAYS = 7;
+
+/** $1 now, $2 batch size; uses the partial index access_requests_resolved (0005_membership.sql). */
+export const OLD_ACCESS_REQUESTS_SQL = `DELETE FROM access_requests r WHERE r.id = ANY (ARRAY(
+    SELECT x.id FROM access_requests x
+    WHERE x.resolved_at IS NOT NULL AND x.resolved_at <= $1::timestamptz - interval '${RESOLVED_ACCESS_REQUEST_RETENTION_DAYS} days'
+    ORDER BY x.resolved_at LIMIT $2
+  )) AND r.resolved_at <= $1::timestamptz - interval '${RESOLVED_ACCESS_REQUEST_RETENTION_DAYS} days'`;
+
 export const WEBHOOK_LOG_RETENTION_DAYS = 7;
 
 /**
@@ -171,6 +187,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedIdempotencyRecords: 0,
     deletedChannelEvents: 0,
     deletedInvitations: 0,
+    deletedAccessRequests: 0,
     deletedWebhookDeliveries: 0,
     deletedMentionWindows: 0,
     expiredJobResults: 0,
@@ -202,6 +219,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedIdempotencyRecords = await loop(() => deleteBatch(EXPIRED_IDEMPOTENCY_SQL));
   counts.deletedChannelEvents = await loop(() => deleteBatch(EXPIRED_EVENTS_SQL));
   counts.deletedInvitations = await loop(() => deleteBatch(DEAD_INVITATIONS_SQL));
+  counts.deletedAccessRequests = await loop(() => deleteBatch(OLD_ACCESS_REQUESTS_SQL));
   counts.deletedWebhookDeliveries = await loop(() => deleteBatch(OLD_WEBHOOK_DELIVERIES_SQL));
   counts.deletedMentionWindows = await loop(() => deleteBatch(OLD_MENTION_WINDOWS_SQL));
   counts.expiredJobResults = await loop(() => deleteBatch(EXPIRED_JOB_RESULTS_SQL));

@@ -169,6 +169,7 @@ describe("purge", () => {
       deletedIdempotencyRecords: 0,
       deletedChannelEvents: 0,
       deletedInvitations: 0,
+      deletedAccessRequests: 0,
       deletedWebhookDeliveries: 0,
       deletedMentionWindows: 0,
       expiredJobResults: 0,
@@ -252,6 +253,28 @@ describe("purge", () => {
     const { rows } = await pool.query<{ id: string }>("SELECT id FROM channel_invitations WHERE channel_id = $1", [ch]);
     expect(rows.map((r) => r.id)).toEqual(["inv-live"]);
     expect(await count("channel_events WHERE channel_id = $1", [ch])).toBe(1);
+  });
+});
+
+describe("the purge of access requests", () => {
+  it("deletes requests decided more than 7 days ago, and never a pending one however old", async () => {
+    const { key, ch } = await shortLivedChannel();
+    const keyId = key.split(".")[0]!;
+    const pool = server.app.pool;
+    const { rows } = await pool.query<{ id: string; label: string }>(
+      `INSERT INTO access_requests (channel_id, requester_key_id, status, created_at, resolved_at, resolved_by_key_id) VALUES
+         ($1, 'old-approved', 'approved', $2::timestamptz - interval '9 days', $2::timestamptz - interval '8 days', $3),
+         ($1, 'old-denied',   'denied',   $2::timestamptz - interval '9 days', $2::timestamptz - interval '7 days 1 minute', $3),
+         ($1, 'recent',       'approved', $2::timestamptz - interval '2 days', $2::timestamptz - interval '6 days', $3),
+         ($1, 'ancient-pending', 'pending', $2::timestamptz - interval '90 days', NULL, NULL)
+       RETURNING id, requester_key_id AS label`,
+      [ch, formatTimestamp(clock.now()), keyId],
+    );
+    expect(rows).toHaveLength(4);
+    const counts = await purge(db, clock.now());
+    expect(counts.deletedAccessRequests).toBe(2);
+    const left = await pool.query<{ requester_key_id: string }>("SELECT requester_key_id FROM access_requests WHERE channel_id = $1 ORDER BY requester_key_id", [ch]);
+    expect(left.rows.map((r) => r.requester_key_id)).toEqual(["ancient-pending", "recent"]);
   });
 });
 
