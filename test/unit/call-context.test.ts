@@ -28,13 +28,25 @@ describe("RestCallContext", () => {
     expect(ctx.timeoutMs()).toBeUndefined();
   });
 
-  it("aborts a signal handed out when the call ends", () => {
+  it("aborts a signal handed out when the call ends, telling whatever still listens", () => {
     const { ctx } = context();
     const signal = ctx.signal;
+    let told: unknown;
+    signal.addEventListener("abort", () => (told = signal.reason));
     expect(signal.aborted).toBe(false);
     ctx.end();
     expect(signal.aborted).toBe(true);
-    expect((signal.reason as Error).name).toBe("AbortError");
+    expect((told as Error).name).toBe("AbortError");
+  });
+
+  it("skips the abort at the end when nothing listens to the signal any more", () => {
+    const { ctx } = context();
+    const signal = ctx.signal;
+    const listener = () => {};
+    signal.addEventListener("abort", listener);
+    signal.removeEventListener("abort", listener);
+    ctx.end();
+    expect(signal.aborted).toBe(false);
   });
 
   it("hands out an aborted signal once the call has ended", () => {

@@ -12,6 +12,7 @@
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
+import { getEventListeners } from "node:events";
 
 /**
  * The reason a signal aborts with when its call ends normally: abort() with no
@@ -68,11 +69,16 @@ export class RestCallContext implements HandlerContext {
     this.controller?.abort();
   }
 
-  /** The call is over: a signal handed out aborts (and stops listening for shutdown). */
+  /**
+   * The call is over: a signal handed out aborts, if anything still listens
+   * to it (and stops listening for shutdown). Aborting builds and dispatches
+   * an Event, a cost every long-poll would pay on its way out although it
+   * removed its own listener: with no listener left there is no one to tell.
+   */
   end(): void {
     this.ended = true;
     if (this.controller === undefined) return;
     if (this.onShutdown !== undefined) this.shutdownSignal.removeEventListener("abort", this.onShutdown);
-    this.controller.abort(CALL_ENDED);
+    if (getEventListeners(this.controller.signal, "abort").length > 0) this.controller.abort(CALL_ENDED);
   }
 }
