@@ -23,7 +23,7 @@ import { createServices } from "../../src/services/index.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
-import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 
 const ADMIN_TOKEN = "fuzz-admin-token";
 const MAX_BODY = 64 * 1024;
@@ -123,6 +123,8 @@ interface Answer {
 let server: TestServer;
 let routes: readonly RestRoute[];
 const keys: string[] = [];
+/** Owns fixtures; never sent by the fuzzer, so never revoked by it. */
+let fixtureOwner: string;
 let channelIds: string[] = [];
 let messageIds: string[] = [];
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -152,6 +154,7 @@ beforeAll(async () => {
   });
   routes = new RestRoutes(services.map((s) => s.service)).routes;
   for (let i = 0; i < 4; i++) keys.push(await mintKey(server.url));
+  fixtureOwner = await mintKey(server.url);
   await refreshFixtures();
 });
 
@@ -160,12 +163,25 @@ afterAll(async () => {
   await server?.close();
 });
 
+/**
+ * Fresh channels and messages for the fuzzed paths to hit: one pair owned by
+ * a key the fuzzer never sends (so this always works), and one owned by a
+ * fuzzed key when it still can (so owner paths get exercised too). A fuzzed
+ * DELETE /v1/keys/me may have revoked that key a moment ago, while another
+ * worker is still minting its replacement: then it is skipped this time.
+ */
 async function refreshFixtures(): Promise<void> {
+  const add = (channel: string, message: string) => {
+    channelIds = [channel, ...channelIds].slice(0, 3);
+    messageIds = [message, ...messageIds].slice(0, 3);
+  };
+  const ch = await createChannel(server.url, fixtureOwner);
+  add(ch, (await postMessage(server.url, fixtureOwner, ch, { content: "fuzz target" })).id);
   const key = keys[0]!;
-  const ch = await createChannel(server.url, key);
-  const msg = await postMessage(server.url, key, ch, { content: "fuzz target" });
-  channelIds = [ch, ...channelIds].slice(0, 3);
-  messageIds = [msg.id, ...messageIds].slice(0, 3);
+  const owned = await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: `fz-${Math.random().toString(36).slice(2, 8)}` } });
+  if (owned.status !== 201) return;
+  const posted = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${owned.body.id}/messages`, { key, body: { content: "fuzz target" } });
+  if (posted.status === 201) add(owned.body.id, posted.body.message.id);
 }
 
 function send(req: Sent): Promise<Answer | { clientError: string }> {
