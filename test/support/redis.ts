@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
+import { freePort } from "../../src/free-port.js";
 
 export interface TestRedis {
   url: string;
@@ -13,17 +14,6 @@ export interface TestRedis {
   /** Kills the server (to test outages); `start` brings it back on the same port. */
   kill(): Promise<void>;
   start(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
