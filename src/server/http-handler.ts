@@ -48,14 +48,26 @@ const ALLOWED_HEADERS = [
 const EXPOSED_HEADERS = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "X-Idempotent-Replay", "Idempotency-Key"].join(", ");
 const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].join(", ");
 
+interface ServedDocument {
+  type: string;
+  body: () => Buffer;
+}
+
+function servedOnce(type: string, render: () => string): ServedDocument {
+  let body: Buffer | undefined;
+  return { type, body: () => (body ??= Buffer.from(render(), "utf8")) };
+}
+
 export function createHttpHandler(options: HttpHandlerOptions) {
   const { pipeline, metrics, logger } = options;
-  const routes = new RestRoutes(pipeline.services.map((s) => s.service));
-  // Rendered once at startup: the descriptors do not change while the process runs.
-  const described = pipeline.services.map((s) => s.service);
-  const apiDocs = new Map<string, { type: string; body: Buffer }>([
-    ["/openapi.json", { type: "application/json; charset=utf-8", body: Buffer.from(JSON.stringify(buildOpenApiDocument(described))) }],
-    ["/llms.txt", { type: "text/plain; charset=utf-8", body: Buffer.from(renderLlmsTxt(described)) }],
+  const services = pipeline.services.map((s) => s.service);
+  const routes = new RestRoutes(services);
+  // Rendered on the first request (~45 ms for the OpenAPI document), then
+  // kept: the descriptors do not change while the process runs, and most
+  // processes are never asked.
+  const apiDocs = new Map<string, ServedDocument>([
+    ["/openapi.json", servedOnce("application/json; charset=utf-8", () => JSON.stringify(buildOpenApiDocument(services)))],
+    ["/llms.txt", servedOnce("text/plain; charset=utf-8", () => renderLlmsTxt(services))],
   ]);
   const transcoder = new RestTranscoder({
     pipeline,
@@ -63,13 +75,13 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     shutdownSignal: options.shutdownSignal,
   });
   const procedures = new Set<string>();
-  for (const { service } of pipeline.services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
+  for (const service of services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
 
   const connect = connectNodeAdapter({
     routes: (router) => {
       pipeline.registerConnect(router);
       // gRPC server reflection: public, outside the pipeline (see reflection.ts).
-      for (const path of registerReflection(router, pipeline.services.map((s) => s.service))) procedures.add(path);
+      for (const path of registerReflection(router, services)) procedures.add(path);
     },
     // Unknown fields and enum names are errors, not silently dropped data.
     jsonOptions: { ignoreUnknownFields: false },
@@ -154,8 +166,9 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         const doc = apiDocs.get(path);
         if (doc !== undefined) {
           route = path;
-          res.writeHead(200, { "Content-Type": doc.type, "Content-Length": doc.body.length });
-          res.end(doc.body);
+          const body = doc.body();
+          res.writeHead(200, { "Content-Type": doc.type, "Content-Length": body.length });
+          res.end(body);
           return;
         }
         if (path === "/docs/errors") {

@@ -17,7 +17,7 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescM
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { errorCatalog, isErrorCode, type ErrorCode, type JsonValue } from "../../domain/errors.js";
 import { enumJsonNames } from "../rest/json-enums.js";
-import { acceptsText, fieldErrorCode, overlaps } from "../rest/json-codec.js";
+import { acceptsText, fieldErrorCode, overlaps, resolveFieldPath } from "../rest/json-codec.js";
 import { isWellKnown } from "../rest/json-render-reflect.js";
 import { RestRoutes, type RestRoute } from "../rest/routes.js";
 import { rulesOf, type MethodRules } from "../rpc/method-rules.js";
@@ -389,16 +389,10 @@ export function openApiPath(template: string): string {
   return path;
 }
 
-/** The field chain of a dotted path, by proto names (as json-codec resolves it). */
+/** The field chain of a path variable, resolved as the decoder resolves it. */
 function resolveChain(root: DescMessage, dotted: string): DescField[] {
-  const chain: DescField[] = [];
-  let desc: DescMessage | undefined = root;
-  for (const part of dotted.split(".")) {
-    const field: DescField | undefined = desc?.fields.find((f) => f.name === part || f.jsonName === part);
-    if (field === undefined) throw new Error(`${root.typeName} has no field "${dotted}"`);
-    chain.push(field);
-    desc = field.fieldKind === "message" ? field.message : undefined;
-  }
+  const chain = resolveFieldPath(root, dotted);
+  if (chain === undefined) throw new Error(`${root.typeName} has no field "${dotted}"`);
   return chain;
 }
 

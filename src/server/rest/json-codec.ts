@@ -405,7 +405,8 @@ function bytesFromBase64(field: DescField, text: string, path: string, shown: st
 /** A field path from the request root, resolved against proto and JSON names. */
 type FieldChain = DescField[];
 
-function resolveFieldPath(root: DescMessage, dotted: string): FieldChain | undefined {
+/** The fields a dotted path (proto or JSON names) names, outermost first; undefined when it names none. */
+export function resolveFieldPath(root: DescMessage, dotted: string): FieldChain | undefined {
   const chain: FieldChain = [];
   let desc: DescMessage | undefined = root;
   for (const part of dotted.split(".")) {
