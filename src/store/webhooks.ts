@@ -241,19 +241,9 @@ export async function nextDue(db: Db): Promise<Micros | null> {
 // ---------------------------------------------------------------------------
 // The owner's log
 
-export interface DeliveryLogRecord {
+/** One logged attempt as its owner reads it: without the body and the actor it was pushed for. */
+export interface DeliveryLogRecord extends Omit<AttemptRecord, "actorId" | "body"> {
   id: string;
-  deliveryId: string;
-  channelId: string;
-  event: WebhookEvent;
-  messageId: string | null;
-  attempt: number;
-  status: DeliveryStatus;
-  responseStatus: number | null;
-  error: string | null;
-  durationMs: number;
-  attemptedAt: Micros;
-  nextAttemptAt: Micros | null;
 }
 
 interface DeliveryLogRow {

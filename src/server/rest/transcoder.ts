@@ -12,7 +12,7 @@ import { ApiError } from "../../domain/errors.js";
 import { rulesOf } from "../rpc/method-rules.js";
 import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../rpc/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
-import { isSharedResponse } from "../rpc/shared-response.js";
+import { serialiseOnce } from "../rpc/shared-response.js";
 import { toRestError } from "../rpc/errors.js";
 import { RestCallContext } from "./call-context.js";
 import { decodeRequest } from "./json-codec.js";
@@ -54,17 +54,9 @@ function sendJsonBody(res: NodeResponse, status: number, body: Buffer, headers: 
   res.end(body);
 }
 
-const sharedBodies = new WeakMap<object, Buffer>();
-
 /** The REST JSON of a response; a shared response is serialised once (see shared-response.ts). */
 function jsonBodyOf(method: DescMethod, response: object): Buffer {
-  if (!isSharedResponse(response)) return Buffer.from(renderMessageJson(method.output, response), "utf8");
-  let body = sharedBodies.get(response);
-  if (body === undefined) {
-    body = Buffer.from(renderMessageJson(method.output, response), "utf8");
-    sharedBodies.set(response, body);
-  }
-  return body;
+  return serialiseOnce(response, (r) => Buffer.from(renderMessageJson(method.output, r), "utf8"));
 }
 
 export function sendError(res: NodeResponse, err: ApiError, requestId: string, headers: Record<string, string> = {}): void {
