@@ -161,10 +161,17 @@ export class PdfRenderer {
     let page: Page | undefined;
     // Starting Chromium is not the document's time (puppeteer's launch timeout bounds it).
     let deadline: AbortSignal | undefined;
+    // Chromium dying mid-render does not reliably reject every pending CDP
+    // call (a navigation can wait on for ever), so its exit ends the render
+    // itself, as a retryable failure rather than a deadline miss.
+    const exited = new AbortController();
+    const onExit = () => exited.abort(new Error("Chromium exited while rendering"));
     try {
       browser = await (outer ? untilAborted(this.start(), outer) : this.start());
+      browser.once("disconnected", onExit);
+      if (!browser.connected) onExit();
       deadline = AbortSignal.timeout(this.options.timeoutMs);
-      const signal = outer ? AbortSignal.any([outer, deadline]) : deadline;
+      const signal = AbortSignal.any(outer ? [outer, deadline, exited.signal] : [deadline, exited.signal]);
       const opening = browser.newPage();
       // A page that arrives after the abort is closed by the finally below or, if later still, here.
       void opening.then((p) => {
@@ -183,6 +190,9 @@ export class PdfRenderer {
     } catch (err) {
       if (err instanceof JobFailure) throw err;
       if (outer?.aborted) throw outer.reason;
+      if (exited.signal.aborted) {
+        throw new JobFailure("pdf_render_failed", "Chromium exited while rendering", true, { cause: err });
+      }
       if (deadline?.aborted || (browser !== undefined && err instanceof TimeoutError)) {
         // A browser that could not even open a page in time is stuck: start over.
         if (page === undefined && browser !== undefined) this.kill(browser, "did not open a page in time");
@@ -193,6 +203,7 @@ export class PdfRenderer {
       }
       throw new JobFailure("pdf_render_failed", `Chromium failed while rendering: ${messageOf(err)}`, true, { cause: err });
     } finally {
+      browser?.off("disconnected", onExit);
       // Closing the page ends whatever it was still doing; a browser that
       // cannot even do that in time is killed (the next render starts a new one).
       if (page && browser && !(await settlesWithin(page.close(), CLOSE_TIMEOUT_MS))) {

@@ -297,7 +297,7 @@ describe("the shared browser", () => {
     const pid = renderer.browserPid!;
     process.kill(pid, "SIGKILL");
     const job = await waitForJob(server.url, key, id, 60_000);
-    expect(job.status).toBe("completed");
+    expect(job.status, JSON.stringify(job)).toBe("completed");
     const text = squash(await pdfText((await download(server.url, key, id)).bytes));
     expect(text).toContain("end of the long table");
     expect(renderer.browserPid).not.toBe(pid);
