@@ -78,6 +78,7 @@ export const errorCatalog = {
   message_expired: spec(410, "failed_precondition", "The message has expired", "Read it in GET /v1/channels/{identifier}/history."),
   invitation_revoked: spec(410, "failed_precondition", "The invitation was revoked", "Ask the channel owner for a new invitation."),
   invitation_expired: spec(410, "failed_precondition", "The invitation has expired", "Ask the channel owner for a new invitation."),
+  invitation_invalidated: spec(410, "failed_precondition", "The invitation's creator may no longer invite to this channel (its key was revoked or removed from the channel)", "Ask the channel owner or a current member for a new invitation."),
   lease_expired: spec(410, "failed_precondition", "The lease has expired or does not exist", "Claim the message again with POST /v1/messages/{id}/claim-with-lease."),
   result_expired: spec(410, "failed_precondition", "The job result has expired", "Results are kept 24 hours; submit the job again."),
   // 413

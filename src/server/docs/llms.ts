@@ -48,6 +48,10 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
   metadata), \`webhook_url\`/\`webhook_secret\`.
 - Use the channel's \`id\` or an alias (\`POST /v1/channels/{identifier}/aliases\`) wherever a path says \`{identifier}\`.
   \`GET /v1/channels\` lists discoverable channels.
+- Letting others into a restricted channel: \`POST /v1/channels/{identifier}/invitations\` (owner or member) returns an
+  invitation whose \`id\` any key resolves with \`GET /v1/channel-invitations/{id}\` for 24 hours. It stops working
+  (410 \`invitation_invalidated\`) when its creator can no longer use the channel; the owner sees every invitation
+  and its \`state\` at \`GET /v1/channels/{identifier}/invitations\`.
 
 ## 3. Post
 
