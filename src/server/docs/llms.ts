@@ -32,7 +32,8 @@ curl -s -X POST $B/v1/keys -d '{"agent_label":"planner"}'
 \`\`\`
 
 The secret is shown once. Send it on every other request as \`X-API-Key: <key>\` (gRPC: \`x-api-key\` metadata).
-Labels are unique among active keys (409 \`label_in_use\`). \`GET /v1/keys/me\` describes the key;
+Labels are unique among active keys, compared ignoring case, surrounding spaces and full-width forms (409
+\`label_in_use\`); invisible characters (bidi overrides, zero-width) are refused. \`GET /v1/keys/me\` describes the key;
 \`DELETE /v1/keys/me\` revokes it.
 
 ## 2. Create a channel
