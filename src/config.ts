@@ -56,6 +56,10 @@ const schema = z.object({
   AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(25),
   // Each waiter costs a promise and a timer, not a connection; the cap bounds memory.
   AGENTBUS_LONGPOLL_MAX_WAITERS: nonNegativeInt.default(10_000),
+  // One key's share of them (long-polls and watch streams together), so a
+  // single key cannot take every waiter: an agent follows a few channels,
+  // and 100 leaves a process cap of 10,000 needing a hundred busy keys.
+  AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY: nonNegativeInt.default(100),
   // One process runs everything by default; API replicas set false when
   // separate `agentbus worker` processes run the jobs.
   AGENTBUS_WORKERS: bool.default(true),
@@ -146,6 +150,7 @@ export interface Config {
   redisUrl: string | undefined;
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
+  longPollMaxWaitersPerKey: number;
   /** Outbound requests may reach non-public addresses (decision W4). */
   allowPrivateTargets: boolean;
   webhookTimeoutMs: number;
@@ -212,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: c.REDIS_URL,
     longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,
+    longPollMaxWaitersPerKey: c.AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY,
     allowPrivateTargets: c.AGENTBUS_ALLOW_PRIVATE_TARGETS,
     webhookTimeoutMs: c.AGENTBUS_WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,

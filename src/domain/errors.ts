@@ -78,6 +78,7 @@ export const errorCatalog = {
   message_expired: spec(410, "failed_precondition", "The message has expired", "Read it in GET /v1/channels/{identifier}/history."),
   invitation_revoked: spec(410, "failed_precondition", "The invitation was revoked", "Ask the channel owner for a new invitation."),
   invitation_expired: spec(410, "failed_precondition", "The invitation has expired", "Ask the channel owner for a new invitation."),
+  invitation_invalidated: spec(410, "failed_precondition", "The invitation's creator may no longer invite to this channel (its key was revoked or removed from the channel)", "Ask the channel owner or a current member for a new invitation."),
   lease_expired: spec(410, "failed_precondition", "The lease has expired or does not exist", "Claim the message again with POST /v1/messages/{id}/claim-with-lease."),
   result_expired: spec(410, "failed_precondition", "The job result has expired", "Results are kept 24 hours; submit the job again."),
   // 413
@@ -139,6 +140,7 @@ export const errorCatalog = {
   pdf_render_failed: spec(502, "unavailable", "The PDF renderer failed while rendering the document", "Submit the job again; if it keeps failing, simplify the document."),
   // 429
   rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
+  too_many_waiters: spec(429, "resource_exhausted", "This key holds as many open watches and long-polls as one key may", "Close a watch stream this key no longer needs (each one is held until closed), then open the new one."),
   channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
   // 500
   internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Caller } from "./caller.js";
 import { ApiError } from "./errors.js";
+import { displayName, nameKey } from "./labels.js";
 import type { Clock, Micros } from "./time.js";
 
 export interface KeyRecord {
@@ -18,7 +19,8 @@ export interface KeyRecord {
 }
 
 export interface KeyRepository {
-  insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use">;
+  /** labelKey: nameKey(agentLabel), unique among active keys. */
+  insert(key: Omit<KeyRecord, "createdAt" | "revokedAt"> & { labelKey: string }): Promise<"inserted" | "label_in_use">;
   findById(keyId: string): Promise<KeyRecord | undefined>;
   /** Marks the key revoked; revoking twice is harmless. */
   revoke(keyId: string): Promise<void>;
@@ -33,8 +35,6 @@ export interface IssuedKey {
 
 const KEY_PATTERN = /^(ak_[A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{32})$/;
 export const MAX_AGENT_LABEL_LENGTH = 128;
-// Control, bidi-override and zero-width characters make labels that look alike.
-const INVISIBLE = /[\p{Cc}\p{Cf}]/u;
 
 const hashSecret = (secret: string) => createHash("sha256").update(secret).digest();
 
@@ -57,17 +57,22 @@ export class Keys {
     private readonly options: KeysOptions,
   ) {}
 
-  async issue(agentLabel: string): Promise<IssuedKey> {
-    if (agentLabel.trim() === "") throw new ApiError("missing_field", "'agent_label' is required", { details: { field: "agent_label" } });
-    if ([...agentLabel].length > MAX_AGENT_LABEL_LENGTH || INVISIBLE.test(agentLabel)) {
-      throw new ApiError("invalid_agent_label", `'agent_label' must be at most ${MAX_AGENT_LABEL_LENGTH} visible characters`, {
-        details: { field: "agent_label" },
-      });
-    }
+  /**
+   * The label is stored and shown trimmed, and is the key's owner_id; it must
+   * differ from every active key's label in its normal form (nameKey), so a
+   * look-alike cannot pose as another agent's owner.
+   */
+  async issue(given: string): Promise<IssuedKey> {
+    const agentLabel = displayName(given, "agent_label", "invalid_agent_label", MAX_AGENT_LABEL_LENGTH);
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
     const secret = randomBytes(24).toString("base64url");
-    const outcome = await this.repo.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel });
-    if (outcome === "label_in_use") throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}'`);
+    const outcome = await this.repo.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel) });
+    if (outcome === "label_in_use") {
+      throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}' or one that looks the same`, {
+        details: { agent_label: agentLabel },
+        suggestion: "Choose another agent_label: labels are compared ignoring case, surrounding spaces and full-width or other compatibility forms.",
+      });
+    }
     return { key: `${keyId}.${secret}`, keyId, agentLabel, ownerId: agentLabel };
   }
 

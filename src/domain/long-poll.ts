@@ -6,12 +6,45 @@
  */
 import type { WakeBus } from "../bus/wake-bus.js";
 
+/**
+ * Per-key count of the waits a process holds (long-polls and watch
+ * streams), so that one key cannot take every waiter the process allows
+ * (AGENTBUS_LONGPOLL_MAX_WAITERS) and leave the other keys answered at once.
+ */
+export class WaiterSlots {
+  private readonly held = new Map<string, number>();
+
+  constructor(private readonly maxPerKey: number) {}
+
+  /** Takes one of the key's slots: its release (idempotent), or undefined when the key holds all of them. */
+  take(keyId: string): (() => void) | undefined {
+    const count = this.held.get(keyId) ?? 0;
+    if (count >= this.maxPerKey) return undefined;
+    this.held.set(keyId, count + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.held.get(keyId) ?? 1) - 1;
+      if (left > 0) this.held.set(keyId, left);
+      else this.held.delete(keyId);
+    };
+  }
+
+  /** Slots the key holds now. */
+  heldBy(keyId: string): number {
+    return this.held.get(keyId) ?? 0;
+  }
+}
+
 export interface LongPollOptions {
   bus: WakeBus;
   channelId: string;
   waitMs: number;
   /** Above this many waiters in the process, answer at once instead of waiting. */
   maxWaiters: number;
+  /** Takes one of the caller's waiter slots; undefined when it holds all of them (answer at once, like the process cap). */
+  takeSlot?: () => (() => void) | undefined;
   /** Ends the wait early (client gone, server shutting down). */
   signal?: AbortSignal;
 }
@@ -23,6 +56,16 @@ export interface LongPollOptions {
 export async function readOrWait<T>(read: (delivery?: number) => Promise<T[]>, options: LongPollOptions): Promise<T[]> {
   const first = await read();
   if (first.length > 0 || options.waitMs <= 0 || options.bus.subscriptions >= options.maxWaiters) return first;
+  const release = options.takeSlot ? options.takeSlot() : () => {};
+  if (!release) return first;
+  try {
+    return await waitAndRead(read, options);
+  } finally {
+    release();
+  }
+}
+
+async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options: LongPollOptions): Promise<T[]> {
   const deadline = performance.now() + options.waitMs;
   let delivery: number | undefined;
   for (;;) {

@@ -17,6 +17,7 @@ import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
 import { enqueueMemberAdded } from "../store/webhooks.js";
 import {
+  countInvitationUse,
   decideRequest,
   deleteMember,
   findInvitation,
@@ -25,6 +26,7 @@ import {
   insertMember,
   isActiveKey,
   listEvents,
+  listInvitations,
   listMembers,
   listPendingRequests,
   lockMembership,
@@ -42,6 +44,7 @@ export const EVENT_TTL_SECONDS = 24 * 60 * 60;
 /** Invitation lookups per source address and window (contract §4.5). */
 export const INVITATION_LOOKUP_LIMIT = { count: 10, windowMs: 60_000 } as const;
 export const EVENTS_PAGE = { min: 1, max: 100, default: 50 } as const;
+export const INVITATIONS_PAGE = { min: 1, max: 100, default: 50 } as const;
 /** Not in the spec: keeps the owner's pending list readable and bounded. */
 export const MAX_REASON_LENGTH = 2000;
 /** Longest key_id accepted before looking it up (key ids are ~19 characters). */
@@ -79,11 +82,36 @@ export interface InvitationRecord {
   channel: InvitationChannel;
   /** created_by_key_id of the channel (its owner key): may revoke. Not rendered. */
   channelOwnerKeyId: string;
+  /** Keys that became members through it. */
+  uses: number;
+  /** Its creator may still invite: an active key that can use the channel. Not rendered (see state). */
+  creatorMayInvite: boolean;
 }
 
-/** An invitation as rendered, with `active` judged against the clock. */
+export type InvitationState = "active" | "revoked" | "expired" | "invalidated";
+
+/** An invitation as rendered, with its state judged against the clock. */
 export interface InvitationView extends InvitationRecord {
+  state: InvitationState;
   active: boolean;
+}
+
+export interface InvitationsPage {
+  data: InvitationView[];
+  limit: number;
+  /** Set when the page is full (older invitations may follow). */
+  nextCursor: string | null;
+}
+
+/**
+ * Revoked and expired are final and win over invalidated; an invitation
+ * whose creator lost the right to invite comes back should the right come
+ * back (re-added as a member), as the rule is checked when resolving.
+ */
+export function invitationState(invitation: InvitationRecord, now: Micros): InvitationState {
+  if (invitation.revokedAt !== null) return "revoked";
+  if (invitation.expiresAt <= now) return "expired";
+  return invitation.creatorMayInvite ? "active" : "invalidated";
 }
 
 export type AccessRequestStatus = "pending" | "approved" | "denied";
@@ -163,6 +191,32 @@ export function validateEventsLimit(limit: number | undefined): number {
     throw new ApiError("invalid_limit", `'limit' must be an integer from ${EVENTS_PAGE.min} to ${EVENTS_PAGE.max}`, { details: { field: "limit" } });
   }
   return value;
+}
+
+/** limit of the invitations page: 1..100, default 50 (422 invalid_limit). */
+export function validateInvitationsLimit(limit: number | undefined): number {
+  const value = limit ?? INVITATIONS_PAGE.default;
+  if (!Number.isInteger(value) || value < INVITATIONS_PAGE.min || value > INVITATIONS_PAGE.max) {
+    throw new ApiError("invalid_limit", `'limit' must be an integer from ${INVITATIONS_PAGE.min} to ${INVITATIONS_PAGE.max}`, { details: { field: "limit" } });
+  }
+  return value;
+}
+
+/** The invitations cursor: "<created_at in µs>.<id>" of the previous page's last item. */
+const INVITATIONS_CURSOR = /^([0-9]{1,17})\.([A-Za-z0-9_-]{1,64})$/;
+
+export const formatInvitationsCursor = (invitation: InvitationRecord): string => `${invitation.createdAt}.${invitation.id}`;
+
+export function parseInvitationsCursor(cursor: string | undefined): { createdAt: Micros; id: string } | null {
+  if (cursor === undefined || cursor === "") return null;
+  const match = INVITATIONS_CURSOR.exec(cursor);
+  if (!match) {
+    throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page of invitations", {
+      details: { field: "cursor" },
+      suggestion: "Pass next_cursor from the previous page unchanged, or leave cursor out for the newest invitations.",
+    });
+  }
+  return { createdAt: Number(match[1]), id: match[2] as string };
 }
 
 /** A new invitation id: 18 random bytes as url-safe base64 (24 characters), the link's secret. */
@@ -274,10 +328,20 @@ export class Membership {
       if (invitation.expiresAt <= now) {
         throw new ApiError("invitation_expired", undefined, { details: { invitation_id: invitation.id } });
       }
+      // Checked here, not when the right is taken away, so every way of
+      // losing it (removal, key revocation, the channel turning restricted,
+      // and any added later) ends the invitation without its own bookkeeping.
+      if (!invitation.creatorMayInvite) {
+        throw new ApiError("invitation_invalidated", undefined, { details: { invitation_id: invitation.id } });
+      }
       const channelId = invitation.channel.id;
       const { created } = await insertMember(this.db, channelId, caller.keyId, now, invitation.id);
       await this.record(channelId, "invitation_resolved", caller.keyId, caller.keyId, invitation.id, now);
-      if (created) await this.record(channelId, "member_added", caller.keyId, caller.keyId, invitation.id, now);
+      if (created) {
+        await this.record(channelId, "member_added", caller.keyId, caller.keyId, invitation.id, now);
+        await countInvitationUse(this.db, invitation.id);
+        return this.view({ ...invitation, uses: invitation.uses + 1 }, now);
+      }
       return this.view(invitation, now);
     });
   }
@@ -305,6 +369,17 @@ export class Membership {
       }
       return this.view(await this.findInvitation(found.id), now);
     });
+  }
+
+  /** The channel's invitations, newest first, every state included (owner only). */
+  async listInvitations(caller: Caller, identifier: string, query: { cursor: string | undefined; limit: number | undefined }): Promise<InvitationsPage> {
+    const limit = validateInvitationsLimit(query.limit);
+    const after = parseInvitationsCursor(query.cursor);
+    const channel = await this.ownedChannel(caller, identifier);
+    const now = this.clock.now();
+    const data = (await listInvitations(this.db, channel.id, after, limit)).map((i) => this.view(i, now));
+    const last = data.at(-1);
+    return { data, limit, nextCursor: data.length === limit && last ? formatInvitationsCursor(last) : null };
   }
 
   // --- Access requests -----------------------------------------------------
@@ -414,7 +489,8 @@ export class Membership {
   }
 
   private view(invitation: InvitationRecord, now: Micros): InvitationView {
-    return { ...invitation, active: invitation.revokedAt === null && invitation.expiresAt > now };
+    const state = invitationState(invitation, now);
+    return { ...invitation, state, active: state === "active" };
   }
 }
 

@@ -13,7 +13,7 @@ import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js"
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "./time.js";
 import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
 import type { WakeBus } from "../bus/wake-bus.js";
-import { readOrWait } from "./long-poll.js";
+import { readOrWait, WaiterSlots } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
 export interface ActorDirectory {
@@ -33,6 +33,8 @@ export interface MessagesOptions {
   afterCommit: (fn: () => void) => void;
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
+  /** Long-polls and watch streams one key may hold in this process at once. */
+  longPollMaxWaitersPerKey: number;
 }
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -63,6 +65,8 @@ export interface OpenedWatch {
   /** Where the stream starts: resuming from it later misses nothing written since. */
   cursor: string;
   messages: AsyncGenerator<MessageRecord>;
+  /** Gives back the watch's waiter slot; idempotent. Also done when `messages` ends or the signal aborts. */
+  close: () => void;
 }
 
 /** How often an idle watch re-reads and re-checks the caller's access. */
@@ -91,7 +95,9 @@ export class Messages {
     private readonly actors: ActorDirectory,
     private readonly clock: Clock,
     private readonly options: MessagesOptions,
-  ) {}
+  ) {
+    this.waiterSlots = new WaiterSlots(options.longPollMaxWaitersPerKey);
+  }
 
   async create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
     // The body is judged before the channel is looked up: a bad request is a
@@ -178,6 +184,7 @@ export class Messages {
       channelId: channel.id,
       waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
       maxWaiters: this.options.longPollMaxWaiters,
+      takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
     });
     const last = data[data.length - 1];
@@ -201,10 +208,35 @@ export class Messages {
     const start = since === undefined ? await this.store.channelHead(channel.id) : given;
     // An empty channel starts at "0", which replays exactly what comes later.
     const cursor = since ?? (start === null ? "0" : formatTimestamp(start));
-    return { cursor, messages: this.follow(caller, identifier, channel, start, signal) };
+    // A watch holds a wake-up subscription for as long as it is open: it
+    // counts against the key's waiter slots, and past them it is refused
+    // before the stream opens (a stream has no "answer at once").
+    const release = this.waiterSlots.take(caller.keyId);
+    if (!release) {
+      throw new ApiError("too_many_waiters", `This key already holds ${this.options.longPollMaxWaitersPerKey} open watches and long-polls on this server`, {
+        details: { max_waiters_per_key: this.options.longPollMaxWaitersPerKey },
+      });
+    }
+    signal?.addEventListener("abort", release, { once: true });
+    return { cursor, messages: this.follow(caller, identifier, channel, start, signal, release), close: release };
   }
 
-  private async *follow(caller: Caller, identifier: string, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
+  private async *follow(
+    caller: Caller,
+    identifier: string,
+    opened: ChannelView,
+    start: Micros | null,
+    signal: AbortSignal | undefined,
+    release: () => void,
+  ): AsyncGenerator<MessageRecord> {
+    try {
+      yield* this.followChannel(caller, identifier, opened, start, signal);
+    } finally {
+      release();
+    }
+  }
+
+  private async *followChannel(caller: Caller, identifier: string, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
     let channel = opened;
     let cursor = start;
     let lastCheck = performance.now();
@@ -331,6 +363,7 @@ export class Messages {
   }
 
   private readonly readsInFlight = new Map<string, Promise<MessageRecord[]>>();
+  private readonly waiterSlots: WaiterSlots;
 
   /**
    * Re-reads caused by one wake-up delivery share one query: when a wake-up

@@ -53,6 +53,7 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
       afterCommit: (fn) => deps.db.afterCommit(fn),
       longPollMaxWaitSeconds: deps.config.longPollMaxWaitSeconds,
       longPollMaxWaiters: deps.config.longPollMaxWaiters,
+      longPollMaxWaitersPerKey: deps.config.longPollMaxWaitersPerKey,
     },
   );
   return [

@@ -7,6 +7,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
   AccessRequestStatus as ProtoAccessRequestStatus,
   ChannelEventType as ProtoChannelEventType,
+  InvitationState as ProtoInvitationState,
   type AccessRequestSchema,
   type ChannelEventSchema,
   type InvitationSchema,
@@ -18,6 +19,7 @@ import type {
   AccessRequestStatus,
   ChannelEventRecord,
   ChannelEventType,
+  InvitationState,
   InvitationView,
   MemberRecord,
   Membership,
@@ -45,6 +47,11 @@ export function membershipHandlers(membership: Membership): ChannelHandlers {
 
     async createInvitation(request, ctx) {
       return renderInvitation(await membership.createInvitation(callerOf(ctx), request.identifier));
+    },
+
+    async listInvitations(request, ctx) {
+      const page = await membership.listInvitations(callerOf(ctx), request.identifier, { cursor: request.cursor, limit: request.limit });
+      return { data: page.data.map(renderInvitation), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
     },
 
     async resolveInvitation(request, ctx) {
@@ -112,9 +119,18 @@ function renderInvitation(i: InvitationView): MessageInitShape<typeof Invitation
     expiresAt: toProtoTimestamp(i.expiresAt),
     revokedAt: i.revokedAt === null ? undefined : toProtoTimestamp(i.revokedAt),
     active: i.active,
+    state: INVITATION_STATE[i.state],
+    uses: i.uses,
     channel: { id: i.channel.id, name: i.channel.name, mode: modeToProto(i.channel.mode), description: i.channel.description },
   };
 }
+
+const INVITATION_STATE: Record<InvitationState, ProtoInvitationState> = {
+  active: ProtoInvitationState.ACTIVE,
+  revoked: ProtoInvitationState.REVOKED,
+  expired: ProtoInvitationState.EXPIRED,
+  invalidated: ProtoInvitationState.INVALIDATED,
+};
 
 const REQUEST_STATUS: Record<AccessRequestStatus, ProtoAccessRequestStatus> = {
   pending: ProtoAccessRequestStatus.PENDING,

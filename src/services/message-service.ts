@@ -69,9 +69,14 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       const watch = await messages.openWatch(callerOf(ctx), req.identifier, req.since, ctx.signal);
       ctx.values.get(streamOpenKey)?.();
       // First the starting position (no message): see WatchMessagesResponse.
-      yield { cursor: watch.cursor };
-      for await (const message of watch.messages) {
-        yield { message: renderMessage(message, clock.now()), cursor: formatTimestamp(message.createdAt) };
+      try {
+        yield { cursor: watch.cursor };
+        for await (const message of watch.messages) {
+          yield { message: renderMessage(message, clock.now()), cursor: formatTimestamp(message.createdAt) };
+        }
+      } finally {
+        // A client gone after the first item never starts `messages`, whose own cleanup would not run.
+        watch.close();
       }
     },
 

@@ -24,12 +24,12 @@ export class PgKeyRepository implements KeyRepository {
    * db.transaction, which is a savepoint inside a caller's transaction, so
    * the caller's transaction survives it.
    */
-  async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt">): Promise<"inserted" | "label_in_use"> {
+  async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt"> & { labelKey: string }): Promise<"inserted" | "label_in_use"> {
     try {
       await this.db.transaction(async () => {
         await this.db.query(
-          "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, $2, $3, $4)",
-          [key.keyId, key.secretHash, key.agentLabel, key.ownerId],
+          "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, label_key) VALUES ($1, $2, $3, $4, $5)",
+          [key.keyId, key.secretHash, key.agentLabel, key.ownerId, key.labelKey],
         );
         await ensureDefaultActor(this.db, key);
       });

@@ -131,10 +131,21 @@ interface InvitationRow {
   channel_mode: ChannelMode;
   channel_description: string;
   channel_owner_key_id: string;
+  uses: number;
+  creator_may_invite: boolean;
 }
 
-const INVITATION_COLUMNS = `i.id, i.channel_id, i.owner_id, i.created_by_key_id, i.created_at, i.expires_at, i.revoked_at,
-  c.name AS channel_name, c.mode AS channel_mode, c.description AS channel_description, c.created_by_key_id AS channel_owner_key_id`;
+/**
+ * creator_may_invite repeats the rule of createInvitation (an active key
+ * that can use the channel) against the present state, so whatever takes
+ * that right away (removal, key revocation, the channel turning restricted)
+ * also ends the invitations the key created.
+ */
+const INVITATION_COLUMNS = `i.id, i.channel_id, i.owner_id, i.created_by_key_id, i.created_at, i.expires_at, i.revoked_at, i.uses,
+  c.name AS channel_name, c.mode AS channel_mode, c.description AS channel_description, c.created_by_key_id AS channel_owner_key_id,
+  (EXISTS (SELECT 1 FROM api_keys k WHERE k.key_id = i.created_by_key_id AND k.revoked_at IS NULL)
+   AND (c.access = 'open' OR c.created_by_key_id = i.created_by_key_id
+        OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = i.created_by_key_id))) AS creator_may_invite`;
 
 const toInvitation = (r: InvitationRow): InvitationRecord => ({
   id: r.id,
@@ -145,6 +156,8 @@ const toInvitation = (r: InvitationRow): InvitationRecord => ({
   revokedAt: r.revoked_at,
   channel: { id: r.channel_id, name: r.channel_name, mode: r.channel_mode, description: r.channel_description },
   channelOwnerKeyId: r.channel_owner_key_id,
+  uses: r.uses,
+  creatorMayInvite: r.creator_may_invite,
 });
 
 /**
@@ -158,7 +171,7 @@ export async function insertInvitation(
 ): Promise<InvitationRecord | undefined> {
   const { rows } = await db.query<InvitationRow>(
     `WITH c AS (
-       SELECT id, name, mode, description, created_by_key_id FROM channels WHERE id = $2 FOR KEY SHARE
+       SELECT id, name, mode, access, description, created_by_key_id FROM channels WHERE id = $2 FOR KEY SHARE
      ), i AS (
        INSERT INTO channel_invitations (id, channel_id, owner_id, created_by_key_id, created_at, expires_at)
        SELECT $1, c.id, $3, $4, $5, $6 FROM c
@@ -187,6 +200,32 @@ export async function findInvitation(db: Db, id: string): Promise<InvitationReco
   );
   const row = rows[0];
   return row && toInvitation(row);
+}
+
+/**
+ * The channel's invitations, newest first, after the (created_at, id) of the
+ * previous page's last item (NULL for the newest).
+ */
+export async function listInvitations(
+  db: Db,
+  channelId: string,
+  after: { createdAt: Micros; id: string } | null,
+  limit: number,
+): Promise<InvitationRecord[]> {
+  const { rows } = await db.query<InvitationRow>(
+    `SELECT ${INVITATION_COLUMNS} FROM channel_invitations i JOIN channels c ON c.id = i.channel_id
+     WHERE i.channel_id = $1 AND ($2::timestamptz IS NULL OR (i.created_at, i.id) < ($2::timestamptz, $3::text))
+     ORDER BY i.created_at DESC, i.id DESC
+     LIMIT $4`,
+    [channelId, after && formatTimestamp(after.createdAt), after?.id ?? null, limit],
+    "list_invitations",
+  );
+  return rows.map(toInvitation);
+}
+
+/** Counts a key that became a member through the invitation. */
+export async function countInvitationUse(db: Db, id: string): Promise<void> {
+  await db.query("UPDATE channel_invitations SET uses = uses + 1 WHERE id = $1", [id]);
 }
 
 /** Sets revoked_at unless it is set already; true when this call revoked it. */

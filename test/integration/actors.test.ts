@@ -212,7 +212,7 @@ describe("Actors resolvers", () => {
 
   const newKey = async (label: string): Promise<Caller> => {
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
-    const outcome = await new PgKeyRepository(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label });
+    const outcome = await new PgKeyRepository(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label, labelKey: label });
     expect(outcome).toBe("inserted");
     return { keyId, agentLabel: label, ownerId: label };
   };

@@ -224,6 +224,7 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { identifier: await env.channel(), key_id: keyIdOf(env.inst.keys.worker) } }),
   },
   { rpc: "ChannelService.CreateInvitation", scope: "channel", mutates: false, rule: channelUsers(201), prepare: onChannel },
+  { rpc: "ChannelService.ListInvitations", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
   {
     // Any key may resolve (that is how strangers get in); it grants membership, hence a fresh channel.
     rpc: "ChannelService.ResolveInvitation",

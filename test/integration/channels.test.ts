@@ -758,7 +758,7 @@ describe("created_at of concurrent creates", () => {
       const db = new Db(database.pool);
       const channels = new Channels(db, { defaultDiscoverable: true });
       const caller = { keyId: "ak_AAAAAAAAAAAAAAAA", agentLabel: "serial", ownerId: "serial" };
-      await new PgKeyRepository(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial" });
+      await new PgKeyRepository(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial", labelKey: "serial" });
       const input = (name: string): CreateChannelInput => ({
         name, mode: "broadcast", access: undefined, discoverable: undefined, description: undefined, metadataSchema: undefined,
         pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,

@@ -8,7 +8,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
+import { ChannelMode, InvitationState } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MICROS_PER_SECOND, parseTimestamp } from "../../src/domain/time.js";
@@ -24,6 +24,7 @@ import {
   resolveInvitation,
   TIMESTAMP_6,
   type InvitationJson,
+  type InvitationsPageJson,
   type MemberJson,
 } from "../support/membership.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
@@ -44,6 +45,19 @@ const micros = (ts: string) => parseTimestamp(ts) as number;
 const members = async (owner: string, channel: string) =>
   (await rest<{ data: MemberJson[] }>(url(), "GET", `/v1/channels/${channel}/members`, { key: owner })).body.data;
 const revoke = (key: string, id: string) => rest<InvitationJson>(url(), "DELETE", `/v1/channel-invitations/${encodeURIComponent(id)}`, { key });
+const listInvitations = (key: string, channel: string, query = "") =>
+  rest<InvitationsPageJson>(url(), "GET", `/v1/channels/${channel}/invitations${query}`, { key });
+const removeMember = (owner: string, channel: string, key: string) =>
+  rest(url(), "DELETE", `/v1/channels/${channel}/members/${keyIdOf(key)}`, { key: owner });
+const revokeKey = (key: string) => rest(url(), "DELETE", "/v1/keys/me", { key });
+/** A restricted channel of a fresh owner with one member, and an invitation created by each. */
+async function invitationsOfOwnerAndMember() {
+  const owner = await mintKey(url());
+  const member = await mintKey(url());
+  const ch = await createChannel(url(), owner, { access: "restricted" });
+  await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(member) } });
+  return { owner, member, ch, ownerInvitation: await createInvitation(url(), owner, ch), memberInvitation: await createInvitation(url(), member, ch) };
+}
 const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: server.url }));
 const detailOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0];
 
@@ -63,6 +77,8 @@ describe("POST /v1/channels/{identifier}/invitations", () => {
       revoked_at: null,
       active: true,
       channel: { id: ch, name: "invite-me", mode: "broadcast", description: "about" },
+      state: "active",
+      uses: 0,
     });
     expect(micros(res.body.expires_at) - micros(res.body.created_at)).toBe(DAY_MICROS);
   });
@@ -135,7 +151,7 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
     const invitation = await createInvitation(url(), owner, ch);
     const res = await resolveInvitation(url(), guest, invitation.id, freshAddress());
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(invitation);
+    expect(res.body).toEqual({ ...invitation, uses: 1 });
     const rows = await members(owner, ch);
     expect(rows.find((m) => m.key_id === keyIdOf(guest))?.granted_via_invitation_id).toBe(invitation.id);
   });
@@ -240,13 +256,137 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 });
 
+describe("invitations outlive no right of their creator", () => {
+  it("refuses a removed member's invitation with 410 invitation_invalidated and a suggestion, granting nothing", async () => {
+    const { owner, member, ch, memberInvitation } = await invitationsOfOwnerAndMember();
+    expect((await removeMember(owner, ch, member)).status).toBe(200);
+    const guest = await mintKey(url());
+    const body = expectError(await resolveInvitation(url(), guest, memberInvitation.id, freshAddress()), 410, "invitation_invalidated");
+    expect(body.suggestion).toContain("new invitation");
+    expect((await members(owner, ch)).map((m) => m.key_id)).toEqual([keyIdOf(owner)]);
+  });
+
+  it("refuses the invitation of a member whose key was revoked with 410 invitation_invalidated", async () => {
+    const { owner, member, ch, memberInvitation } = await invitationsOfOwnerAndMember();
+    expect((await revokeKey(member)).status).toBe(200);
+    expectError(await resolveInvitation(url(), await mintKey(url()), memberInvitation.id, freshAddress()), 410, "invitation_invalidated");
+    expect((await members(owner, ch)).map((m) => m.key_id)).toEqual([keyIdOf(owner), keyIdOf(member)]);
+  });
+
+  it("refuses an invitation to an open channel once its creator's key is revoked", async () => {
+    const owner = await mintKey(url());
+    const passerby = await mintKey(url());
+    const invitation = await createInvitation(url(), passerby, await createChannel(url(), owner));
+    await revokeKey(passerby);
+    expectError(await resolveInvitation(url(), await mintKey(url()), invitation.id, freshAddress()), 410, "invitation_invalidated");
+  });
+
+  it("refuses a stranger's invitation once the open channel it was made for turns restricted", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const invitation = await createInvitation(url(), await mintKey(url()), ch);
+    expect((await rest(url(), "PATCH", `/v1/channels/${ch}`, { key: owner, body: { access: "restricted" } })).status).toBe(200);
+    expectError(await resolveInvitation(url(), await mintKey(url()), invitation.id, freshAddress()), 410, "invitation_invalidated");
+  });
+
+  it("keeps honouring the owner's own invitations after a member is removed", async () => {
+    const { owner, member, ch, ownerInvitation } = await invitationsOfOwnerAndMember();
+    await removeMember(owner, ch, member);
+    expect((await resolveInvitation(url(), await mintKey(url()), ownerInvitation.id, freshAddress())).status).toBe(200);
+  });
+
+  it("honours a member's invitation again when the owner re-adds the member", async () => {
+    const { owner, member, ch, memberInvitation } = await invitationsOfOwnerAndMember();
+    await removeMember(owner, ch, member);
+    await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(member) } });
+    expect((await resolveInvitation(url(), await mintKey(url()), memberInvitation.id, freshAddress())).status).toBe(200);
+  });
+
+  it("shows the removed member's invitation as invalidated, and inactive, when revoked by its creator", async () => {
+    const { owner, member, ch, memberInvitation } = await invitationsOfOwnerAndMember();
+    await removeMember(owner, ch, member);
+    const listed = (await listInvitations(owner, ch)).body.data.find((i) => i.id === memberInvitation.id);
+    expect(listed).toMatchObject({ state: "invalidated", active: false, revoked_at: null });
+    expect((await revoke(member, memberInvitation.id)).body).toMatchObject({ state: "revoked", active: false });
+  });
+});
+
+describe("GET /v1/channels/{identifier}/invitations", () => {
+  it("lists every invitation of the channel, newest first, with creator, times, uses and state", async () => {
+    const { owner, member, ch, ownerInvitation, memberInvitation } = await invitationsOfOwnerAndMember();
+    const revoked = await createInvitation(url(), owner, ch);
+    await revoke(owner, revoked.id);
+    await resolveInvitation(url(), await mintKey(url()), ownerInvitation.id, freshAddress());
+    await resolveInvitation(url(), await mintKey(url()), ownerInvitation.id, freshAddress());
+    const res = await listInvitations(owner, ch);
+    expect(res.status).toBe(200);
+    expect(res.body.limit).toBe(50);
+    expect(res.body.next_cursor).toBeNull();
+    expect(res.body.data.map((i) => [i.id, i.created_by_key_id, i.state, i.uses])).toEqual([
+      [revoked.id, keyIdOf(owner), "revoked", 0],
+      [memberInvitation.id, keyIdOf(member), "active", 0],
+      [ownerInvitation.id, keyIdOf(owner), "active", 2],
+    ]);
+    expect(res.body.data[1]).toEqual(memberInvitation);
+  });
+
+  it("shows an invitation as expired 24 h after creation", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    await createInvitation(url(), owner, ch);
+    clock.advanceSeconds(24 * 60 * 60 + 1);
+    expect((await listInvitations(owner, ch)).body.data.map((i) => [i.state, i.active])).toEqual([["expired", false]]);
+  });
+
+  it("pages with limit and next_cursor, each invitation once", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    const created = [];
+    for (let i = 0; i < 5; i++) created.push((await createInvitation(url(), owner, ch)).id);
+    const seen: string[] = [];
+    let cursor: string | null = "";
+    while (cursor !== null) {
+      const page: InvitationsPageJson = (await listInvitations(owner, ch, `?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).body;
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.data.map((i) => i.id));
+      cursor = page.next_cursor;
+    }
+    expect(seen).toEqual([...created].reverse());
+  });
+
+  it("refuses a malformed cursor with 422 invalid_cursor and a limit out of range with 422 invalid_limit", async () => {
+    const owner = await mintKey(url());
+    const ch = await createChannel(url(), owner);
+    expectError(await listInvitations(owner, ch, "?cursor=nope"), 422, "invalid_cursor");
+    expectError(await listInvitations(owner, ch, "?limit=101"), 422, "invalid_limit");
+  });
+
+  it("refuses a member with 403 forbidden and a stranger to a restricted channel with 403 channel_access_denied", async () => {
+    const { member, ch } = await invitationsOfOwnerAndMember();
+    expectError(await listInvitations(member, ch), 403, "forbidden");
+    expectError(await listInvitations(await mintKey(url()), ch), 403, "channel_access_denied");
+  });
+
+  it("lists over gRPC with the same states, and refuses a non-owner as PermissionDenied", async () => {
+    const { owner, member, ch, memberInvitation } = await invitationsOfOwnerAndMember();
+    await removeMember(owner, ch, member);
+    const page = await grpc().listInvitations({ identifier: ch, limit: 10 }, { headers: { "x-api-key": owner } });
+    expect(page.data.map((i) => [i.id, i.state])).toEqual([
+      [memberInvitation.id, InvitationState.INVALIDATED],
+      [expect.any(String), InvitationState.ACTIVE],
+    ]);
+    const err = await grpc().listInvitations({ identifier: ch }, { headers: { "x-api-key": await mintKey(url()) } }).catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
+  });
+});
+
 describe("DELETE /v1/channel-invitations/{invitation_id}", () => {
   it("revokes for its creator: 200 with revoked_at set and active false", async () => {
     const owner = await mintKey(url());
     const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
     const res = await revoke(owner, invitation.id);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...invitation, revoked_at: expect.stringMatching(TIMESTAMP_6), active: false });
+    expect(res.body).toEqual({ ...invitation, revoked_at: expect.stringMatching(TIMESTAMP_6), active: false, state: "revoked" });
   });
 
   it("records invitation_revoked with no subject", async () => {

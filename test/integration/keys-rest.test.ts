@@ -30,6 +30,37 @@ describe("POST /v1/keys", () => {
     expect(res.body.suggestion).toEqual(expect.any(String));
   });
 
+  it.each([
+    ["another case", (l: string) => l.toUpperCase()],
+    ["surrounding spaces", (l: string) => `  ${l} `],
+    ["full-width letters", (l: string) => [...l].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join("")],
+  ])("refuses a look-alike of an active key's label (%s) with 409 label_in_use", async (_name, lookAlike) => {
+    const label = `lookalike${Math.random().toString(36).slice(2, 8).replace(/[0-9]/g, "q")}`;
+    await mintKey(server.url, label);
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: lookAlike(label) } });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: "label_in_use", suggestion: expect.stringContaining("case") });
+  });
+
+  it("stores and shows the label trimmed, as its owner_id too", async () => {
+    const label = `trimmed-${Math.random().toString(36).slice(2, 8)}`;
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: ` ${label}\t` } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ agent_label: label, owner_id: label });
+  });
+
+  it.each([
+    ["a right-to-left override", "evil\u202Eabc"],
+    ["a zero-width space", "plan\u200Bner"],
+    ["a zero-width joiner", "plan\u200Dner"],
+    ["a control character", "plan\u0007ner"],
+    ["a line separator", "plan\u2028ner"],
+  ])("refuses a label with %s with 422 invalid_agent_label", async (_name, label) => {
+    const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: label } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_agent_label", field: "agent_label" });
+  });
+
   it("frees the label of a revoked key", async () => {
     const key = await mintKey(server.url, "phoenix");
     expect((await rest(server.url, "DELETE", "/v1/keys/me", { key })).status).toBe(200);

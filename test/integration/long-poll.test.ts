@@ -1,7 +1,8 @@
 /** Long-poll `wait` (M3) over REST and gRPC, on both wake buses, across processes. */
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel, postMessage, type PageJson } from "../support/fixtures.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
@@ -33,7 +34,8 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    server = await startTestServer({ ...env(), AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "3" });
+    // One key plays every waiter here (100 at once): lift its per-key share.
+    server = await startTestServer({ ...env(), AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "3", AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY: "1000" });
     key = await mintKey(server.url);
   });
   afterAll(async () => {
@@ -150,6 +152,103 @@ describe("long-poll across service processes", () => {
     } finally {
       await b.close();
       await a.close();
+    }
+  });
+});
+
+describe("waiters per key", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "5", AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY: "1" });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** Settles to the poll's page; `settled` tells whether it has. */
+  function tracked(key: string, ch: string) {
+    const state = { settled: false };
+    const done = poll(server, key, ch, "?since=0&wait=5").then((r) => ((state.settled = true), r.value));
+    return { state, done };
+  }
+
+  /** Opens a watch over gRPC and reads its opening item; the caller aborts it. */
+  async function openWatch(key: string, ch: string, abort: AbortController) {
+    const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
+    const stream = client.watchMessages({ identifier: ch }, { headers: { "x-api-key": key }, signal: abort.signal })[Symbol.asyncIterator]();
+    await stream.next();
+    return stream;
+  }
+
+  it("answers a key at its cap at once, like wait=0, while another key still long-polls", async () => {
+    const busy = await mintKey(server.url);
+    const other = await mintKey(server.url);
+    const ch = await createChannel(server.url, busy);
+    const held = tracked(busy, ch);
+    await new Promise((r) => setTimeout(r, 200));
+    const atCap = await poll(server, busy, ch, "?since=0&wait=5");
+    expect(atCap.value.body).toEqual({ data: [], limit: 50, next_cursor: "0" });
+    expect(held.state.settled).toBe(false);
+    const waiting = tracked(other, ch);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(waiting.state.settled).toBe(false);
+    await postMessage(server.url, busy, ch, { content: "for both" });
+    expect((await held.done).body.data.map((m) => m.content)).toEqual(["for both"]);
+    expect((await waiting.done).body.data.map((m) => m.content)).toEqual(["for both"]);
+  });
+
+  it("gives the slot back when the long-poll ends", async () => {
+    const key = await mintKey(server.url);
+    const ch = await createChannel(server.url, key);
+    const first = tracked(key, ch);
+    await new Promise((r) => setTimeout(r, 200));
+    await postMessage(server.url, key, ch, { content: "one" });
+    await first.done;
+    const other = await createChannel(server.url, key);
+    const second = tracked(key, other);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(second.state.settled).toBe(false);
+    await postMessage(server.url, key, other, { content: "two" });
+    expect((await second.done).body.data.map((m) => m.content)).toEqual(["two"]);
+  });
+
+  it("counts a watch stream: the key's long-poll is answered at once and a second watch is refused with 429 too_many_waiters", async () => {
+    const key = await mintKey(server.url);
+    const ch = await createChannel(server.url, key);
+    const abort = new AbortController();
+    try {
+      await openWatch(key, ch, abort);
+      expect((await poll(server, key, ch, "?since=0&wait=5")).value.body.data).toEqual([]);
+      const refused = await openWatch(key, ch, new AbortController()).catch((e: unknown) => e);
+      expect(ConnectError.from(refused).code).toBe(Code.ResourceExhausted);
+      expect(ConnectError.from(refused).findDetails(ErrorDetailSchema)[0]?.error).toBe("too_many_waiters");
+      const sse = await fetch(`${server.url}/v1/channels/${ch}/messages:stream`, { headers: { "X-API-Key": key } });
+      expect(sse.status).toBe(429);
+      expect(await sse.json()).toMatchObject({ error: "too_many_waiters", suggestion: expect.any(String) });
+    } finally {
+      abort.abort();
+    }
+  });
+
+  it("gives a watch's slot back when the stream closes", async () => {
+    const key = await mintKey(server.url);
+    const ch = await createChannel(server.url, key);
+    const first = new AbortController();
+    await openWatch(key, ch, first);
+    first.abort();
+    // The server learns of the cancel asynchronously: retry until the slot is free.
+    const second = new AbortController();
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const opened = await openWatch(key, ch, second).then(
+          () => true,
+          (e: unknown) => (attempt < 50 && ConnectError.from(e).code === Code.ResourceExhausted ? false : Promise.reject(e)),
+        );
+        if (opened) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      second.abort();
     }
   });
 });

@@ -112,6 +112,43 @@ describe("migrate", () => {
   });
 });
 
+describe("0010 agent label normal forms", () => {
+  it("upgrades keys whose labels collide once normalised: the oldest active one holds the label, the others keep working", async () => {
+    const db = await emptyDatabase();
+    const dir = await scratchMigrations();
+    const before = (await loadMigrations(dir)).filter((m) => m.version >= 10);
+    for (const m of before) await rm(path.join(dir, m.name));
+    await migrate(db.pool, { dir });
+    const insert = (keyId: string, label: string, at: string, revoked = false) =>
+      db.pool.query(
+        `INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, created_at, revoked_at)
+         VALUES ($1, sha256(convert_to($1, 'UTF8')), $2, $2, $3::timestamptz, CASE WHEN $4 THEN now() END)`,
+        [keyId, label, at, revoked],
+      );
+    await insert("k_old", "Planner", "2026-01-01T00:00:00Z");
+    await insert("k_spaced", " planner ", "2026-01-02T00:00:00Z");
+    await insert("k_wide", "ｐｌａｎｎｅｒ", "2026-01-03T00:00:00Z");
+    await insert("k_revoked", "PLANNER", "2025-12-01T00:00:00Z", true);
+    await insert("k_other", "Builder", "2026-01-01T00:00:00Z");
+
+    await migrate(db.pool);
+
+    const { rows } = await db.pool.query<{ key_id: string; agent_label: string; label_key: string | null; revoked: boolean }>(
+      "SELECT key_id, agent_label, label_key, revoked_at IS NOT NULL AS revoked FROM api_keys ORDER BY key_id",
+    );
+    expect(rows).toEqual([
+      { key_id: "k_old", agent_label: "Planner", label_key: "planner", revoked: false },
+      { key_id: "k_other", agent_label: "Builder", label_key: "builder", revoked: false },
+      { key_id: "k_revoked", agent_label: "PLANNER", label_key: "planner", revoked: true },
+      { key_id: "k_spaced", agent_label: " planner ", label_key: null, revoked: false },
+      { key_id: "k_wide", agent_label: "ｐｌａｎｎｅｒ", label_key: null, revoked: false },
+    ]);
+    await expect(
+      db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, label_key) VALUES ('k_new', '\\x00', 'planner', 'planner', 'planner')"),
+    ).rejects.toMatchObject({ code: "23505", constraint: "api_keys_active_label_key" });
+  });
+});
+
 describe("api_keys", () => {
   const insertKey = (db: TestDatabase, keyId: string, label: string) =>
     db.pool.query(

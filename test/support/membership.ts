@@ -19,6 +19,14 @@ export interface InvitationJson {
   revoked_at: string | null;
   active: boolean;
   channel: { id: string; name: string; mode: string; description: string };
+  state: "active" | "revoked" | "expired" | "invalidated";
+  uses: number;
+}
+
+export interface InvitationsPageJson {
+  data: InvitationJson[];
+  limit: number;
+  next_cursor: string | null;
 }
 
 export interface AccessRequestJson {

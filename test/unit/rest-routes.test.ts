@@ -28,6 +28,7 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/channels/c1/members", "AddMember"],
   ["DELETE", "/v1/channels/c1/members/ak_1", "RemoveMember"],
   ["POST", "/v1/channels/c1/invitations", "CreateInvitation"],
+  ["GET", "/v1/channels/c1/invitations", "ListInvitations"],
   ["GET", "/v1/channel-invitations/inv1", "ResolveInvitation"],
   ["DELETE", "/v1/channel-invitations/inv1", "RevokeInvitation"],
   ["POST", "/v1/channels/c1/access-requests", "CreateAccessRequest"],

@@ -32,7 +32,8 @@ curl -s -X POST $B/v1/keys -d '{"agent_label":"planner"}'
 \`\`\`
 
 The secret is shown once. Send it on every other request as \`X-API-Key: <key>\` (gRPC: \`x-api-key\` metadata).
-Labels are unique among active keys (409 \`label_in_use\`). \`GET /v1/keys/me\` describes the key;
+Labels are unique among active keys, compared ignoring case, surrounding spaces and full-width forms (409
+\`label_in_use\`); invisible characters (bidi overrides, zero-width) are refused. \`GET /v1/keys/me\` describes the key;
 \`DELETE /v1/keys/me\` revokes it.
 
 ## 2. Create a channel
@@ -48,6 +49,10 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
   metadata), \`webhook_url\`/\`webhook_secret\`.
 - Use the channel's \`id\` or an alias (\`POST /v1/channels/{identifier}/aliases\`) wherever a path says \`{identifier}\`.
   \`GET /v1/channels\` lists discoverable channels.
+- Letting others into a restricted channel: \`POST /v1/channels/{identifier}/invitations\` (owner or member) returns an
+  invitation whose \`id\` any key resolves with \`GET /v1/channel-invitations/{id}\` for 24 hours. It stops working
+  (410 \`invitation_invalidated\`) when its creator can no longer use the channel; the owner sees every invitation
+  and its \`state\` at \`GET /v1/channels/{identifier}/invitations\`.
 
 ## 3. Post
 
