@@ -8,6 +8,7 @@
 import type { Caller } from "./caller.js";
 import type { ChannelView } from "./channel.js";
 import { hasNulChar, validateAlias, validateText } from "./channels.js";
+import { nameKey } from "./labels.js";
 import { ApiError, type JsonValue } from "./errors.js";
 import type { Micros } from "./time.js";
 import type { Db } from "../store/db.js";
@@ -225,9 +226,9 @@ export class Actors {
       });
     }
     return this.db.transaction(async () => {
-      const outcome = await insertActorAlias(this.db, actor.id, valid);
+      const outcome = await insertActorAlias(this.db, actor.id, valid, nameKey(valid));
       if (outcome === "conflict") {
-        throw new ApiError("alias_conflict", `The alias '${valid}' is already used by another actor`, { details: { alias: valid } });
+        throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
       }
       const updated = await findActor(this.db, actor.id);
       if (!updated) throw actorNotFound(actorRef);

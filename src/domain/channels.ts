@@ -6,6 +6,7 @@
  */
 import type { Caller } from "./caller.js";
 import { assertCanUse, assertOwner, type ChannelAccess, type ChannelMode, type ChannelRecord, type ChannelView } from "./channel.js";
+import { nameKey } from "./labels.js";
 import { ApiError, type JsonValue } from "./errors.js";
 import { schemaProblem } from "./json-schema.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "./time.js";
@@ -605,9 +606,9 @@ export class Channels {
     const valid = validateAlias(alias);
     const view = await this.ownedChannel(caller, identifier);
     return this.db.transaction(async () => {
-      const outcome = await insertChannelAlias(this.db, view.id, valid);
+      const outcome = await insertChannelAlias(this.db, view.id, valid, nameKey(valid));
       if (outcome === "conflict") {
-        throw new ApiError("alias_conflict", `The alias '${valid}' is already used by another channel`, { details: { alias: valid } });
+        throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
       }
       return this.load(view.id);
     });

@@ -170,16 +170,16 @@ export async function resolveMentionRefs(
  * violation: "added", "exists" (this actor has it) or "conflict". Adding one
  * moves the actor's updated_at.
  */
-export async function insertActorAlias(db: Db, actorId: string, alias: string): Promise<"added" | "exists" | "conflict"> {
+export async function insertActorAlias(db: Db, actorId: string, alias: string, aliasKey: string): Promise<"added" | "exists" | "conflict"> {
   const { rows } = await db.query<{ inserted: boolean }>(
     `WITH ins AS (
-       INSERT INTO actor_aliases (alias, actor_id) VALUES ($1, $2) ON CONFLICT (alias) DO NOTHING RETURNING alias
+       INSERT INTO actor_aliases (alias, actor_id, alias_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING alias
      ), bump AS (
        UPDATE actors SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
        WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
      )
      SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
-    [alias, actorId],
+    [alias, actorId, aliasKey],
   );
   if (rows[0]?.inserted) return "added";
   const holder = await db.query<{ actor_id: string }>("SELECT actor_id FROM actor_aliases WHERE alias = $1", [alias]);

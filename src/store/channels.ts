@@ -300,16 +300,16 @@ export async function deleteChannel(db: Db, id: string): Promise<void> {
  * channel already has it) or "conflict" (another channel has it). Adding one
  * moves the channel's updated_at.
  */
-export async function insertChannelAlias(db: Db, channelId: string, alias: string): Promise<"added" | "exists" | "conflict"> {
+export async function insertChannelAlias(db: Db, channelId: string, alias: string, aliasKey: string): Promise<"added" | "exists" | "conflict"> {
   const { rows } = await db.query<{ inserted: boolean }>(
     `WITH ins AS (
-       INSERT INTO channel_aliases (alias, channel_id) VALUES ($1, $2) ON CONFLICT (alias) DO NOTHING RETURNING alias
+       INSERT INTO channel_aliases (alias, channel_id, alias_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING alias
      ), bump AS (
        UPDATE channels SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
        WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
      )
      SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
-    [alias, channelId],
+    [alias, channelId, aliasKey],
   );
   if (rows[0]?.inserted) return "added";
   // A fresh statement sees the holder even when it committed after the INSERT's snapshot.

@@ -173,6 +173,19 @@ describe("actors over REST", () => {
     expect(res.body).toMatchObject({ error: "alias_conflict" });
   });
 
+  it("answers 409 alias_conflict for a look-alike of another actor's alias (case, spacing, full-width)", async () => {
+    const alias = unique("lookalike");
+    const first = await createActor({ name: "first" });
+    const second = await createActor({ name: "second" });
+    expect((await addAlias(first.id, alias)).status).toBe(201);
+    const fullWidth = alias.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
+    for (const lookAlike of [alias.toUpperCase(), ` ${alias}`, fullWidth]) {
+      const res = await addAlias(second.id, lookAlike);
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ error: "alias_conflict" });
+    }
+  });
+
   it("keeps actor aliases separate from channel aliases", async () => {
     const alias = unique("shared-name");
     const channel = await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: "c", mode: "broadcast" } });

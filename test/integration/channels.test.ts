@@ -649,6 +649,21 @@ describe("POST /v1/channels/{identifier}/aliases", () => {
     expect(res.body.suggestion).toEqual(expect.any(String));
   });
 
+  it.each([
+    ["another case", (a: string) => a.toUpperCase()],
+    ["surrounding spaces", (a: string) => ` ${a} `],
+    ["full-width letters", (a: string) => a.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0))],
+  ])("answers 409 alias_conflict for a look-alike of a taken alias (%s)", async (_, lookAlike) => {
+    const alias = unique("lookalike");
+    const first = await createChannel({ name: "holder" });
+    const second = await createChannel({ name: "spoofer" });
+    expect((await rest(server.url, "POST", `/v1/channels/${first.id}/aliases`, { key: owner, body: { alias } })).status).toBe(201);
+    const res = await rest(server.url, "POST", `/v1/channels/${second.id}/aliases`, { key: owner, body: { alias: lookAlike(alias) } });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: "alias_conflict" });
+    expect((await rest<Channel>(server.url, "GET", `/v1/channels/${second.id}`, { key: owner })).body.aliases).toEqual([]);
+  });
+
   it("answers 422 missing_field for a missing or blank alias", async () => {
     const channel = await createChannel({ name: "no-alias" });
     for (const body of [{}, { alias: " " }]) {

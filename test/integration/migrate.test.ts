@@ -149,6 +149,44 @@ describe("0010 agent label normal forms", () => {
   });
 });
 
+describe("0011 alias normal forms", () => {
+  it("upgrades aliases that collide once normalised: the first keeps resolving and holds the normal form, so new look-alikes are refused", async () => {
+    const db = await emptyDatabase();
+    const dir = await scratchMigrations();
+    for (const m of (await loadMigrations(dir)).filter((m) => m.version >= 11)) await rm(path.join(dir, m.name));
+    await migrate(db.pool, { dir });
+    await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('k1', '\\x00', 'a', 'a')");
+    const { rows: [channel] } = await db.pool.query<{ id: string }>(
+      `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+       VALUES ('c', 'broadcast', 'open', true, 'a', 'k1', 60, 1, now(), now()) RETURNING id`,
+    );
+    const { rows: [actor] } = await db.pool.query<{ id: string }>(
+      "INSERT INTO actors (name, owner_id, created_by_key_id) VALUES ('x', 'a', 'k1') RETURNING id",
+    );
+    for (const alias of ["Deploy", "deploy", "ｄｅｐｌｏｙ", "other"]) {
+      await db.pool.query("INSERT INTO channel_aliases (alias, channel_id) VALUES ($1, $2)", [alias, channel!.id]);
+      await db.pool.query("INSERT INTO actor_aliases (alias, actor_id) VALUES ($1, $2)", [alias, actor!.id]);
+    }
+
+    await migrate(db.pool);
+
+    for (const table of ["channel_aliases", "actor_aliases"]) {
+      const { rows } = await db.pool.query<{ alias: string; alias_key: string | null }>(
+        `SELECT alias, alias_key FROM ${table} ORDER BY alias COLLATE "C"`,
+      );
+      expect(rows).toEqual([
+        { alias: "Deploy", alias_key: "deploy" },
+        { alias: "deploy", alias_key: null },
+        { alias: "other", alias_key: "other" },
+        { alias: "ｄｅｐｌｏｙ", alias_key: null },
+      ]);
+    }
+    await expect(
+      db.pool.query("INSERT INTO channel_aliases (alias, channel_id, alias_key) VALUES ('DEPLOY', $1, 'deploy')", [channel!.id]),
+    ).rejects.toMatchObject({ code: "23505", constraint: "channel_aliases_alias_key" });
+  });
+});
+
 describe("api_keys", () => {
   const insertKey = (db: TestDatabase, keyId: string, label: string) =>
     db.pool.query(
