@@ -31,6 +31,7 @@ import { reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protob
 import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { ApiError, isErrorCode, type ErrorCode } from "../../domain/errors.js";
 import { parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+import { assertStorableText } from "../rpc/validate-request.js";
 import { enumFromJson, enumJsonNames } from "./json-enums.js";
 import { isWellKnown } from "./json-render-reflect.js";
 
@@ -342,6 +343,7 @@ function scalarFromJson(field: DescField, type: ScalarType, json: unknown, path:
   switch (type) {
     case ScalarType.STRING:
       if (typeof json !== "string") throw invalid(field, path, "must be a string", shown);
+      assertStorableText(field, shown, json);
       return json;
     case ScalarType.BOOL:
       if (typeof json !== "boolean") throw invalid(field, path, "must be true or false", shown);
@@ -367,6 +369,7 @@ function scalarFromText(field: DescField, type: ScalarType, text: string, path: 
   }
   switch (type) {
     case ScalarType.STRING:
+      assertStorableText(field, shown, text);
       return text;
     case ScalarType.BOOL:
       if (text !== "true" && text !== "false") throw invalid(field, path, "must be true or false", shown);

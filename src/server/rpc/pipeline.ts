@@ -55,7 +55,7 @@ export class CallPipeline {
 
   constructor(
     readonly services: readonly ServiceEntry[],
-    private readonly options: PipelineOptions,
+    readonly options: PipelineOptions,
   ) {
     this.idempotency = new Idempotency(options.db, options.idempotency);
     for (const { service, handlers } of services) {

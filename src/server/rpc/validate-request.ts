@@ -168,13 +168,22 @@ const PROBLEMS: Record<InvalidValue["problem"], { text: string; suggestion: stri
   },
 };
 
+/**
+ * For decoders that check each string as they bind it (the REST codec, whose
+ * protobuf-es setters refuse ill-formed strings with an exception of their own).
+ */
+export function assertStorableText(field: DescField, path: string, text: string): void {
+  const problem = textProblem(text);
+  if (problem !== undefined) throw invalidValueError({ field, path, problem });
+}
+
+function invalidValueError(invalid: InvalidValue): ApiError {
+  const { text, suggestion } = PROBLEMS[invalid.problem];
+  return new ApiError(invalidValueCode(invalid), `'${invalid.path}' ${text}`, { suggestion, details: { field: invalid.path } });
+}
+
 /** Throws the catalog error for the first invalid value of the request, if any. */
 export function assertValidRequest(desc: DescMessage, message: Message): void {
   const invalid = findInvalidValue(desc, message);
-  if (invalid === undefined) return;
-  const { text, suggestion } = PROBLEMS[invalid.problem];
-  throw new ApiError(invalidValueCode(invalid), `'${invalid.path}' ${text}`, {
-    suggestion,
-    details: { field: invalid.path },
-  });
+  if (invalid !== undefined) throw invalidValueError(invalid);
 }
