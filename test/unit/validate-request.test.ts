@@ -1,9 +1,11 @@
-import { create, fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { CreateActorRequestSchema } from "../../gen/agentbus/v1/actor_service_pb.js";
 import { CreateChannelRequestSchema, UpdateChannelRequestSchema } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ClaimMessageRequestSchema, CreateMessageRequestSchema, ListMessagesRequestSchema } from "../../gen/agentbus/v1/message_service_pb.js";
+import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { ApiError, errorCatalog } from "../../src/domain/errors.js";
+import { renderMessageJson } from "../../src/server/rest/json-codec.js";
 import { assertValidRequest, findInvalidValue } from "../../src/server/rpc/validate-request.js";
 
 const LONE_HIGH = "\ud800";
@@ -97,5 +99,37 @@ describe("request validation", () => {
     for (const code of ["invalid_unicode", "invalid_number", "invalid_protobuf"] as const) {
       expect(errorCatalog[code].suggestion).toBeTruthy();
     }
+  });
+});
+
+describe("what validation lets through can be answered", () => {
+  // A message is answered after its commit: rendering must not fail for anything
+  // the validator accepts, or a client sees 500 for a write that happened (M1).
+  const storable: JsonObject = {
+    text: "héllo 😀 \u200b\ufeff \u0001 \ud83d\ude00 \"quoted\" \\ </script>",
+    numbers: [0, -0, 1, -1, 1.5, 1e308, -1.7976931348623157e308, 5e-324, 2 ** 53 + 2, 123456789.12345679],
+    flags: [true, false, null],
+    empty: { object: {}, array: [], string: "" },
+    nested: { a: [{ b: [[{ c: null }]] }] },
+    "key with spaces and 😀": 1,
+    "": "empty key",
+  };
+
+  it("accepts the storable sample (the test below would prove nothing otherwise)", () => {
+    expect(findInvalidValue(CreateMessageRequestSchema, create(CreateMessageRequestSchema, { metadata: storable }))).toBeUndefined();
+  });
+
+  it("renders every kind of accepted value as REST JSON and as protobuf, unchanged", () => {
+    const message = create(MessageSchema, { id: "m", content: storable.text as string, metadata: storable });
+    const rendered = JSON.parse(renderMessageJson(MessageSchema, message)) as { metadata: unknown; content: unknown };
+    expect(rendered.metadata).toEqual(JSON.parse(JSON.stringify(storable)));
+    expect(rendered.content).toBe(storable.text);
+    expect(fromBinary(MessageSchema, toBinary(MessageSchema, message)).metadata).toEqual(storable);
+  });
+
+  it("would fail to render what validation refuses", () => {
+    // The reason the validator refuses non-finite numbers: they cannot be answered.
+    const message = create(MessageSchema, { id: "m", metadata: { n: Infinity } });
+    expect(() => renderMessageJson(MessageSchema, message)).toThrow();
   });
 });
