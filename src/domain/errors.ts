@@ -91,7 +91,6 @@ export const errorCatalog = {
   invalid_string: INVALID("string", "Send a non-empty string."),
   invalid_field: INVALID("field value", "Send a value of the documented type."),
   invalid_unicode: INVALID("text", "Send well-formed Unicode without NUL (U+0000): no unpaired surrogate escapes such as \\ud800."),
-  invalid_number: INVALID("number", "Send a finite number within ±1.7976931348623157e308; send larger values as strings."),
   invalid_fields: INVALID("fields", "Remove the fields listed in `fields`; see /openapi.json for the accepted ones."),
   invalid_json_shape: spec(422, "invalid_argument", "The request body must be a JSON object", "Wrap the fields in an object: {\"field\": value}."),
   invalid_object: INVALID("object", "Send a JSON object."),

@@ -38,11 +38,11 @@ describe("request validation", () => {
     ["an unpaired low surrogate", `${LONE_LOW}x`, "unpaired_surrogate"],
     ["a reversed pair", `${LONE_LOW}${LONE_HIGH}`, "unpaired_surrogate"],
     ["NUL", `a${NUL}`, "nul"],
-  ])("rejects %s in a string field with invalid_unicode", (_name, text, problem) => {
+  ])("rejects %s in a string field with invalid_string", (_name, text, problem) => {
     const request = create(CreateMessageRequestSchema, { identifier: "jobs", content: text });
     expect(findInvalidValue(CreateMessageRequestSchema, request)).toMatchObject({ path: "content", problem });
     const err = errorOf(CreateMessageRequestSchema, request);
-    expect(err.code).toBe("invalid_unicode");
+    expect(err.code).toBe("invalid_string");
     expect(err.status).toBe(422);
     expect(err.details).toEqual({ field: "content" });
   });
@@ -56,20 +56,20 @@ describe("request validation", () => {
   it("rejects bad Struct values, nested in lists and objects, naming the path under the request field", () => {
     const request = create(CreateMessageRequestSchema, { metadata: { a: [1, { b: `x${NUL}` }] } });
     const err = errorOf(CreateMessageRequestSchema, request);
-    expect(err.code).toBe("invalid_unicode");
+    expect(err.code).toBe("invalid_object");
     expect(err.details).toEqual({ field: "metadata.a[1].b" });
   });
 
   it("rejects bad Struct keys, showing the bad code unit as an escape", () => {
     const err = errorOf(ClaimMessageRequestSchema, create(ClaimMessageRequestSchema, { metadata: { [`k${LONE_HIGH}`]: 1 } }));
-    expect(err.code).toBe("invalid_unicode");
+    expect(err.code).toBe("invalid_object");
     expect(err.details).toEqual({ field: "metadata.k\\ud800" });
     expect(err.message).not.toMatch(/[\ud800-\udfff]/);
   });
 
-  it.each([Infinity, -Infinity, Number.NaN])("rejects the non-finite number %s in a Struct with invalid_number", (n) => {
+  it.each([Infinity, -Infinity, Number.NaN])("rejects the non-finite number %s in a Struct with the field's invalid_object", (n) => {
     const err = errorOf(CreateActorRequestSchema, create(CreateActorRequestSchema, { name: "a", metadata: { x: { y: n } } }));
-    expect(err.code).toBe("invalid_number");
+    expect(err.code).toBe("invalid_object");
     expect(err.details).toEqual({ field: "metadata.x.y" });
   });
 
@@ -96,7 +96,7 @@ describe("request validation", () => {
   });
 
   it("uses codes that are in the catalog, each with a suggestion", () => {
-    for (const code of ["invalid_unicode", "invalid_number", "invalid_protobuf"] as const) {
+    for (const code of ["invalid_unicode", "invalid_protobuf"] as const) {
       expect(errorCatalog[code].suggestion).toBeTruthy();
     }
   });

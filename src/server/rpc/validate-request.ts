@@ -143,15 +143,27 @@ function textProblem(text: string): InvalidValue["problem"] | undefined {
   return undefined;
 }
 
-// Codes that name a field-sounding word but mean something else (as in the JSON codec).
+// Codes that name a field-sounding word but mean something else.
 const NOT_FIELD_CODES = new Set<string>(["invalid_json", "invalid_json_shape", "invalid_fields"]);
 
-/** `invalid_<field>` when the catalog has it (the contract's own codes), else the kind of problem. */
-export function invalidValueCode(invalid: InvalidValue): ErrorCode {
-  const specific = `invalid_${invalid.field.name}`;
+/**
+ * The catalog code for a bad value of `field`, whichever decoder found it:
+ * `invalid_<field name>` when the catalog defines it (the contract's own
+ * codes, e.g. invalid_mode), otherwise a code for the kind of value expected
+ * (invalid_string, invalid_object for Structs and messages, invalid_field).
+ */
+export function fieldErrorCode(field: DescField): ErrorCode {
+  const specific = `invalid_${field.name}`;
   if (isErrorCode(specific) && !NOT_FIELD_CODES.has(specific)) return specific;
-  return invalid.problem === "non_finite" ? "invalid_number" : "invalid_unicode";
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return "invalid_string";
+  if (field.fieldKind === "map") return "invalid_object";
+  if (field.fieldKind === "message" && (field.message.typeName === STRUCT || !field.message.typeName.startsWith("google.protobuf."))) {
+    return "invalid_object";
+  }
+  return "invalid_field";
 }
+
+const STRUCT = "google.protobuf.Struct";
 
 const PROBLEMS: Record<InvalidValue["problem"], { text: string; suggestion: string }> = {
   unpaired_surrogate: {
@@ -179,7 +191,7 @@ export function assertStorableText(field: DescField, path: string, text: string)
 
 function invalidValueError(invalid: InvalidValue): ApiError {
   const { text, suggestion } = PROBLEMS[invalid.problem];
-  return new ApiError(invalidValueCode(invalid), `'${invalid.path}' ${text}`, { suggestion, details: { field: invalid.path } });
+  return new ApiError(fieldErrorCode(invalid.field), `'${invalid.path}' ${text}`, { suggestion, details: { field: invalid.path } });
 }
 
 /** Throws the catalog error for the first invalid value of the request, if any. */
