@@ -2,7 +2,12 @@
  * Seeded fuzzing of every REST route: random bodies, query strings, path
  * values and headers, with and without a valid key. Whatever arrives, the
  * service answers without a 5xx, every 4xx carries the error body with a
- * catalog code, and it is still healthy afterwards.
+ * catalog code, and it is still healthy afterwards. Values include what the
+ * store cannot take (unpaired surrogates, NUL, 1e999) in fields, keys and
+ * Structs. Then metadata_schema edge cases (catastrophic patterns, schemas
+ * near the body limit), and gRPC: garbage and poisoned protobuf for every
+ * method of every service, answered with a catalog status and ErrorDetail,
+ * never INTERNAL or UNKNOWN.
  *
  * The seed is printed; AGENTBUS_FUZZ_SEED=<seed> replays the same requests
  * (the order of concurrent requests, and so some answers, may differ).
