@@ -42,6 +42,7 @@ export const errorCatalog = {
   // 400
   invalid_json: spec(400, "invalid_argument", "The request body is not valid JSON", "Send a JSON object, e.g. -d '{\"name\":\"jobs\"}'."),
   bad_request: spec(400, "invalid_argument", "The request is not valid HTTP", "Check the request line, the headers and their encoding."),
+  invalid_protobuf: spec(400, "invalid_argument", "The request is not a valid protobuf message of the method's request type", "Encode the request with the message types in /proto (or from gRPC reflection); strings must be valid UTF-8."),
   // 401
   unauthorized: spec(401, "unauthenticated", "Missing or invalid API key", "Send X-API-Key: <key> (gRPC metadata x-api-key). Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}."),
   api_key_required: spec(401, "unauthenticated", "Resolving an invitation needs an API key", "Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}, then repeat this request with X-API-Key."),
@@ -90,6 +91,7 @@ export const errorCatalog = {
   missing_field: spec(422, "invalid_argument", "A required field is missing", "Add the field named in the message."),
   invalid_string: INVALID("string", "Send a non-empty string."),
   invalid_field: INVALID("field value", "Send a value of the documented type."),
+  invalid_unicode: INVALID("text", "Send well-formed Unicode without NUL (U+0000): no unpaired surrogate escapes such as \\ud800."),
   invalid_fields: INVALID("fields", "Remove the fields listed in `fields`; see /openapi.json for the accepted ones."),
   invalid_json_shape: spec(422, "invalid_argument", "The request body must be a JSON object", "Wrap the fields in an object: {\"field\": value}."),
   invalid_object: INVALID("object", "Send a JSON object."),

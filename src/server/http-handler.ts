@@ -16,6 +16,7 @@ import { renderLlmsTxt } from "./docs/llms.js";
 import { checkHealth } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { clientAddressKey, requestIdKey } from "./rpc/context.js";
+import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
@@ -80,6 +81,8 @@ export function createHttpHandler(options: HttpHandlerOptions) {
   const connect = connectNodeAdapter({
     routes: (router) => {
       pipeline.registerConnect(router);
+      // Requests Connect cannot decode never reach the pipeline: their answers get the catalog's shape here.
+      normaliseDecoderErrors(router.handlers, pipeline.options.reportInternal);
       // gRPC server reflection: public, outside the pipeline (see reflection.ts).
       for (const path of registerReflection(router, services)) procedures.add(path);
     },

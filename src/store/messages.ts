@@ -14,6 +14,19 @@ import type { JsonValue } from "../domain/errors.js";
 import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../domain/time.js";
 import type { Db } from "./db.js";
+import { isConnectionError } from "./pool.js";
+
+/**
+ * Whether the database answered that the statement failed, so nothing of it
+ * was committed and its rows can be retried one by one. Not when the
+ * connection failed (the commit may have happened: retrying could write a
+ * message twice) or the server is out of resources or shutting down.
+ */
+function rolledBackByStatement(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || isConnectionError(err)) return false;
+  return !["53", "57", "58"].includes(code.slice(0, 2));
+}
 
 export interface MessageRow {
   id: string;
@@ -181,10 +194,44 @@ export class MessageStore {
         const outcomes = await this.writeBatch(channelId, batch.map((p) => p.input));
         batch.forEach((p, i) => p.resolve(outcomes[i]!));
       } catch (err) {
-        for (const p of batch) p.reject(err);
+        if (batch.length > 1 && rolledBackByStatement(err)) await this.writeEach(channelId, batch);
+        else for (const p of batch) p.reject(err);
       }
     }
     this.queues.delete(channelId);
+  }
+
+  /**
+   * One row's failure (text or JSON PostgreSQL refuses, a constraint) fails
+   * the whole batched statement; the other writers' messages must not fail
+   * with it. So the batch is written again row by row, each row under its own
+   * savepoint in one transaction (one commit, as the batch would have had),
+   * and only the rows the database refuses fail.
+   */
+  private async writeEach(channelId: string, batch: PendingWrite[]): Promise<void> {
+    const results: Array<{ ok: true; outcome: CreateOutcome } | { ok: false; err: unknown }> = [];
+    try {
+      await this.db.transaction(async () => {
+        for (const p of batch) {
+          try {
+            const [outcome] = await this.db.transaction(() => this.writeBatch(channelId, [p.input]));
+            results.push({ ok: true, outcome: outcome! });
+          } catch (err) {
+            // Anything but a refused row (the connection, the server) fails them all.
+            if (!rolledBackByStatement(err)) throw err;
+            results.push({ ok: false, err });
+          }
+        }
+      });
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    batch.forEach((p, i) => {
+      const result = results[i]!;
+      if (result.ok) p.resolve(result.outcome);
+      else p.reject(result.err);
+    });
   }
 
   private async writeBatch(channelId: string, inputs: NewMessage[]): Promise<CreateOutcome[]> {

@@ -286,10 +286,10 @@ describe("GET /v1/channels/{identifier}", () => {
     }
   });
 
-  it("answers 404, not 500, for an identifier with U+0000", async () => {
+  it("answers 422 invalid_string, not 500, for an identifier with U+0000 (it is refused at decode, issue 11)", async () => {
     const res = await rest(server.url, "GET", "/v1/channels/a%00b", { key: owner });
-    expect(res.status).toBe(404);
-    expect(res.body).toMatchObject({ error: "channel_not_found" });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_string", field: "identifier" });
   });
 
   it("answers 403 channel_access_denied to a stranger on a restricted channel", async () => {

@@ -29,8 +29,9 @@ import {
 } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
 import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
-import { ApiError, isErrorCode, type ErrorCode } from "../../domain/errors.js";
+import { ApiError } from "../../domain/errors.js";
 import { parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+import { assertStorableText, fieldErrorCode } from "../rpc/validate-request.js";
 import { enumFromJson, enumJsonNames } from "./json-enums.js";
 import { isWellKnown } from "./json-render-reflect.js";
 
@@ -40,6 +41,7 @@ export { enumFromJson, enumJsonNames, enumToJson } from "./json-enums.js";
 export { renderMessage } from "./json-render.js";
 export { renderMessageJson } from "./json-render-text.js";
 export { renderMessageByReflection } from "./json-render-reflect.js";
+export { fieldErrorCode } from "../rpc/validate-request.js";
 
 const TYPE_TIMESTAMP = TimestampSchema.typeName;
 const TYPE_STRUCT = StructSchema.typeName;
@@ -342,6 +344,7 @@ function scalarFromJson(field: DescField, type: ScalarType, json: unknown, path:
   switch (type) {
     case ScalarType.STRING:
       if (typeof json !== "string") throw invalid(field, path, "must be a string", shown);
+      assertStorableText(field, shown, json);
       return json;
     case ScalarType.BOOL:
       if (typeof json !== "boolean") throw invalid(field, path, "must be true or false", shown);
@@ -367,6 +370,7 @@ function scalarFromText(field: DescField, type: ScalarType, text: string, path: 
   }
   switch (type) {
     case ScalarType.STRING:
+      assertStorableText(field, shown, text);
       return text;
     case ScalarType.BOOL:
       if (text !== "true" && text !== "false") throw invalid(field, path, "must be true or false", shown);
@@ -546,25 +550,6 @@ function fillUpdateMask(root: ReflectMessage, input: RequestInput, bodyKeys: str
 
 // ---------------------------------------------------------------------------
 // Errors
-
-// Codes that name a field-sounding word but mean something else.
-const NOT_FIELD_CODES = new Set<string>(["invalid_json", "invalid_json_shape", "invalid_fields"]);
-
-/**
- * The catalog code for a bad value of `field`: `invalid_<field name>` when the
- * catalog defines it (the contract's own codes, e.g. invalid_mode), otherwise
- * a code for the kind of value expected.
- */
-export function fieldErrorCode(field: DescField): ErrorCode {
-  const specific = `invalid_${field.name}`;
-  if (isErrorCode(specific) && !NOT_FIELD_CODES.has(specific)) return specific;
-  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return "invalid_string";
-  if (field.fieldKind === "map") return "invalid_object";
-  if (field.fieldKind === "message" && (field.message.typeName === TYPE_STRUCT || !isWellKnown(field.message))) {
-    return "invalid_object";
-  }
-  return "invalid_field";
-}
 
 function invalid(field: DescField, path: string, expectation: string, shown = path): ApiError {
   return new ApiError(fieldErrorCode(field), `'${shown}' ${expectation}`, { details: { field: path } });

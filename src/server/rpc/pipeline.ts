@@ -17,6 +17,7 @@ import { callerKey } from "./context.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
 import { rulesOf } from "./method-rules.js";
+import { assertValidRequest } from "./validate-request.js";
 
 export type UnaryHandler = (request: Message, ctx: HandlerContext) => Promise<unknown> | unknown;
 export type StreamHandler = (request: Message, ctx: HandlerContext) => AsyncIterable<unknown>;
@@ -54,7 +55,7 @@ export class CallPipeline {
 
   constructor(
     readonly services: readonly ServiceEntry[],
-    private readonly options: PipelineOptions,
+    readonly options: PipelineOptions,
   ) {
     this.idempotency = new Idempotency(options.db, options.idempotency);
     for (const { service, handlers } of services) {
@@ -85,6 +86,8 @@ export class CallPipeline {
 
   private async runUnary(method: DescMethod, request: Message, ctx: HandlerContext, asMessage: boolean): Promise<object> {
     try {
+      // Whichever decoder built the request, nothing unstorable goes further (see validate-request.ts).
+      assertValidRequest(method.input, request);
       await this.admit(method, ctx);
       const handler = this.unary.get(method) ?? notImplemented;
       const run = async (): Promise<object> => {
@@ -101,6 +104,7 @@ export class CallPipeline {
   /** Runs a server-streaming method; throws only ApiError. */
   async *callStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
     try {
+      assertValidRequest(method.input, request);
       await this.admit(method, ctx);
       const handler = this.streams.get(method) ?? notImplementedStream;
       for await (const item of handler(request, ctx)) yield toMessage(method.output, item);
