@@ -30,3 +30,10 @@ CREATE INDEX webhook_destinations_age ON webhook_destinations (updated_at);
 -- and the attempt was not counted.
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_status_check;
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status_check CHECK (status IN ('delivered', 'failed', 'deferred'));
+
+-- The destination of a webhook URL: its lower-cased host[:port], without
+-- user info. NULL for no URL. The dispatcher's claim and the breaker both key
+-- on it, so "one receiver" means the same thing to both.
+CREATE FUNCTION agentbus_webhook_destination(url text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]*)'))
+$$;
