@@ -136,7 +136,6 @@ export const errorCatalog = {
   video_host_unavailable: spec(502, "unavailable", "The video host did not answer usefully", "Submit the job again later."),
   pdf_render_timeout: spec(422, "invalid_argument", "The document took longer to render than the service allows", "Split the document or simplify it (fewer pages, smaller images), then submit again."),
   pdf_too_large: spec(422, "invalid_argument", "The rendered PDF is larger than the service keeps", "Split the document into several smaller ones."),
-  pdf_navigation_blocked: spec(422, "invalid_argument", "The document tries to navigate away (meta refresh, a self-submitting form, a frame or a link target)", "Remove the <meta http-equiv=\"refresh\">, forms and frames from the document; the service renders one static page."),
   pdf_render_failed: spec(502, "unavailable", "The PDF renderer failed while rendering the document", "Submit the job again; if it keeps failing, simplify the document."),
   // 429
   rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
