@@ -2,27 +2,35 @@
  * Fairness between keys for the async jobs (issue 11, M3), with the real
  * worker and the real Chromium: one key's heavy documents do not hold back
  * another key's small one, and one key cannot queue without bound.
- * Latencies are compared with a baseline measured in the same test.
+ * The property is the order jobs run in (what the victim's job overtakes),
+ * not a latency: documents are just heavy enough that the busy key's queue
+ * cannot drain while the other key's job goes through.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJob, submitPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
 import { mintKey, startTestServer, type TestServer } from "../support/server.js";
 
 /** Quiet maintenance: these tests only need the pdf worker. */
-const jobs = { processEveryMs: 1_000, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
+const jobs = { processEveryMs: 250, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
 
 /** A document that takes Chromium a while to lay out and print (a long table). */
 const heavy = (n: number) =>
-  `<h1>Report ${n}</h1><table>${Array.from({ length: 500 }, (_, i) => `<tr><td>${i}</td><td>${"lorem ipsum ".repeat(8)}</td><td>${i * n}</td></tr>`).join("")}</table>`;
+  `<h1>Report ${n}</h1><table>${Array.from({ length: 120 }, (_, i) => `<tr><td>${i}</td><td>${"lorem ipsum ".repeat(8)}</td><td>${i * n}</td></tr>`).join("")}</table>`;
 const oneLine = { content: "<p>one line</p>" };
 
-/** Submission to completion, in ms. */
-async function timed(base: string, key: string, body: Record<string, unknown>): Promise<number> {
-  const started = performance.now();
-  const id = await submitPdfJob(base, key, body);
-  const job = await waitForJob(base, key, id, 120_000);
+/** Submits and waits for the job to complete. */
+async function render(base: string, key: string, body: Record<string, unknown>): Promise<void> {
+  const job = await waitForJob(base, key, await submitPdfJob(base, key, body), 60_000);
   expect(job.error).toBeNull();
-  return performance.now() - started;
+}
+
+/** Waits until the job left the queue (it is rendering, or done). */
+async function started(base: string, key: string, id: number): Promise<void> {
+  while ((await getJob(base, key, id)).body.status === "queued") await new Promise((r) => setTimeout(r, 20));
+}
+
+async function statuses(base: string, key: string, ids: number[]): Promise<string[]> {
+  return Promise.all(ids.map(async (id) => (await getJob(base, key, id)).body.status));
 }
 
 describe("scheduling between keys", () => {
@@ -38,27 +46,20 @@ describe("scheduling between keys", () => {
     await server?.close();
   });
 
-  it("renders a key's one-line PDF within a few times its baseline while another key's heavy documents queue", async () => {
+  it("renders a key's one-line PDF in the free slot while another key's heavy documents wait behind their one", async () => {
     const victim = await mintKey(server.url);
     const attacker = await mintKey(server.url);
-    await timed(server.url, victim, oneLine); // Chromium started and warm
-    const baseline = Math.min(await timed(server.url, victim, oneLine), await timed(server.url, victim, oneLine));
+    await render(server.url, victim, oneLine); // Chromium started and warm
 
     const heavyIds = [];
-    for (let n = 1; n <= 5; n++) heavyIds.push(await submitPdfJob(server.url, attacker, { content: heavy(n) }));
-    // The attacker's first document is rendering.
-    for (;;) {
-      if ((await getJob(server.url, attacker, heavyIds[0]!)).body.status !== "queued") break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const underAttack = await timed(server.url, victim, oneLine);
-    const attackerStatuses = await Promise.all(heavyIds.map(async (id) => (await getJob(server.url, attacker, id)).body.status));
-    console.log(`pdf latency: baseline ${baseline.toFixed(0)} ms, while another key's heavy documents queue ${underAttack.toFixed(0)} ms; attacker jobs then: ${attackerStatuses.join(",")}`);
-    // The attacker's documents are still queued behind its one slot.
-    expect(attackerStatuses.filter((s) => s === "queued").length).toBeGreaterThanOrEqual(3);
-    expect(underAttack).toBeLessThan(Math.max(baseline, 100) * 8);
-    for (const id of heavyIds) expect((await waitForJob(server.url, attacker, id, 120_000)).status).toBe("completed");
-  }, 240_000);
+    for (let n = 1; n <= 4; n++) heavyIds.push(await submitPdfJob(server.url, attacker, { content: heavy(n) }));
+    await started(server.url, attacker, heavyIds[0]!);
+    await render(server.url, victim, oneLine);
+    const attackerStatuses = await statuses(server.url, attacker, heavyIds);
+    // The victim did not wait for the attacker's queue: most of it is still queued behind its one slot.
+    expect(attackerStatuses.filter((s) => s === "queued").length, attackerStatuses.join(",")).toBeGreaterThanOrEqual(2);
+    for (const id of heavyIds) expect((await waitForJob(server.url, attacker, id, 60_000)).status).toBe("completed");
+  }, 90_000);
 });
 
 describe("one slot, interleaved", () => {
@@ -73,21 +74,16 @@ describe("one slot, interleaved", () => {
   it("runs the waiting key's job next when the slot frees, not the rest of the busy key's queue", async () => {
     const victim = await mintKey(server.url);
     const attacker = await mintKey(server.url);
-    await timed(server.url, victim, oneLine);
+    await render(server.url, victim, oneLine);
     const heavyIds = [];
-    for (let n = 1; n <= 4; n++) heavyIds.push(await submitPdfJob(server.url, attacker, { content: heavy(n) }));
-    for (;;) {
-      if ((await getJob(server.url, attacker, heavyIds[0]!)).body.status !== "queued") break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const id = await submitPdfJob(server.url, victim, oneLine);
-    const done = await waitForJob(server.url, victim, id, 120_000);
-    expect(done.status).toBe("completed");
+    for (let n = 1; n <= 3; n++) heavyIds.push(await submitPdfJob(server.url, attacker, { content: heavy(n) }));
+    await started(server.url, attacker, heavyIds[0]!);
+    await render(server.url, victim, oneLine);
     // Only the document that was rendering when the victim arrived went first.
-    const statuses = await Promise.all(heavyIds.map(async (h) => (await getJob(server.url, attacker, h)).body.status));
-    expect(statuses.slice(1).every((s) => s !== "completed")).toBe(true);
-    for (const h of heavyIds) expect((await waitForJob(server.url, attacker, h, 120_000)).status).toBe("completed");
-  }, 240_000);
+    const after = await statuses(server.url, attacker, heavyIds);
+    expect(after.slice(1).every((s) => s !== "completed"), after.join(",")).toBe(true);
+    for (const h of heavyIds) expect((await waitForJob(server.url, attacker, h, 60_000)).status).toBe("completed");
+  }, 90_000);
 });
 
 describe("per-key cap on unfinished jobs", () => {
