@@ -144,7 +144,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const fetchers = config.workers ? openFetchers(config) : undefined;
     if (fetchers) cleanups.push(() => fetchers.close());
     const jobs = config.workers
-      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions })
+      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, ...jobOptions })
       : undefined;
     if (jobs) cleanups.push(() => jobs.stop());
 
@@ -208,7 +208,7 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
     cleanups.push(() => pdf.close());
     const fetchers = openFetchers(config);
     cleanups.push(() => fetchers.close());
-    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, ...jobOptions });
+    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, ...jobOptions });
     cleanups.push(() => jobs.stop());
     let closed: Promise<void> | undefined;
     return {

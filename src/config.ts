@@ -82,6 +82,16 @@ const schema = z.object({
     }),
   // Webhook requests in flight at once per worker process.
   AGENTBUS_WEBHOOK_CONCURRENCY: positiveInt.max(1000).default(16),
+  // Of those, at most this many to one destination (URL origin), so a slow
+  // or dead receiver holds a few slots, never all of them (M5).
+  AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: positiveInt.max(1000).default(2),
+  // Consecutive attempts without an answer (timeout, refused or reset) after
+  // which a destination is not attempted for a while; 0 turns the breaker off.
+  AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: nonNegativeInt.max(1000).default(3),
+  // The first pause of a tripped destination; it doubles with each trip.
+  AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: positiveInt.max(86_400_000).default(30_000),
+  // The longest pause: a receiver that comes back is tried within this.
+  AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: positiveInt.max(86_400_000).default(1_800_000),
   // Unset: job-posting parse submissions answer 503 llm_not_configured (J-3).
   OPENAI_API_KEY: optionalString,
   // Any OpenAI-compatible chat-completions API, path prefix included.
@@ -109,6 +119,12 @@ const schema = z.object({
   AGENTBUS_PDF_CONCURRENCY: positiveInt.max(64).default(2),
   // One render (load, layout, print); longer fails the job with pdf_render_timeout.
   AGENTBUS_PDF_TIMEOUT_MS: positiveInt.max(600_000).default(30_000),
+  // Unfinished (queued or running) async jobs one key may have, all kinds
+  // together; beyond it submissions answer 429 job_limit_exceeded (M3).
+  AGENTBUS_JOBS_MAX_QUEUED_PER_KEY: positiveInt.max(100_000).default(20),
+  // Jobs of one key and kind running at once across all workers; the rest
+  // of its jobs wait while other keys' jobs take the free slots (M3).
+  AGENTBUS_JOBS_MAX_RUNNING_PER_KEY: positiveInt.max(1000).default(2),
 });
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -157,6 +173,11 @@ export interface Config {
   /** Delays between webhook attempts, in ms; attempts = length + 1. */
   webhookRetryScheduleMs: number[];
   webhookConcurrency: number;
+  webhookDestinationConcurrency: number;
+  /** 0: no breaker. */
+  webhookBreakerThreshold: number;
+  webhookBreakerOpenMs: number;
+  webhookBreakerMaxOpenMs: number;
   /** Unset: job-posting parse is refused with 503 llm_not_configured. */
   openaiApiKey: string | undefined;
   /** Without a trailing slash. */
@@ -173,6 +194,8 @@ export interface Config {
   chromiumPath: string;
   pdfConcurrency: number;
   pdfTimeoutMs: number;
+  jobsMaxQueuedPerKey: number;
+  jobsMaxRunningPerKey: number;
 }
 
 export class ConfigError extends Error {
@@ -222,6 +245,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: c.AGENTBUS_WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,
     webhookConcurrency: c.AGENTBUS_WEBHOOK_CONCURRENCY,
+    webhookDestinationConcurrency: c.AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY,
+    webhookBreakerThreshold: c.AGENTBUS_WEBHOOK_BREAKER_THRESHOLD,
+    webhookBreakerOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_OPEN_MS,
+    webhookBreakerMaxOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS,
     openaiApiKey: c.OPENAI_API_KEY,
     openaiBaseUrl: c.OPENAI_BASE_URL,
     llmModel: c.AGENTBUS_LLM_MODEL,
@@ -234,6 +261,8 @@ export function loadConfig(env: Env = process.env): Config {
     chromiumPath: c.AGENTBUS_CHROMIUM_PATH,
     pdfConcurrency: c.AGENTBUS_PDF_CONCURRENCY,
     pdfTimeoutMs: c.AGENTBUS_PDF_TIMEOUT_MS,
+    jobsMaxQueuedPerKey: c.AGENTBUS_JOBS_MAX_QUEUED_PER_KEY,
+    jobsMaxRunningPerKey: c.AGENTBUS_JOBS_MAX_RUNNING_PER_KEY,
   };
 }
 

@@ -144,6 +144,7 @@ export const errorCatalog = {
   rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
   too_many_waiters: spec(429, "resource_exhausted", "This key holds as many open watches and long-polls as one key may", "Close a watch stream this key no longer needs (each one is held until closed), then open the new one."),
   channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
+  job_limit_exceeded: spec(429, "resource_exhausted", "This key has as many unfinished jobs as it may", "Wait for your queued jobs to finish (poll GET /jobs/{job_id}) or for the seconds in Retry-After, then submit again."),
   // 500
   internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),
   // 501

@@ -17,7 +17,7 @@ import type { Caller } from "./caller.js";
 import { ApiError, type JsonValue } from "./errors.js";
 import { MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
 import type { Db } from "../store/db.js";
-import { enqueueJob, findJob, findJobPdf, insertJob, type JobKindName, type JobRecord } from "../store/jobs.js";
+import { enqueueJob, findJob, findJobPdf, insertJob, lockAndCountUnfinishedJobs, type JobKindName, type JobRecord } from "../store/jobs.js";
 
 /** How long a result (and a PDF) is kept after the job ended (spec §8: 24 hours). */
 export const RESULT_TTL_SECONDS = 24 * 60 * 60;
@@ -34,17 +34,37 @@ function jobIdOf(id: bigint | number): number | undefined {
 
 const notFound = () => new ApiError("job_not_found");
 
+/**
+ * Retry-After for job_limit_exceeded. The cap is on unfinished jobs, not on a
+ * time window, so no exact time exists; a PDF renders in seconds, so a few
+ * seconds is the shortest wait after which a retry can sensibly succeed.
+ */
+export const JOB_LIMIT_RETRY_AFTER_SECONDS = 5;
+
 export class AsyncJobs {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     /** Recorded as last_modified_by of the Agenda job (host:pid). */
     private readonly source: string,
+    /** Unfinished (queued or processing) jobs one key may have, all kinds together (AGENTBUS_JOBS_MAX_QUEUED_PER_KEY). */
+    private readonly maxUnfinishedPerKey: number,
   ) {}
 
-  /** Creates a job of `kind` with its validated input and queues it; returns the job id. */
+  /**
+   * Creates a job of `kind` with its validated input and queues it; returns
+   * the job id. 429 job_limit_exceeded when the key already has
+   * maxUnfinishedPerKey unfinished jobs: one key cannot fill the queue.
+   */
   async submit(caller: Caller, kind: JobKindName, input: JsonValue): Promise<number> {
     return this.db.transaction(async () => {
+      const unfinished = await lockAndCountUnfinishedJobs(this.db, caller.keyId);
+      if (unfinished >= this.maxUnfinishedPerKey) {
+        throw new ApiError("job_limit_exceeded", `This key has ${unfinished} unfinished jobs; at most ${this.maxUnfinishedPerKey} may be queued or running at once`, {
+          details: { retry_after: JOB_LIMIT_RETRY_AFTER_SECONDS, max_unfinished_jobs: this.maxUnfinishedPerKey },
+          headers: { "Retry-After": String(JOB_LIMIT_RETRY_AFTER_SECONDS) },
+        });
+      }
       const id = await insertJob(this.db, { kind, ownerKeyId: caller.keyId, input, now: this.clock.now() });
       await enqueueJob(this.db, kind, id, this.source);
       return id;

@@ -97,6 +97,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
   return {
     name: agendaJobName(definition.kind),
     lockLifetimeMs: LOCK_LIFETIME_MS,
+    fair: true,
     ...(definition.concurrency === undefined ? {} : { concurrency: definition.concurrency }),
     // More than we use: the run that reaches maxAttempts ends the job itself.
     backoff: exponential({ delay: 2_000, factor: 3, maxDelay: 60_000, jitter: 0.2, maxRetries: maxAttempts + 1 }),

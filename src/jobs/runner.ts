@@ -26,10 +26,11 @@
  */
 import { AsyncResource } from "node:async_hooks";
 import { hostname } from "node:os";
-import { Agenda, type Job } from "agenda";
+import { Agenda, type Job, type JobId, type JobParameters } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import pg from "pg";
 import type { Logger } from "../logger.js";
+import { FAIR_NEXT_JOB_SQL } from "../store/jobs.js";
 import { jobKinds } from "./index.js";
 import type { JobDependencies, JobKind } from "./types.js";
 
@@ -47,10 +48,13 @@ export interface JobRunnerOptions {
   stopTimeoutMs?: number;
   /** Recorded in agenda_jobs.last_modified_by; default host:pid. */
   name?: string;
+  /** Jobs of one key and fair kind running at once across all workers (AGENTBUS_JOBS_MAX_RUNNING_PER_KEY); default 2. */
+  maxRunningPerKey?: number;
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 5_000;
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_RUNNING_PER_KEY = 2;
 
 /** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
 const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
@@ -69,9 +73,28 @@ export function agendaPoolView(pool: pg.Pool): pg.Pool {
   });
 }
 
-/** Connects once: the runner awaits it (so a failure is an error it can report), Agenda's own call reuses it. */
+/**
+ * Connects once: the runner awaits it (so a failure is an error it can
+ * report), Agenda's own call reuses it. For the fair kinds, Agenda's "find
+ * and lock the next job" is FAIR_NEXT_JOB_SQL: the choice between keys is
+ * made in the one statement that locks, so it holds across worker processes.
+ */
 class SharedPoolBackend extends PostgresBackend {
   private connecting: Promise<void> | undefined;
+
+  constructor(pool: pg.Pool, fairNames: ReadonlySet<string>, maxRunningPerKey: number) {
+    super({ pool, ensureSchema: false });
+    const repository = this.repository;
+    const agendaNext = repository.getNextJobToRun.bind(repository);
+    // rowToJob is the repository's own row mapping (private in its types only).
+    const toJob = (row: unknown) => (repository as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
+    repository.getNextJobToRun = async (name, nextScanAt, lockDeadline, now, options) => {
+      if (!fairNames.has(name)) return agendaNext(name, nextScanAt, lockDeadline, now, options);
+      const { rows } = await pool.query(FAIR_NEXT_JOB_SQL, [now ?? new Date(), name, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, maxRunningPerKey]);
+      return rows[0] === undefined ? undefined : toJob(rows[0]);
+    };
+  }
+
   override connect(): Promise<void> {
     return (this.connecting ??= super.connect());
   }
@@ -87,12 +110,16 @@ export class JobRunner {
     private readonly agenda: Agenda,
     private readonly logger: Logger,
     private readonly stopTimeoutMs: number,
+    private readonly backend: SharedPoolBackend,
+    private readonly fairNames: ReadonlySet<string>,
   ) {}
 
   /** Connects, defines every kind, starts processing and schedules the recurring kinds. */
   static async start(options: JobRunnerOptions): Promise<JobRunner> {
     const logger = options.deps.logger.child({ component: "jobs" });
-    const backend = new SharedPoolBackend({ pool: agendaPoolView(options.pool), ensureSchema: false });
+    const kinds = options.kinds ?? jobKinds;
+    const fairNames = new Set(kinds.filter((k) => k.fair).map((k) => k.name));
+    const backend = new SharedPoolBackend(agendaPoolView(options.pool), fairNames, options.maxRunningPerKey ?? DEFAULT_MAX_RUNNING_PER_KEY);
     await backend.connect();
     // An 'error' event without a listener would crash the process (e.g. when
     // the LISTEN connection drops; the channel reconnects by itself).
@@ -103,13 +130,12 @@ export class JobRunner {
       processEvery: options.processEveryMs ?? DEFAULT_PROCESS_EVERY_MS,
       removeOnComplete: true,
     });
-    const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS);
+    const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, backend, fairNames);
     agenda.on("error", (err: unknown) => logger.error({ err }, "job runner error"));
     agenda.on("fail", (err: unknown, job: Job) => logger.error({ err, job: job.attrs.name }, "job failed"));
     agenda.on("start", (job: Job) => runner.running.add(job));
     agenda.on("complete", (job: Job) => runner.finished(job));
 
-    const kinds = options.kinds ?? jobKinds;
     for (const kind of kinds) runner.define(kind, options.deps);
     await agenda.start();
     try {
@@ -154,12 +180,17 @@ export class JobRunner {
       if (this.shutdown.signal.aborted) return;
       await kind.run({ data: job.attrs.data, signal: this.shutdown.signal, touch: () => job.touch(), logger }, deps);
     });
+    const concurrency = typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1);
     this.agenda.define<Data>(
       kind.name,
       handler,
       {
         lockLifetime: kind.lockLifetimeMs,
-        concurrency: typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1),
+        concurrency,
+        // A fair kind locks only what it can run now: a job locked here but
+        // waiting would be out of the other workers' reach and out of the
+        // fair order (Agenda runs its local queue oldest first).
+        ...(kind.fair ? { lockLimit: concurrency } : {}),
         ...(kind.backoff ? { backoff: kind.backoff } : {}),
       },
     );
@@ -167,6 +198,7 @@ export class JobRunner {
 
   private finished(job: Job): void {
     this.running.delete(job);
+    if (this.fairNames.has(job.attrs.name)) this.slotFreed(job.attrs.name);
     // Agenda emits 'complete' once the outcome is saved, then (same call
     // chain, microtasks only) removes a finished one-off job. Waking on the
     // next macrotask lets that query reach the pool first; the pool's end()
@@ -176,6 +208,22 @@ export class JobRunner {
         if (this.running.size === 0) for (const wake of this.idle.splice(0)) wake();
       });
     }
+  }
+
+  /**
+   * With lockLimit, Agenda looks for the next job of a kind only at its
+   * processEvery tick or on a notification. A freed slot should be filled at
+   * once, so it is announced like a new job: every worker (this one after
+   * Agenda has released the slot, on a later macrotask) claims by the fair
+   * order.
+   */
+  private slotFreed(name: string): void {
+    setImmediate(() => {
+      const now = new Date();
+      this.backend.notificationChannel
+        ?.publish({ jobId: "slot-freed" as JobId, jobName: name, nextRunAt: now, priority: 0, timestamp: now })
+        .catch((err: unknown) => this.logger.warn({ err }, "could not announce a freed job slot"));
+    });
   }
 
   /** True when no job is running, at once or within timeoutMs. */

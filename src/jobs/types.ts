@@ -56,6 +56,12 @@ export interface JobKind<Data = Record<string, never>> {
   readonly lockLifetimeMs: number;
   /** Runs of this kind at once in one worker process; default 1. A function reads it from the dependencies (configuration). */
   readonly concurrency?: number | ((deps: JobDependencies) => number);
+  /**
+   * Jobs of this kind belong to keys (rows of the jobs table): workers take
+   * them fairly between keys and lock only as many as they run
+   * (store/jobs.ts, FAIR_NEXT_JOB_SQL).
+   */
+  readonly fair?: boolean;
   /** Retries after a failure; default none (a recurring kind simply runs again at its next interval). */
   readonly backoff?: BackoffStrategy;
   run(run: JobRun<Data>, deps: JobDependencies): Promise<void>;

@@ -136,11 +136,13 @@ export function createOutboundClient(options: OutboundClientOptions): OutboundCl
         const candidates = family === 0 ? found : found.filter((a) => a.family === family);
         const allowed = candidates.filter((a) => refused(a.address) === undefined);
         if (allowed.length === 0) {
-          const why = candidates.map((a) => `${a.address} (${refused(a.address) ?? "allowed"})`).join(", ");
+          // Never the addresses themselves: this text reaches users (job
+          // errors), and naming what a name resolves to inside our network
+          // would make the service a DNS oracle (L4).
           done(
             candidates.length === 0
               ? new OutboundError("dns_failed", `${hostname} has no address${family ? ` of family IPv${family}` : ""}`)
-              : new OutboundError("blocked_address", `${hostname} resolves only to refused addresses: ${why}`),
+              : new OutboundError("blocked_address", `${hostname} resolves only to private or reserved addresses`),
             "",
           );
           return;
@@ -148,7 +150,7 @@ export function createOutboundClient(options: OutboundClientOptions): OutboundCl
         if (lookupOptions.all) done(null, allowed);
         else done(null, allowed[0]!.address, allowed[0]!.family);
       },
-      (err: unknown) => done(new OutboundError("dns_failed", `cannot resolve ${hostname}: ${(err as Error).message}`, { cause: err }), ""),
+      (err: unknown) => done(new OutboundError("dns_failed", `cannot resolve ${hostname}`, { cause: err }), ""),
     );
   };
 
@@ -315,5 +317,69 @@ function asOutboundError(err: unknown, signal: AbortSignal): OutboundError {
   const e = err as NodeJS.ErrnoException;
   // The lookup's own errors arrive as they were raised; anything else is the network's.
   if (e?.cause instanceof OutboundError) return e.cause;
-  return new OutboundError("network", e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err), { cause: err });
+  // Node's own text names the address connected to ("connect ECONNREFUSED
+  // 10.0.0.7:80"): it stays in `cause` for the logs, the message is the class.
+  return new OutboundError("network", NETWORK_MESSAGES[networkClass(e?.code)], { cause: err });
+}
+
+/**
+ * What went wrong with an outbound request, as users may see it (L4): a
+ * fixed vocabulary that never carries addresses or raw error text. The
+ * webhook delivery log shows it as `error`.
+ */
+export type FailureClass =
+  | "timeout"
+  | "connection_refused"
+  | "connection_reset"
+  | "dns_failure"
+  | "private_address_refused"
+  | "tls_error"
+  | "too_many_redirects"
+  | "invalid_url"
+  | "response_too_large"
+  | "network_error"
+  | "aborted";
+
+type NetworkClass = "connection_refused" | "connection_reset" | "tls_error" | "dns_failure" | "network_error";
+
+const NETWORK_MESSAGES: Record<NetworkClass, string> = {
+  connection_refused: "the connection was refused",
+  connection_reset: "the connection was closed before a complete answer",
+  tls_error: "the TLS handshake failed (certificate or protocol)",
+  dns_failure: "the host name could not be resolved",
+  network_error: "the request failed on the network",
+};
+
+function networkClass(code: string | undefined): NetworkClass {
+  if (code === undefined) return "network_error";
+  if (code === "ECONNREFUSED") return "connection_refused";
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED" || code === "HPE_INVALID_CONSTANT") return "connection_reset";
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "dns_failure";
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_OSSL|EPROTO$)/.test(code)) return "tls_error";
+  return "network_error";
+}
+
+/** The failure class of anything request() threw. */
+export function failureClass(err: unknown): FailureClass {
+  if (!(err instanceof OutboundError)) return "network_error";
+  switch (err.code) {
+    case "timeout":
+    case "connect_timeout":
+      return "timeout";
+    case "dns_failed":
+      return "dns_failure";
+    case "blocked_address":
+      return "private_address_refused";
+    case "too_many_redirects":
+      return "too_many_redirects";
+    case "invalid_url":
+    case "invalid_request":
+      return "invalid_url";
+    case "response_too_large":
+      return "response_too_large";
+    case "aborted":
+      return "aborted";
+    case "network":
+      return networkClass((err.cause as NodeJS.ErrnoException | undefined)?.code);
+  }
 }

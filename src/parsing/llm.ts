@@ -19,7 +19,7 @@
 import OpenAI from "openai";
 import { JobFailure } from "../domain/job-failure.js";
 import { outboundFetch } from "../outbound/fetch-adapter.js";
-import type { OutboundClient } from "../outbound/guarded-fetch.js";
+import { failureClass, OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
 import { InvalidPostingAnswer, JOB_POSTING_JSON_SCHEMA, normalisePosting, type JobPostingResult } from "./posting-schema.js";
 
 export interface PostingModel {
@@ -143,8 +143,9 @@ function modelFailure(err: unknown, model: string): JobFailure {
     return new JobFailure("llm_failed", "the language-model request was interrupted", true, { cause: err });
   }
   if (err instanceof OpenAI.APIConnectionError) {
-    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : "";
-    return new JobFailure("llm_failed", `the language model could not be reached${cause}`, true, { cause: err });
+    // OutboundError's text is written for users; anything else's may name the address connected to (L4).
+    const cause = err.cause instanceof OutboundError ? err.cause.message : failureClass(err.cause);
+    return new JobFailure("llm_failed", `the language model could not be reached: ${cause}`, true, { cause: err });
   }
   if (err instanceof OpenAI.APIError) {
     const status = err.status ?? 0;
@@ -158,7 +159,7 @@ function modelFailure(err: unknown, model: string): JobFailure {
           : `the provider answered HTTP ${status}`;
     return new JobFailure("llm_failed", detail ? `${what}: ${detail}` : what, RETRYABLE_STATUS.has(status), { cause: err });
   }
-  return new JobFailure("llm_failed", `the language-model request failed: ${err instanceof Error ? err.message : String(err)}`, true, { cause: err });
+  return new JobFailure("llm_failed", `the language-model request failed (${failureClass(err)})`, true, { cause: err });
 }
 
 /** The provider's own error message, short; never echoes the request. */

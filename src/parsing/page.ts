@@ -11,7 +11,7 @@
  * - a body beyond the cap → page_too_large; not HTML → unsupported_content_type.
  */
 import { JobFailure } from "../domain/job-failure.js";
-import { OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
+import { failureClass, OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
 
 export interface PageFetchOptions {
   timeoutMs: number;
@@ -57,7 +57,8 @@ export async function fetchPostingPage(http: OutboundClient, url: string, option
 }
 
 function fetchFailure(err: unknown, url: string): JobFailure {
-  if (!(err instanceof OutboundError)) return new JobFailure("page_fetch_failed", `fetching the posting page failed: ${String(err)}`, true, { cause: err });
+  // Raw error text can name the address connected to (L4): it stays in `cause`, the job shows the class.
+  if (!(err instanceof OutboundError)) return new JobFailure("page_fetch_failed", `fetching the posting page failed (${failureClass(err)})`, true, { cause: err });
   const host = safeHost(url);
   switch (err.code) {
     case "blocked_address":

@@ -26,6 +26,12 @@
  * - The document is served with a Content-Security-Policy that allows only
  *   inline styles and data: images, fonts and stylesheets, so a request the
  *   interception missed would still be refused by the page.
+ * - The document cannot navigate away: with JavaScript off its only way is a
+ *   meta refresh (to any URL, about:blank and itself included), which
+ *   Chromium refuses in a sandboxed document (the CSP's `sandbox`, which also
+ *   refuses forms, popups and top-level navigation). A navigation request
+ *   that still arrives is cancelled so that the document stays. Either way
+ *   the page prints as written, instead of failing on a vanished page.
  * - --host-resolver-rules resolves no host name at all, and CDP runs over a
  *   pipe (no DevTools port on localhost).
  * - A render has a deadline (`timeoutMs`): past it, its context is closed
@@ -48,7 +54,7 @@ const CLOSE_TIMEOUT_MS = 3_000;
 /** Only what the document itself may use. */
 export const DOCUMENT_CSP =
   "default-src 'none'; style-src 'unsafe-inline' data:; img-src data:; font-src data:; media-src 'none'; " +
-  "frame-src 'none'; form-action 'none'; base-uri 'none'";
+  "frame-src 'none'; form-action 'none'; base-uri 'none'; sandbox";
 
 /**
  * Flags beyond puppeteer's defaults (which already disable background
@@ -220,6 +226,7 @@ export class PdfRenderer {
     const url = `http://document.agentbus.invalid/${++this.documents}`;
     let served = false;
     let blocked = 0;
+    let navigations = 0;
     page.on("request", (request: HTTPRequest) => {
       const target = request.url();
       let handled: Promise<void>;
@@ -231,6 +238,13 @@ export class PdfRenderer {
           headers: { "Content-Security-Policy": DOCUMENT_CSP },
           body: html,
         });
+      } else if (request.isNavigationRequest()) {
+        // Any navigation the document starts itself (meta refresh, to any
+        // URL, data: and its own included): "aborted" is the one error
+        // Chromium cancels a navigation with without committing an error
+        // page, so the document stays and prints as if it had not asked.
+        navigations++;
+        handled = request.abort("aborted");
       } else if (target.startsWith("data:")) {
         handled = request.continue();
       } else {
@@ -248,7 +262,7 @@ export class PdfRenderer {
       margin: { top: "15mm", bottom: "15mm", left: "15mm", right: "15mm" },
       timeout: this.options.timeoutMs,
     });
-    if (blocked > 0) this.logger.debug({ blocked }, "requests of a document blocked");
+    if (blocked > 0 || navigations > 0) this.logger.debug({ blocked, navigations }, "requests of a document blocked");
     return pdf;
   }
 

@@ -96,7 +96,7 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { chromiumPath: string 
 }
 
 export function jobService(deps: { db: Db; clock: Clock; config: Config }): ServiceEntry {
-  const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`);
+  const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`, deps.config.jobsMaxQueuedPerKey);
   return serviceEntry(JobService, {
     ...jobHandlers(jobs),
     ...pdfJobHandlers(jobs, { chromiumPath: deps.config.chromiumPath }),

@@ -1,6 +1,13 @@
 /** ChannelService.ListWebhookDeliveries: the channel webhook's attempts, newest first (owner only). */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { WebhookDeliveryStatus, type WebhookDeliverySchema } from "../../gen/agentbus/v1/channel_pb.js";
+import type { DeliveryStatus } from "../store/webhooks.js";
+
+const STATUSES: Record<DeliveryStatus, WebhookDeliveryStatus> = {
+  delivered: WebhookDeliveryStatus.DELIVERED,
+  failed: WebhookDeliveryStatus.FAILED,
+  deferred: WebhookDeliveryStatus.DEFERRED,
+};
 import { toProtoTimestamp } from "../domain/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { callerOf } from "../server/rpc/context.js";
@@ -15,7 +22,7 @@ export function renderWebhookDelivery(d: DeliveryLogRecord): MessageInitShape<ty
     event: d.event,
     messageId: d.messageId ?? undefined,
     attempt: d.attempt,
-    status: d.status === "delivered" ? WebhookDeliveryStatus.DELIVERED : WebhookDeliveryStatus.FAILED,
+    status: STATUSES[d.status],
     responseStatus: d.responseStatus ?? undefined,
     error: d.error ?? undefined,
     durationMs: d.durationMs,

@@ -225,3 +225,60 @@ export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
 export async function touchJob(db: Db, id: number, now: Micros): Promise<void> {
   await db.query(`UPDATE jobs SET status = 'queued', updated_at = $2 WHERE id = $1 AND status IN ('queued', 'processing')`, [id, formatTimestamp(now)]);
 }
+
+/**
+ * Agenda's "find and lock the next job of name $2" (its getNextJobToRun),
+ * made fair between keys for the async kinds. Of the due Agenda jobs (or
+ * ones whose lock expired), it takes the job of the key that has the fewest
+ * jobs of this kind running right now, then of the key served least
+ * recently (a key never served first), then the oldest; keys already
+ * running $6 jobs of this kind wait. "Running" is an Agenda job locked and
+ * not expired, so the count covers every worker process. The same statement
+ * stamps the job's dispatched_at, which is what "served least recently"
+ * reads, so the turn order is shared by all workers too. Two workers
+ * claiming in the same instant may both favour the same key (each skips the
+ * other's uncommitted lock); the next claim evens it out.
+ *
+ * Parameters as Agenda passes them: $1 lock time, $2 name, $3 next scan at,
+ * $4 lock deadline (locks older than this have expired), $5 worker name;
+ * then $6 the per-key running cap. Returns agenda_jobs rows.
+ */
+export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
+    SELECT j.owner_key_id, count(*) AS n
+    FROM agenda_jobs a JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    WHERE a.name = $2 AND a.locked_at > $4
+    GROUP BY j.owner_key_id
+  ), picked AS (
+    SELECT a.id, j.id AS job_id
+    FROM agenda_jobs a
+    JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    LEFT JOIN busy b ON b.owner_key_id = j.owner_key_id
+    WHERE a.name = $2 AND a.disabled = FALSE
+      AND ((a.locked_at IS NULL AND a.next_run_at <= $3) OR a.locked_at <= $4)
+      AND coalesce(b.n, 0) < $6
+    ORDER BY coalesce(b.n, 0),
+      (SELECT max(s.dispatched_at) FROM jobs s WHERE s.kind = j.kind AND s.owner_key_id = j.owner_key_id) ASC NULLS FIRST,
+      a.next_run_at, a.priority DESC
+    LIMIT 1
+    FOR UPDATE OF a SKIP LOCKED
+  ), served AS (
+    UPDATE jobs SET dispatched_at = $1 FROM picked WHERE jobs.id = picked.job_id
+  )
+  UPDATE agenda_jobs SET locked_at = $1, last_modified_by = $5
+  FROM picked WHERE agenda_jobs.id = picked.id
+  RETURNING agenda_jobs.*`;
+
+/**
+ * The key's unfinished jobs (queued or processing, every kind), counted
+ * under a per-key transaction lock so that concurrent submissions of one key
+ * cannot both pass the cap. Call inside the submitting transaction.
+ */
+export async function lockAndCountUnfinishedJobs(db: Db, ownerKeyId: string): Promise<number> {
+  await db.query("SELECT pg_advisory_xact_lock(hashtext('agentbus.jobs'), hashtext($1))", [ownerKeyId], "jobs_owner_lock");
+  const { rows } = await db.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM jobs WHERE owner_key_id = $1 AND status IN ('queued', 'processing')",
+    [ownerKeyId],
+    "jobs_count_unfinished",
+  );
+  return rows[0]!.n;
+}

@@ -1,7 +1,8 @@
 /**
  * The purge (decision M9): archives expired messages to history, and deletes
  * history past its channel's retention, expired idempotency records,
- * expired channel events and invitations, and access requests decided a week ago.
+ * expired channel events and invitations, access requests decided a week ago,
+ * and webhook destinations the circuit breaker has not heard of for a week.
  *
  * Every step works in bounded batches, one transaction each, looping until
  * a batch comes back short: a backlog never holds locks for long, and the
@@ -33,6 +34,8 @@ export interface PurgeCounts {
   deletedWebhookDeliveries: number;
   /** Mention-push rate windows that have run out (decision W3). */
   deletedMentionWindows: number;
+  /** Circuit-breaker rows of webhook destinations not heard of for WEBHOOK_DESTINATION_RETENTION_DAYS. */
+  deletedWebhookDestinations: number;
   /** Async jobs whose result (PDF, input) expired and was cleared; the job itself stays (410). */
   expiredJobResults: number;
   /** Async jobs deleted TOMBSTONE_DAYS after their result expired (404 from then on). */
@@ -150,6 +153,24 @@ export const OLD_WEBHOOK_DELIVERIES_SQL = `DELETE FROM webhook_deliveries d WHER
     ORDER BY x.attempted_at LIMIT $2
   )) AND d.attempted_at <= $1::timestamptz - interval '${WEBHOOK_LOG_RETENTION_DAYS} days'`;
 
+/**
+ * A webhook destination's circuit-breaker row goes once nothing happened to
+ * it for a week: a receiver that fails again starts from a closed breaker,
+ * as a new one would. A breaker still open is kept whatever its age (its
+ * pause is what protects the receiver), and so is the row of a destination
+ * answered or failed since (updated_at moves on every outcome that changes it).
+ */
+export const WEBHOOK_DESTINATION_RETENTION_DAYS = 7;
+
+/** $1 now, $2 batch size; walks webhook_destinations_age (0012_fairness.sql). */
+export const OLD_WEBHOOK_DESTINATIONS_SQL = `DELETE FROM webhook_destinations d WHERE d.destination = ANY (ARRAY(
+    SELECT x.destination FROM webhook_destinations x
+    WHERE x.updated_at <= $1::timestamptz - interval '${WEBHOOK_DESTINATION_RETENTION_DAYS} days'
+      AND (x.open_until IS NULL OR x.open_until <= $1)
+    ORDER BY x.updated_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND d.updated_at <= $1::timestamptz - interval '${WEBHOOK_DESTINATION_RETENTION_DAYS} days'
+    AND (d.open_until IS NULL OR d.open_until <= $1)`;
+
 /** Mention-push windows older than their minute: they no longer hold anything back. */
 export const OLD_MENTION_WINDOWS_SQL = `DELETE FROM mention_push_windows w WHERE (w.channel_id, w.actor_id) IN (
     SELECT x.channel_id, x.actor_id FROM mention_push_windows x WHERE x.pushed_at <= $1::timestamptz - interval '60 seconds'
@@ -190,6 +211,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedAccessRequests: 0,
     deletedWebhookDeliveries: 0,
     deletedMentionWindows: 0,
+    deletedWebhookDestinations: 0,
     expiredJobResults: 0,
     deletedJobs: 0,
   };
@@ -222,6 +244,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedAccessRequests = await loop(() => deleteBatch(OLD_ACCESS_REQUESTS_SQL));
   counts.deletedWebhookDeliveries = await loop(() => deleteBatch(OLD_WEBHOOK_DELIVERIES_SQL));
   counts.deletedMentionWindows = await loop(() => deleteBatch(OLD_MENTION_WINDOWS_SQL));
+  counts.deletedWebhookDestinations = await loop(() => deleteBatch(OLD_WEBHOOK_DESTINATIONS_SQL));
   counts.expiredJobResults = await loop(() => deleteBatch(EXPIRED_JOB_RESULTS_SQL));
   counts.deletedJobs = await loop(() => deleteBatch(OLD_JOBS_SQL));
   return counts;

@@ -17,7 +17,7 @@ import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
 import type { MessageRecord } from "../domain/message.js";
 
 export type WebhookEvent = "message.created" | "mention" | "member_added";
-export type DeliveryStatus = "delivered" | "failed";
+export type DeliveryStatus = "delivered" | "failed" | "deferred";
 
 // ---------------------------------------------------------------------------
 // Actor webhooks
@@ -107,6 +107,10 @@ export interface ClaimedDelivery {
   secret: string | null;
   /** The live message, when the body still has to be rendered and the message is still live. */
   message: MessageRecord | null;
+  /** host[:port] of the URL (agentbus_webhook_destination); null without a URL. */
+  destination: string | null;
+  /** Set while the destination's breaker is open: defer, do not send. */
+  openUntil: Micros | null;
 }
 
 type ClaimRow = Partial<MessageRow> & {
@@ -119,35 +123,76 @@ type ClaimRow = Partial<MessageRow> & {
   o_attempts: number;
   o_url: string | null;
   o_secret: string | null;
+  o_destination: string | null;
+  o_open_until: Micros | null;
 };
 
 /**
- * $1 now, $2 how many, $3 end of the lease. Due rows in due order (first
- * attempts, at -infinity, before retries); rows another dispatcher is
- * claiming right now are skipped, not waited for. `= ANY (ARRAY(…))` makes
- * the update a primary-key lookup per claimed row (a join against the
- * sub-select would let the planner scan the whole outbox).
+ * $1 now, $2 how many, $3 end of the lease; $4/$5 destinations this
+ * dispatcher has requests in flight to and how many more each may take,
+ * $6 what any other destination may take, $7 how many due rows are looked
+ * at. Due rows in due order (first attempts, at -infinity, before retries),
+ * but at most the allowed number per destination (M5: a slow receiver holds
+ * its share of slots, never all), plus any number of rows of destinations
+ * whose breaker is open (they are deferred, not sent). Rows another
+ * dispatcher is claiming right now are skipped, not waited for.
+ * `= ANY (ARRAY(…))` makes the update a primary-key lookup per claimed row.
  */
-export const CLAIM_SQL = `WITH claimed AS (
+export const CLAIM_SQL = `WITH due AS (
+    SELECT x.id, x.next_attempt_at,
+      agentbus_webhook_destination(CASE WHEN x.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination
+    FROM webhook_outbox x
+    JOIN channels ch ON ch.id = x.channel_id
+    LEFT JOIN actor_webhooks w ON w.actor_id = x.actor_id
+    WHERE x.next_attempt_at <= $1
+    ORDER BY x.next_attempt_at LIMIT $7
+  ), ranked AS (
+    SELECT d.id, d.next_attempt_at, d.destination, wd.open_until,
+      row_number() OVER (PARTITION BY d.destination ORDER BY d.next_attempt_at) AS n
+    FROM due d LEFT JOIN webhook_destinations wd ON wd.destination = d.destination
+  ), eligible AS (
+    SELECT r.id FROM ranked r
+    LEFT JOIN unnest($4::text[], $5::int[]) AS busy(destination, free) ON busy.destination = r.destination
+    WHERE r.destination IS NULL OR r.open_until > $1 OR r.n <= coalesce(busy.free, $6)
+  ), claimed AS (
     UPDATE webhook_outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
     WHERE o.id = ANY (ARRAY(
-      SELECT x.id FROM webhook_outbox x WHERE x.next_attempt_at <= $1
+      SELECT x.id FROM webhook_outbox x WHERE x.id = ANY (ARRAY(SELECT id FROM eligible)) AND x.next_attempt_at <= $1
       ORDER BY x.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
     ))
     RETURNING o.id, o.channel_id, o.actor_id, o.event, o.message_id, o.body, o.attempts
   )
   SELECT c.id AS o_id, c.channel_id AS o_channel_id, c.actor_id AS o_actor_id, c.event AS o_event,
     c.message_id AS o_message_id, c.body AS o_body, c.attempts AS o_attempts,
-    CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS o_url,
-    CASE WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS o_secret,
+    t.url AS o_url, t.secret AS o_secret, t.destination AS o_destination,
+    CASE WHEN wd.open_until > $1 THEN wd.open_until END AS o_open_until,
     ${COLUMNS}
   FROM claimed c
   JOIN channels ch ON ch.id = c.channel_id
   LEFT JOIN actor_webhooks w ON w.actor_id = c.actor_id
+  CROSS JOIN LATERAL (SELECT
+      CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS url,
+      CASE WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS secret,
+      agentbus_webhook_destination(CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination) t
+  LEFT JOIN webhook_destinations wd ON wd.destination = t.destination
   LEFT JOIN messages m ON m.id = c.message_id AND c.body IS NULL`;
 
-export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimRow>(CLAIM_SQL, [formatTimestamp(now), limit, formatTimestamp(leaseUntil)], "webhook_claim");
+/** How many due rows one claim looks at (bounds the per-destination ranking). */
+export const CLAIM_SCAN_ROWS = 1000;
+
+export interface ClaimLimits {
+  /** Requests this dispatcher may still start per destination it already has in flight. */
+  busy: ReadonlyMap<string, number>;
+  /** Requests to any other destination. */
+  perDestination: number;
+}
+
+export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimRow>(
+    CLAIM_SQL,
+    [formatTimestamp(now), limit, formatTimestamp(leaseUntil), [...limits.busy.keys()], [...limits.busy.values()], limits.perDestination, CLAIM_SCAN_ROWS],
+    "webhook_claim",
+  );
   return rows.map((r) => ({
     id: r.o_id,
     channelId: r.o_channel_id,
@@ -159,7 +204,68 @@ export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: M
     url: r.o_url,
     secret: r.o_secret,
     message: r.id === null || r.id === undefined ? null : toRecord(r as MessageRow),
+    destination: r.o_destination,
+    openUntil: r.o_open_until,
   }));
+}
+
+/**
+ * A claimed delivery its destination's breaker holds back: logged as
+ * deferred (no request, error circuit_open), due again when the breaker
+ * closes, and the claim not counted as an attempt, so waiting never uses up
+ * its retries.
+ */
+export async function deferDelivery(db: Db, d: Pick<AttemptRecord, "deliveryId" | "channelId" | "actorId" | "event" | "messageId" | "attempt">, now: Micros, until: Micros): Promise<void> {
+  await db.query(
+    `WITH moved AS (
+       UPDATE webhook_outbox SET next_attempt_at = $8, attempts = attempts - 1 WHERE id = $1 AND attempts = $6
+     )
+     INSERT INTO webhook_deliveries (delivery_id, channel_id, actor_id, event, message_id, attempt, status, response_status, error,
+                                     duration_ms, attempted_at, next_attempt_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'deferred', NULL, 'circuit_open', 0, $7, $8)`,
+    [d.deliveryId, d.channelId, d.actorId, d.event, d.messageId, d.attempt, formatTimestamp(now), formatTimestamp(until)],
+    "webhook_defer",
+  );
+}
+
+/**
+ * The breaker's bookkeeping after an attempt to `destination`. An answer
+ * (any HTTP status) closes it. No answer counts a consecutive failure; at
+ * `threshold` the breaker opens for openMs · 2^trips (at most maxOpenMs),
+ * unless it is open already (concurrent failures trip it once). The count is
+ * not reset by a trip, so the first probe after the pause that fails again
+ * reopens it at once, for longer.
+ */
+export async function recordDestinationOutcome(
+  db: Db,
+  destination: string,
+  answered: boolean,
+  now: Micros,
+  breaker: { threshold: number; openMs: number; maxOpenMs: number },
+): Promise<void> {
+  if (answered) {
+    await db.query(
+      `UPDATE webhook_destinations SET consecutive_failures = 0, trips = 0, open_until = NULL, updated_at = $2
+       WHERE destination = $1 AND (consecutive_failures > 0 OR trips > 0)`,
+      [destination, formatTimestamp(now)],
+      "webhook_destination_answered",
+    );
+    return;
+  }
+  await db.query(
+    `INSERT INTO webhook_destinations AS d (destination, consecutive_failures, trips, open_until, updated_at)
+     VALUES ($1, 1, CASE WHEN $3::int <= 1 THEN 1 ELSE 0 END,
+             CASE WHEN $3::int <= 1 THEN $2::timestamptz + make_interval(secs => $4::float8 / 1000) END, $2)
+     ON CONFLICT (destination) DO UPDATE SET
+       consecutive_failures = d.consecutive_failures + 1,
+       trips = CASE WHEN d.consecutive_failures + 1 >= $3 AND NOT coalesce(d.open_until > $2, false) THEN d.trips + 1 ELSE d.trips END,
+       open_until = CASE WHEN d.consecutive_failures + 1 >= $3 AND NOT coalesce(d.open_until > $2, false)
+         THEN $2::timestamptz + make_interval(secs => least($4::float8 * power(2, d.trips), $5::float8) / 1000)
+         ELSE d.open_until END,
+       updated_at = $2`,
+    [destination, formatTimestamp(now), breaker.threshold, breaker.openMs, breaker.maxOpenMs],
+    "webhook_destination_failed",
+  );
 }
 
 /** A message that is no longer live: its archived copy and why it was archived. */

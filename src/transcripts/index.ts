@@ -28,7 +28,7 @@
 import type { Config } from "../config.js";
 import type { ErrorCode } from "../domain/errors.js";
 import { JobFailure } from "../domain/job-failure.js";
-import { createOutboundClient, OutboundError, type OutboundClient, type OutboundResponse } from "../outbound/guarded-fetch.js";
+import { createOutboundClient, failureClass, OutboundError, type OutboundClient, type OutboundResponse } from "../outbound/guarded-fetch.js";
 import type { TranscriptInput } from "./input.js";
 import { parseTimedText, UnreadableCaptions, type TranscriptSegment } from "./timed-text.js";
 import { chooseTrack, describeLanguages, tracksFromPlayerResponse } from "./tracks.js";
@@ -197,7 +197,8 @@ export function createTranscriptFetcher(options: TranscriptFetcherOptions & { on
 
 function transportFailure(step: string, err: unknown): JobFailure {
   const code: ErrorCode = "video_host_unavailable";
-  if (!(err instanceof OutboundError)) return new JobFailure(code, `the ${step} request failed: ${String(err)}`, true, { cause: err });
+  // Raw error text can name the address connected to (L4): it stays in `cause`, the job shows the class.
+  if (!(err instanceof OutboundError)) return new JobFailure(code, `the ${step} request failed (${failureClass(err)})`, true, { cause: err });
   switch (err.code) {
     case "blocked_address":
       return new JobFailure(code, `the video host is at a private or reserved address (${err.message}); the operator must set AGENTBUS_VIDEO_BASE_URL to a public host or allow private targets`, false, { cause: err });

@@ -28,15 +28,17 @@
  */
 import type { Clock, Micros } from "../domain/time.js";
 import type { Logger } from "../logger.js";
-import { OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
+import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
 import { NotificationListener } from "../store/notification-listener.js";
 import {
   claimDue,
+  deferDelivery,
   dropDelivery,
   findArchivedMessage,
   nextDue,
   recordAttempt,
+  recordDestinationOutcome,
   type AttemptRecord,
   type ClaimedDelivery,
 } from "../store/webhooks.js";
@@ -71,6 +73,14 @@ export interface WebhookDispatcherOptions {
   retryScheduleMs?: readonly number[];
   /** Requests in flight at once in this process; default 16. */
   concurrency?: number;
+  /** Of those, to one destination (host[:port]); default 2. */
+  destinationConcurrency?: number;
+  /** Consecutive attempts without an answer that open a destination's breaker; 0 = no breaker. Default 3. */
+  breakerThreshold?: number;
+  /** First pause of an open breaker (doubles per trip); default 30 s. */
+  breakerOpenMs?: number;
+  /** Longest pause; default 30 min. */
+  breakerMaxOpenMs?: number;
   /** How long a claimed row stays with its sender; default timeout + 30 s. */
   leaseMs?: number;
   /** Jitter source in [0, 1); default Math.random. */
@@ -92,7 +102,11 @@ export class WebhookDispatcher {
   private readonly leaseMs: number;
   private readonly random: () => number;
 
+  private readonly destinationConcurrency: number;
+  private readonly breaker: { threshold: number; openMs: number; maxOpenMs: number };
   private readonly inFlight = new Set<Promise<void>>();
+  /** Requests in flight per destination (only destinations with some). */
+  private readonly perDestination = new Map<string, number>();
   private readonly shutdown = new AbortController();
   private draining: Promise<void> | undefined;
   private wanted = false;
@@ -114,6 +128,8 @@ export class WebhookDispatcher {
     this.concurrency = options.concurrency ?? 16;
     this.leaseMs = options.leaseMs ?? this.timeoutMs + 30_000;
     this.random = options.random ?? Math.random;
+    this.destinationConcurrency = Math.min(options.destinationConcurrency ?? 2, this.concurrency);
+    this.breaker = { threshold: options.breakerThreshold ?? 3, openMs: options.breakerOpenMs ?? 30_000, maxOpenMs: options.breakerMaxOpenMs ?? 1_800_000 };
   }
 
   /** Starts listening and sends whatever is already due. */
@@ -193,10 +209,13 @@ export class WebhookDispatcher {
         return;
       }
       const now = this.clock.now();
-      const claimed = await claimDue(this.db, now, free, now + this.leaseMs * 1000);
+      const busy = new Map([...this.perDestination].map(([dest, n]) => [dest, Math.max(this.destinationConcurrency - n, 0)]));
+      const claimed = await claimDue(this.db, now, free, now + this.leaseMs * 1000, { busy, perDestination: this.destinationConcurrency });
       this.backlog = claimed.length === free;
       if (this.backlog) this.wanted = true;
       for (const delivery of claimed) {
+        const destination = delivery.openUntil === null ? delivery.destination : null;
+        if (destination !== null) this.perDestination.set(destination, (this.perDestination.get(destination) ?? 0) + 1);
         const sending: Promise<void> = this.send(delivery)
           .catch((err: unknown) => {
             // The outcome could not be recorded (database trouble): the lease
@@ -206,6 +225,14 @@ export class WebhookDispatcher {
           })
           .finally(() => {
             this.inFlight.delete(sending);
+            if (destination !== null) {
+              const left = (this.perDestination.get(destination) ?? 1) - 1;
+              if (left > 0) this.perDestination.set(destination, left);
+              else this.perDestination.delete(destination);
+              // Rows of this destination may have been passed over for its cap.
+              this.wanted = true;
+              this.kick();
+            }
             if (this.backlog) this.kick();
           });
         this.inFlight.add(sending);
@@ -221,6 +248,12 @@ export class WebhookDispatcher {
       return;
     }
     const attemptedAt = this.clock.now();
+    if (d.openUntil !== null) {
+      // The destination's breaker is open: no request; the delivery waits.
+      await deferDelivery(this.db, { deliveryId: d.id, channelId: d.channelId, actorId: d.actorId, event: d.event, messageId: d.messageId, attempt: d.attempt }, attemptedAt, d.openUntil);
+      this.wakeAt(d.openUntil);
+      return;
+    }
     let body = d.body;
     if (body === null) {
       const rendered = await this.render(d, attemptedAt);
@@ -233,7 +266,8 @@ export class WebhookDispatcher {
 
     const started = performance.now();
     let responseStatus: number | null = null;
-    let error: string | null = null;
+    // The log shows a failure class only (L4): never a resolved address or raw error text.
+    let error: FailureClass | "http_status" | null = null;
     try {
       const res = await this.http.request(d.url, {
         method: "POST",
@@ -244,9 +278,10 @@ export class WebhookDispatcher {
         signal: this.shutdown.signal,
       });
       responseStatus = res.status;
-      if (res.status < 200 || res.status > 299) error = `receiver answered ${res.status}`;
+      if (res.status < 200 || res.status > 299) error = "http_status";
     } catch (err) {
-      error = err instanceof OutboundError ? `${err.code}: ${err.message}` : `error: ${(err as Error).message ?? String(err)}`;
+      error = failureClass(err);
+      this.logger.info({ err, delivery_id: d.id, destination: d.destination, failure: error }, "webhook attempt failed");
     }
     const durationMs = Math.round(performance.now() - started);
     const delivered = error === null;
@@ -254,8 +289,14 @@ export class WebhookDispatcher {
     let next: Micros | null = null;
     if (!delivered) {
       if (this.shutdown.signal.aborted) next = now;
-      else if (responseStatus === 410) error = "receiver answered 410 Gone; not retried";
-      else next = this.nextAttempt(d.attempt, now);
+      // 410 Gone: the receiver's "stop" (the log shows http_status 410 and no next attempt).
+      else if (responseStatus !== 410) next = this.nextAttempt(d.attempt, now);
+    }
+    // The breaker is about receivers that hold slots: only a timeout counts
+    // against a destination (a refused connection costs nothing); any answer
+    // clears it.
+    if (d.destination !== null && this.breaker.threshold > 0 && (responseStatus !== null || error === "timeout")) {
+      await recordDestinationOutcome(this.db, d.destination, responseStatus !== null, now, this.breaker);
     }
     await this.record(d, { status: delivered ? "delivered" : "failed", responseStatus, error, durationMs, attemptedAt, next, body });
     if (next !== null) this.wakeAt(next);

@@ -21,6 +21,10 @@ export async function startWebhookDispatcher(deps: { config: Config; db: Db; clo
     timeoutMs: config.webhookTimeoutMs,
     retryScheduleMs: config.webhookRetryScheduleMs,
     concurrency: config.webhookConcurrency,
+    destinationConcurrency: config.webhookDestinationConcurrency,
+    breakerThreshold: config.webhookBreakerThreshold,
+    breakerOpenMs: config.webhookBreakerOpenMs,
+    breakerMaxOpenMs: config.webhookBreakerMaxOpenMs,
     onStopped: () => http.close(),
   });
   await dispatcher.start();

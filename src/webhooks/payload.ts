@@ -27,15 +27,34 @@ export function signature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body, "utf8").digest("hex")}`;
 }
 
+/**
+ * Standard Webhooks' `webhook-signature`: `v1,<base64 HMAC-SHA256 of
+ * "{id}.{timestamp}.{body}">`. The key is the UTF-8 bytes of the webhook's
+ * secret exactly as it was set (the same key as X-Service-Signature), not a
+ * `whsec_`-prefixed base64 string: a Standard Webhooks library verifies it
+ * when given `whsec_` + base64(UTF-8 secret).
+ */
+export function standardSignature(secret: string, id: string, timestampSeconds: number, body: string): string {
+  return `v1,${createHmac("sha256", secret).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`;
+}
+
 export function webhookHeaders(event: WebhookEvent, deliveryId: string, body: string, secret: string | null, now: Micros): Record<string, string> {
+  const timestamp = Math.floor(now / 1_000_000);
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
     "User-Agent": USER_AGENT,
     "X-Service-Event": event,
     "X-Service-Delivery": deliveryId,
     // Unix seconds of this attempt (as Standard Webhooks' webhook-timestamp).
-    "X-Service-Timestamp": String(Math.floor(now / 1_000_000)),
+    "X-Service-Timestamp": String(timestamp),
+    // Standard Webhooks: the id is the delivery id (stable across retries), the
+    // timestamp this attempt's, so a receiver can refuse replays (issue 11).
+    "webhook-id": deliveryId,
+    "webhook-timestamp": String(timestamp),
   };
-  if (secret !== null) headers["X-Service-Signature"] = signature(secret, body);
+  if (secret !== null) {
+    headers["X-Service-Signature"] = signature(secret, body);
+    headers["webhook-signature"] = standardSignature(secret, deliveryId, timestamp, body);
+  }
   return headers;
 }

@@ -124,3 +124,30 @@ export function verifySignature(secret: string, rawBody: string, header: string 
   const given = Buffer.from(header.slice("sha256=".length));
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
+
+/**
+ * What a receiver does with the Standard Webhooks headers: refuse a
+ * timestamp outside the tolerance (a replay), then recompute
+ * `v1,base64(HMAC-SHA256(secret, "{id}.{timestamp}.{body}"))` and compare in
+ * constant time. The key is the secret's UTF-8 bytes.
+ */
+export function verifyStandardSignature(
+  secret: string,
+  rawBody: string,
+  headers: http.IncomingHttpHeaders,
+  nowSeconds: number,
+  toleranceSeconds = 300,
+): "ok" | "stale" | "bad_signature" {
+  const id = headers["webhook-id"];
+  const timestamp = headers["webhook-timestamp"];
+  const signatures = headers["webhook-signature"];
+  if (typeof id !== "string" || typeof timestamp !== "string" || typeof signatures !== "string") return "bad_signature";
+  if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return "stale";
+  const expected = Buffer.from(createHmac("sha256", secret).update(`${id}.${timestamp}.${rawBody}`, "utf8").digest("base64"));
+  for (const candidate of signatures.split(" ")) {
+    const [version, value] = candidate.split(",", 2);
+    const given = Buffer.from(value ?? "");
+    if (version === "v1" && given.length === expected.length && timingSafeEqual(given, expected)) return "ok";
+  }
+  return "bad_signature";
+}

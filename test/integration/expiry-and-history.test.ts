@@ -172,6 +172,7 @@ describe("purge", () => {
       deletedAccessRequests: 0,
       deletedWebhookDeliveries: 0,
       deletedMentionWindows: 0,
+      deletedWebhookDestinations: 0,
       expiredJobResults: 0,
       deletedJobs: 0,
     });
@@ -275,6 +276,28 @@ describe("the purge of access requests", () => {
     expect(counts.deletedAccessRequests).toBe(2);
     const left = await pool.query<{ requester_key_id: string }>("SELECT requester_key_id FROM access_requests WHERE channel_id = $1 ORDER BY requester_key_id", [ch]);
     expect(left.rows.map((r) => r.requester_key_id)).toEqual(["ancient-pending", "recent"]);
+  });
+});
+
+describe("the purge of webhook destinations", () => {
+  it("deletes circuit-breaker rows idle for more than 7 days, and never a breaker still open", async () => {
+    const pool = server.app.pool;
+    const tag = `purge-${clock.now()}`;
+    await pool.query(
+      `INSERT INTO webhook_destinations (destination, consecutive_failures, trips, open_until, updated_at) VALUES
+         ($2 || '-idle-closed:80',  0, 0, NULL,                                   $1::timestamptz - interval '8 days'),
+         ($2 || '-idle-expired:80', 5, 2, $1::timestamptz - interval '7 days',    $1::timestamptz - interval '7 days 1 minute'),
+         ($2 || '-idle-open:80',    9, 6, $1::timestamptz + interval '1 hour',    $1::timestamptz - interval '30 days'),
+         ($2 || '-recent:80',       3, 1, $1::timestamptz - interval '1 hour',    $1::timestamptz - interval '6 days')`,
+      [formatTimestamp(clock.now()), tag],
+    );
+    const counts = await purge(db, clock.now());
+    expect(counts.deletedWebhookDestinations).toBe(2);
+    const left = await pool.query<{ destination: string }>(
+      "SELECT destination FROM webhook_destinations WHERE destination LIKE $1 || '%' ORDER BY destination",
+      [tag],
+    );
+    expect(left.rows.map((r) => r.destination)).toEqual([`${tag}-idle-open:80`, `${tag}-recent:80`]);
   });
 });
 

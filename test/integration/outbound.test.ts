@@ -7,7 +7,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOutboundClient, OutboundError, type OutboundClient, type Resolver } from "../../src/outbound/guarded-fetch.js";
+import { createOutboundClient, failureClass, OutboundError, type OutboundClient, type Resolver } from "../../src/outbound/guarded-fetch.js";
 
 interface Seen {
   method: string;
@@ -124,7 +124,11 @@ describe("the address rule", () => {
     const ok = await guarded.request(`http://public.test:${a.port}/x`);
     expect(ok.status).toBe(200);
     expect(a.seen.at(-1)!.headers.host).toBe(`public.test:${a.port}`);
-    expect((await failure(guarded.request(`http://rebind.test:${a.port}/`))).code).toBe("blocked_address");
+    const rebind = await failure(guarded.request(`http://rebind.test:${a.port}/`));
+    expect(rebind.code).toBe("blocked_address");
+    expect(failureClass(rebind)).toBe("private_address_refused");
+    // What the name resolves to never appears in the text (it reaches users: L4).
+    expect(rebind.message).not.toContain("10.0.0.1");
     // Only the allowed address of a mixed answer is connected to.
     expect((await guarded.request(`http://mixed.test:${a.port}/`)).status).toBe(200);
     expect((await failure(guarded.request(`http://unknown.test:${a.port}/`))).code).toBe("dns_failed");
@@ -229,6 +233,9 @@ describe("limits", () => {
     await gone.close();
     const err = await failure(client({ allowPrivateTargets: true }).request(url));
     expect(err.code).toBe("network");
-    expect(err.message).toContain("ECONNREFUSED");
+    expect(failureClass(err)).toBe("connection_refused");
+    // The address stays in the cause (for logs), out of the message users may see (L4).
+    expect(err.message).not.toContain("127.0.0.1");
+    expect((err.cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
   });
 });

@@ -7,6 +7,7 @@
  * retries of a failing model, and the private-address rule (W4) with and
  * without AGENTBUS_ALLOW_PRIVATE_TARGETS.
  */
+import { createServer } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getJob, waitForJob, type JobJson } from "../support/pdf.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
@@ -228,7 +229,9 @@ describe("POST /v1/video/transcript and /v1/youtube/transcript", () => {
 describe("configuration", () => {
   let strict: TestServer | undefined;
   let keyless: TestServer | undefined;
+  let unreachable: TestServer | undefined;
   afterAll(async () => {
+    await unreachable?.close();
     await strict?.close();
     await keyless?.close();
   });
@@ -241,6 +244,37 @@ describe("configuration", () => {
     expect(res.body).toMatchObject({ error: "llm_not_configured", suggestion: expect.stringContaining("OPENAI_API_KEY") as unknown });
     expect((await rest(keyless.url, "POST", "/v1/jobs/parse", { key: k, body: { url: "nope" } })).status).toBe(422);
   });
+
+  it("a posting page or video host that cannot be reached fails naming no address (L4)", async () => {
+    // A port nothing listens on, behind a host name: the address it resolves to must not reach the caller.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise((resolve) => probe.close(resolve));
+    unreachable = await startTestServer(
+      {
+        AGENTBUS_WORKERS: "true",
+        AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+        OPENAI_API_KEY: llm.apiKey,
+        OPENAI_BASE_URL: llm.baseUrl,
+        AGENTBUS_LLM_MODEL: llm.model,
+        AGENTBUS_VIDEO_BASE_URL: `http://localhost:${port}`,
+      },
+      { jobs },
+    );
+    const k = await mintKey(unreachable.url);
+    const IP = /\b\d{1,3}(\.\d{1,3}){3}\b|::1|\[[0-9a-f:]+\]/i;
+    // Both are retried (a refused connection may be transient) before they fail: wait for them side by side.
+    const ids = [
+      await submit(unreachable.url, k, "/v1/jobs/parse", { url: `http://localhost:${port}/jobs/x` }),
+      await submit(unreachable.url, k, "/v1/video/transcript", { url: `https://www.youtube.com/watch?v=${VIDEOS.english}` }),
+    ];
+    const [page, video] = await Promise.all(ids.map((id) => waitForJob(unreachable!.url, k, id, 45_000)));
+    expect(page).toMatchObject({ status: "failed", error: { error: "page_fetch_failed" } });
+    expect(page!.error?.message).not.toMatch(IP);
+    expect(video).toMatchObject({ status: "failed", error: { error: "video_host_unavailable" } });
+    expect(video!.error?.message).not.toMatch(IP);
+  }, 60_000);
 
   it("without AGENTBUS_ALLOW_PRIVATE_TARGETS, private posting URLs and video hosts are refused", async () => {
     strict = await startTestServer(

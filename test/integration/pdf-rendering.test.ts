@@ -253,6 +253,44 @@ describe("the page's sandbox", () => {
     expect(hits).toEqual([]);
   });
 
+  // JavaScript is off, so the only navigation a document can start on its
+  // own is a meta refresh (to any URL, its own included, after any delay).
+  // The page renders as written, every time: no retried render error, no
+  // error page, no wait for the refresh.
+  const refreshes: Array<[string, (trap: string) => string]> = [
+    ["to a remote URL at once", (trap) => `<meta http-equiv="refresh" content="0; url=${trap}/refresh-now">`],
+    ["to a remote URL after a delay", (trap) => `<meta http-equiv="refresh" content="1; url=${trap}/refresh-later">`],
+    ["to a data: URL", () => `<meta http-equiv="refresh" content="0;url=data:text/html,<p>NAVIGATED-AWAY</p>">`],
+    ["of the document itself (no URL)", () => `<meta http-equiv="refresh" content="0">`],
+    ["to about:blank (no request to intercept)", () => `<meta http-equiv="refresh" content="0;url=about:blank">`],
+    ["in upper case, unquoted", (trap) => `<META HTTP-EQUIV=REFRESH CONTENT=0;URL=${trap}/refresh-upper>`],
+    ["with odd spacing and quoting", (trap) => `<meta  http-equiv = 'Refresh'  content = " 0 ;  URL = '${trap}/refresh-spaced' ">`],
+    ["in a srcdoc frame", (trap) => `<iframe srcdoc="<meta http-equiv='refresh' content='0;url=${trap}/refresh-frame'>"></iframe>`],
+  ];
+  /** Renders on the first attempt (a retried render error would pass on a later one) and returns the text. */
+  const renderFirstTime = async (body: Record<string, unknown>) => {
+    const id = await submitPdfJob(server.url, key, body);
+    const job = await waitForJob(server.url, key, id);
+    expect(job.error).toBeNull();
+    const { rows } = await server.app.pool.query<{ attempts: number }>("SELECT attempts FROM jobs WHERE id = $1", [id]);
+    expect(rows[0]!.attempts).toBe(1);
+    return squash(await pdfText((await download(server.url, key, id)).bytes));
+  };
+  it.each(refreshes)("renders a document with a meta refresh %s as written, on the first attempt", async (_, meta) => {
+    const html = `<!DOCTYPE html><html><head>${meta(trapUrl)}</head><body><p>Document that wants to leave</p></body></html>`;
+    const text = await renderFirstTime({ content: html });
+    expect(text).toContain("Document that wants to leave");
+    expect(text).not.toContain("NAVIGATED-AWAY");
+    expect(text).not.toContain("TRAP-CONTENT");
+    expect(hits).toEqual([]);
+  });
+
+  it("renders Markdown whose raw HTML carries a meta refresh as written, on the first attempt", async () => {
+    const markdown = `<meta http-equiv="refresh" content="0; url=${trapUrl}/refresh-md">\n\n# Markdown that wants to leave`;
+    expect(await renderFirstTime({ format: "markdown", content: markdown })).toContain("Markdown that wants to leave");
+    expect(hits).toEqual([]);
+  });
+
   it("still renders inline data: images and fonts", async () => {
     // A 1×1 red PNG.
     const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";

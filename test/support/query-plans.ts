@@ -12,11 +12,15 @@ export async function explainPlans(pool: pg.Pool, sql: string, params: unknown[]
   try {
     await client.query("SET plan_cache_mode = force_generic_plan");
     await client.query(`PREPARE planned AS ${sql}`);
-    const literals = params.map((p) => (p === null ? "NULL" : `'${String(p).replace(/'/g, "''")}'`)).join(", ");
-    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${literals})`);
-    await client.query("DEALLOCATE planned");
+    const quote = (v: string) => `'${v.replace(/'/g, "''")}'`;
+    // Arrays as PostgreSQL array literals ({"a","b"}), as pg sends them.
+    const literal = (p: unknown) =>
+      p === null ? "NULL" : Array.isArray(p) ? quote(`{${p.map((e) => JSON.stringify(String(e))).join(",")}}`) : quote(String(p));
+    const generic = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE planned(${params.map(literal).join(", ")})`);
     return [text(custom.rows), text(generic.rows)];
   } finally {
+    // Also after a failed EXPLAIN, so the next call on this pooled connection can PREPARE again.
+    await client.query("DEALLOCATE ALL");
     await client.query("RESET plan_cache_mode");
     client.release();
   }

@@ -118,7 +118,10 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
   once a minute per channel and actor.
 - A channel with \`webhook_url\` POSTs every new message there as \`{"message": …}\`. Headers: \`X-Service-Event\`,
   \`X-Service-Delivery\` (same on retries: de-duplicate on it), \`X-Service-Signature: sha256=<HMAC of the body>\` when a
-  secret is set. Retries with backoff for about a day; answer 2xx quickly.
+  secret is set, and Standard Webhooks headers \`webhook-id\` (= the delivery id), \`webhook-timestamp\` (Unix
+  seconds) and \`webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">\`, keyed with the UTF-8
+  bytes of the secret: refuse timestamps older than a few minutes to reject replays. Retries with backoff for about
+  a day; answer 2xx quickly.
 
 ## 8. Retrying safely
 

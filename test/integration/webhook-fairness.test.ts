@@ -1,0 +1,201 @@
+/**
+ * Webhook deliveries isolated per destination (issue 11, M5), the circuit
+ * breaker for receivers that never answer, and replay-resistant signatures
+ * (Standard Webhooks), against real receivers on 127.0.0.1. Latencies are
+ * compared with a baseline measured in the same test.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifySignature, verifyStandardSignature, WebhookReceiver } from "../fakes/webhook-receiver.js";
+import { createChannel, postMessage } from "../support/fixtures.js";
+import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+
+/** Accepts connections and never answers. */
+class DeadReceiver {
+  private readonly sockets = new Set<Socket>();
+  private constructor(private readonly server: Server) {
+    server.on("connection", (s) => {
+      this.sockets.add(s);
+      s.on("close", () => this.sockets.delete(s));
+    });
+  }
+  static async start(): Promise<DeadReceiver> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return new DeadReceiver(server);
+  }
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+  get connections(): number {
+    return this.sockets.size;
+  }
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+interface DeliveryJson {
+  attempt: number;
+  status: string;
+  error: string | null;
+  response_status: number | null;
+  next_attempt_at: string | null;
+}
+
+async function deliveryLog(base: string, key: string, channel: string): Promise<DeliveryJson[]> {
+  const res = await rest<{ data: DeliveryJson[] }>(base, "GET", `/v1/channels/${channel}/webhook-deliveries?limit=100`, { key });
+  expect(res.status).toBe(200);
+  return res.body.data;
+}
+
+async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Post to commit to the receiver having the body, in ms. */
+async function pushLatency(server: TestServer, key: string, channel: string, hook: WebhookReceiver): Promise<number> {
+  const before = hook.requests.length;
+  const started = performance.now();
+  await postMessage(server.url, key, channel, { content: `ping ${before}` });
+  await hook.waitFor(before + 1, 30_000);
+  return hook.requests[before]!.receivedAt - started;
+}
+
+describe("per-destination slots", () => {
+  let server: TestServer;
+  let dead: DeadReceiver;
+  let hook: WebhookReceiver;
+  beforeAll(async () => {
+    server = await startTestServer({
+      AGENTBUS_WORKERS: "true",
+      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+      AGENTBUS_WEBHOOK_CONCURRENCY: "4",
+      AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: "1",
+      AGENTBUS_WEBHOOK_TIMEOUT_MS: "1500",
+      // Slots alone here; the breaker has its own test.
+      AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "0",
+    });
+    dead = await DeadReceiver.start();
+    hook = await WebhookReceiver.start();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await dead?.close();
+    await hook?.close();
+  });
+
+  it("delivers another owner's webhook within a few times its baseline while 20 channels point at a receiver that never answers", async () => {
+    const victim = await mintKey(server.url);
+    const attacker = await mintKey(server.url);
+    const channel = await createChannel(server.url, victim, { webhook_url: hook.url });
+    await pushLatency(server, victim, channel, hook); // connections warm
+    const baseline = Math.min(...[await pushLatency(server, victim, channel, hook), await pushLatency(server, victim, channel, hook)]);
+
+    for (let i = 0; i < 20; i++) {
+      const ch = await createChannel(server.url, attacker, { webhook_url: dead.url });
+      await postMessage(server.url, attacker, ch, { content: `to nowhere ${i}` });
+    }
+    await eventually(async () => dead.connections > 0);
+    const underAttack = Math.max(await pushLatency(server, victim, channel, hook), await pushLatency(server, victim, channel, hook));
+    console.log(`webhook latency: baseline ${baseline.toFixed(1)} ms, with 20 channels at a dead receiver ${underAttack.toFixed(1)} ms`);
+    // The dead receiver holds its one slot, never the others.
+    expect(dead.connections).toBeLessThanOrEqual(1);
+    expect(underAttack).toBeLessThan(Math.max(baseline, 25) * 10);
+  }, 60_000);
+});
+
+describe("circuit breaker", () => {
+  let server: TestServer;
+  let hook: WebhookReceiver;
+  beforeAll(async () => {
+    server = await startTestServer({
+      AGENTBUS_WORKERS: "true",
+      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+      AGENTBUS_WEBHOOK_TIMEOUT_MS: "300",
+      AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms,100ms",
+      AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "2",
+      AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: "1000",
+      AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: "4000",
+    });
+    hook = await WebhookReceiver.start();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await hook?.close();
+  });
+
+  it("stops attempting a destination after consecutive timeouts, logs deferred entries, and delivers everything once it answers", async () => {
+    const key = await mintKey(server.url);
+    const channel = await createChannel(server.url, key, { webhook_url: hook.url });
+    hook.slow(5_000);
+    for (let i = 0; i < 3; i++) await postMessage(server.url, key, channel, { content: `held ${i}` });
+    const deferred = await eventually(async () => {
+      const log = await deliveryLog(server.url, key, channel);
+      const held = log.filter((d) => d.status === "deferred");
+      return held.length > 0 && held;
+    });
+    expect(deferred[0]).toMatchObject({ error: "circuit_open", response_status: null });
+    expect(deferred[0]!.next_attempt_at).not.toBeNull();
+    const timeouts = (await deliveryLog(server.url, key, channel)).filter((d) => d.status === "failed");
+    expect(timeouts.every((d) => d.error === "timeout")).toBe(true);
+    // Deferral costs no attempts: six retries would long be used up otherwise.
+    hook.slow(0);
+    const delivered = await eventually(async () => {
+      const log = await deliveryLog(server.url, key, channel);
+      const ok = log.filter((d) => d.status === "delivered");
+      return ok.length === 3 && ok;
+    });
+    expect(delivered).toHaveLength(3);
+  }, 60_000);
+});
+
+describe("replay-resistant signatures", () => {
+  let server: TestServer;
+  let hook: WebhookReceiver;
+  beforeAll(async () => {
+    server = await startTestServer({
+      AGENTBUS_WORKERS: "true",
+      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+      AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms",
+    });
+    hook = await WebhookReceiver.start();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await hook?.close();
+  });
+
+  it("signs id.timestamp.body the Standard Webhooks way with a webhook-id stable across retries; a stale replay is detectable", async () => {
+    const key = await mintKey(server.url);
+    const secret = "s3cret-for-standard-webhooks";
+    const channel = await createChannel(server.url, key, { webhook_url: hook.url, webhook_secret: secret });
+    hook.failNext(1);
+    await postMessage(server.url, key, channel, { content: "signed twice" });
+    const [first, retry] = await hook.waitFor(2, 10_000);
+    for (const req of [first!, retry!]) {
+      expect(verifySignature(secret, req.body, req.headers["x-service-signature"])).toBe(true);
+      const now = Number(req.headers["webhook-timestamp"]);
+      expect(Math.abs(now - Date.now() / 1000)).toBeLessThan(5);
+      expect(verifyStandardSignature(secret, req.body, req.headers, Math.floor(Date.now() / 1000))).toBe("ok");
+      expect(req.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    }
+    expect(retry!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
+    expect(first!.headers["webhook-id"]).toBe(first!.headers["x-service-delivery"]);
+
+    // The same request replayed ten minutes later is outside a 5-minute tolerance…
+    const later = Number(first!.headers["webhook-timestamp"]) + 600;
+    expect(verifyStandardSignature(secret, first!.body, first!.headers, later)).toBe("stale");
+    // …and freshening its timestamp breaks the signature.
+    const forged = { ...first!.headers, "webhook-timestamp": String(later) };
+    expect(verifyStandardSignature(secret, first!.body, forged, later)).toBe("bad_signature");
+  }, 30_000);
+});
