@@ -34,6 +34,12 @@ export interface AppOptions {
   clock?: Clock;
   /** Overrides for the in-process job runner (tests shorten its intervals). */
   jobs?: Pick<JobRunnerOptions, "processEveryMs" | "intervals">;
+  /**
+   * The service cannot go on (the embedded PostgreSQL keeps crashing and is no
+   * longer restarted); already logged as fatal. The CLI shuts down and exits
+   * non-zero so that an outer supervisor (systemd, Kubernetes) takes over.
+   */
+  onFatal?: (err: Error) => void;
 }
 
 export interface App {
@@ -64,19 +70,28 @@ export interface Database {
 }
 
 /** The configured external database, or the embedded one under AGENTBUS_DATA_DIR. */
-export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, onFatal?: (err: Error) => void): Promise<Database> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
   logger.info({ data_dir: config.dataDir }, "starting embedded PostgreSQL (set DATABASE_URL to use an external server)");
   return startEmbeddedPostgres({
     dataDir: config.dataDir,
     port: config.embeddedPgPort,
     log: (level, msg) => logger[level]({ component: "embedded-postgres" }, msg),
+    onGiveUp: (err) => {
+      logger.fatal({ component: "embedded-postgres" }, err.message);
+      onFatal?.(err);
+    },
   });
 }
 
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
-async function openStore(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<{ pool: pg.Pool; db: Db; url: string }> {
-  const database = await openDatabase(config, logger);
+async function openStore(
+  config: Config,
+  logger: Logger,
+  cleanups: Array<() => Promise<void>>,
+  onFatal: AppOptions["onFatal"],
+): Promise<{ pool: pg.Pool; db: Db; url: string }> {
+  const database = await openDatabase(config, logger, onFatal);
   cleanups.push(() => database.stop());
   const pool = createPool(database.url, {
     max: config.dbPoolSize,
@@ -107,11 +122,11 @@ function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): ()
   };
 }
 
-export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<App> {
+export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<App> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db, url } = await openStore(config, logger, cleanups);
+    const { pool, db, url } = await openStore(config, logger, cleanups, onFatal);
     const bus = openWakeBus(config, pool, url, logger);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
@@ -197,11 +212,11 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 }
 
 /** Starts the job workers without the API (decision P2, the scale-out shape in DESIGN.md). */
-export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<Worker> {
+export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<Worker> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db } = await openStore(config, logger, cleanups);
+    const { pool, db } = await openStore(config, logger, cleanups, onFatal);
     const webhooks = await startWebhookDispatcher({ config, db, clock, logger });
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const pdf = PdfRenderer.fromConfig(config, logger);
