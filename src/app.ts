@@ -170,6 +170,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const listener: Listener = await listen({
       host: config.host,
       port: config.port,
+      http2MaxStreams: config.http2MaxStreams,
       handler: createHttpHandler({
         pipeline,
         pool,
@@ -177,6 +178,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         logger,
         corsOrigins: config.corsOrigins,
         maxBodyBytes: config.maxBodyBytes,
+        bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
       }),
