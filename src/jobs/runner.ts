@@ -29,6 +29,7 @@ import { hostname } from "node:os";
 import { Agenda, type Job } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import pg from "pg";
+import { LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { jobKinds } from "./index.js";
 import type { JobDependencies, JobKind } from "./types.js";
@@ -47,6 +48,8 @@ export interface JobRunnerOptions {
   stopTimeoutMs?: number;
   /** Recorded in agenda_jobs.last_modified_by; default host:pid. */
   name?: string;
+  /** Where failures that repeat during a database outage go; default: one of its own. */
+  outageLog?: LogLimiter;
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 5_000;
@@ -96,7 +99,8 @@ export class JobRunner {
     await backend.connect();
     // An 'error' event without a listener would crash the process (e.g. when
     // the LISTEN connection drops; the channel reconnects by itself).
-    backend.notificationChannel?.on("error", (err: unknown) => logger.warn({ err }, "job notification channel error"));
+    const outageLog = (options.outageLog ?? new LogLimiter(options.deps.logger, { intervalMs: 30_000 })).child({ component: "jobs" });
+    backend.notificationChannel?.on("error", (err: unknown) => outageLog.warn("job notification channel error", err));
     const agenda = new Agenda({
       backend,
       name: options.name ?? `${hostname()}:${process.pid}`,
@@ -104,7 +108,9 @@ export class JobRunner {
       removeOnComplete: true,
     });
     const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS);
-    agenda.on("error", (err: unknown) => logger.error({ err }, "job runner error"));
+    // Agenda reports every failed poll of the jobs table here: once per
+    // processEvery while the database is down.
+    agenda.on("error", (err: unknown) => outageLog.error("job runner error", err));
     agenda.on("fail", (err: unknown, job: Job) => logger.error({ err, job: job.attrs.name }, "job failed"));
     agenda.on("start", (job: Job) => runner.running.add(job));
     agenda.on("complete", (job: Job) => runner.finished(job));
