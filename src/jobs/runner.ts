@@ -29,7 +29,7 @@ import { hostname } from "node:os";
 import { Agenda, type Job } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import pg from "pg";
-import { LogLimiter } from "../log-limiter.js";
+import { errorFields, LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { jobKinds } from "./index.js";
 import type { JobDependencies, JobKind } from "./types.js";
@@ -111,7 +111,7 @@ export class JobRunner {
     // Agenda reports every failed poll of the jobs table here: once per
     // processEvery while the database is down.
     agenda.on("error", (err: unknown) => outageLog.error("job runner error", err));
-    agenda.on("fail", (err: unknown, job: Job) => logger.error({ err, job: job.attrs.name }, "job failed"));
+    agenda.on("fail", (err: unknown, job: Job) => logger.error({ ...errorFields(err), job: job.attrs.name }, "job failed"));
     agenda.on("start", (job: Job) => runner.running.add(job));
     agenda.on("complete", (job: Job) => runner.finished(job));
 
