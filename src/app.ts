@@ -129,7 +129,12 @@ function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, outageL
   if (!config.redisUrl) return new PgNotifyBus(pool, { connectionString: databaseUrl, onError, onReconnected });
   const fanout = new LocalFanout();
   const fallback = new PgNotifyBus(pool, { connectionString: databaseUrl, onError, onReconnected, fanout });
-  return new RedisBus(config.redisUrl, onError, { fanout, fallback });
+  const redisDown = "Redis wake-up transport error; wake-ups fall back to NOTIFY";
+  return new RedisBus(config.redisUrl, (err) => log.warn(redisDown, err), {
+    fanout,
+    fallback,
+    onResubscribed: () => log.recovered(redisDown, "Redis wake-ups restored"),
+  });
 }
 
 function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
