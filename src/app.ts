@@ -14,6 +14,7 @@ import { FixedWindowLimiter } from "./domain/rate-limit.js";
 import { systemClock, type Clock } from "./domain/time.js";
 import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
+import { LogLimiter } from "./log-limiter.js";
 import type { Logger } from "./logger.js";
 import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
@@ -28,12 +29,20 @@ import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
 
+const IDLE_CONNECTION_FAILED = "idle database connection failed";
+
 export interface AppOptions {
   config: Config;
   logger: Logger;
   clock?: Clock;
   /** Overrides for the in-process job runner (tests shorten its intervals). */
   jobs?: Pick<JobRunnerOptions, "processEveryMs" | "intervals">;
+  /**
+   * The service cannot go on (the embedded PostgreSQL keeps crashing and is no
+   * longer restarted); already logged as fatal. The CLI shuts down and exits
+   * non-zero so that an outer supervisor (systemd, Kubernetes) takes over.
+   */
+  onFatal?: (err: Error) => void;
 }
 
 export interface App {
@@ -64,28 +73,47 @@ export interface Database {
 }
 
 /** The configured external database, or the embedded one under AGENTBUS_DATA_DIR. */
-export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, onFatal?: (err: Error) => void): Promise<Database> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
   logger.info({ data_dir: config.dataDir }, "starting embedded PostgreSQL (set DATABASE_URL to use an external server)");
+  const outageLog = new LogLimiter(logger, { intervalMs: config.logRepeatIntervalMs }).child({ component: "embedded-postgres" });
   return startEmbeddedPostgres({
     dataDir: config.dataDir,
     port: config.embeddedPgPort,
-    log: (level, msg) => logger[level]({ component: "embedded-postgres" }, msg),
+    log: (level, msg) => {
+      // PostgreSQL's FATAL lines come once per refused connection while it
+      // starts or after a crash ("the database system is starting up"): one
+      // condition each, without the timestamp and pid that make them unique.
+      const repeated = /^postgres: .*?\[\d+\] (FATAL|WARNING):\s+(.*)$/.exec(msg);
+      if (repeated && level !== "info") outageLog[level](`postgres: ${repeated[1]}: ${repeated[2]}`);
+      else logger[level]({ component: "embedded-postgres" }, msg);
+    },
+    onGiveUp: (err) => {
+      logger.fatal({ component: "embedded-postgres" }, err.message);
+      onFatal?.(err);
+    },
   });
 }
 
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
-async function openStore(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<{ pool: pg.Pool; db: Db; url: string }> {
-  const database = await openDatabase(config, logger);
+async function openStore(
+  config: Config,
+  logger: Logger,
+  cleanups: Array<() => Promise<void>>,
+  onFatal: AppOptions["onFatal"],
+): Promise<{ pool: pg.Pool; db: Db; url: string; outageLog: LogLimiter }> {
+  const database = await openDatabase(config, logger, onFatal);
   cleanups.push(() => database.stop());
+  const outageLog = new LogLimiter(logger, { intervalMs: config.logRepeatIntervalMs });
   const pool = createPool(database.url, {
     max: config.dbPoolSize,
-    onError: (err) => logger.warn({ err }, "idle database connection failed"),
+    onError: (err) => outageLog.warn(IDLE_CONNECTION_FAILED, err),
   });
+  pool.on("connect", () => outageLog.recovered(IDLE_CONNECTION_FAILED, "database connections work again"));
   cleanups.push(() => pool.end());
   const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
-  return { pool, db: new Db(pool), url: database.url };
+  return { pool, db: new Db(pool), url: database.url, outageLog };
 }
 
 /**
@@ -93,12 +121,20 @@ async function openStore(config: Config, logger: Logger, cleanups: Array<() => P
  * With Redis, LISTEN/NOTIFY is also the fallback while Redis is unreachable
  * (see redis-bus.ts): one more connection per process, idle while Redis works.
  */
-function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, logger: Logger): WakeBus {
-  const onError = (err: Error) => logger.warn({ err, component: "wake-bus" }, "wake-up transport error; wake-ups fall back to NOTIFY or a periodic re-read");
-  if (!config.redisUrl) return new PgNotifyBus(pool, { connectionString: databaseUrl, onError });
+function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, outageLog: LogLimiter): WakeBus {
+  const log = outageLog.child({ component: "wake-bus" });
+  const condition = "wake-up transport error; wake-ups fall back to NOTIFY or a periodic re-read";
+  const onError = (err: Error) => log.warn(condition, err);
+  const onReconnected = () => log.recovered(condition, "wake-up LISTEN connection restored");
+  if (!config.redisUrl) return new PgNotifyBus(pool, { connectionString: databaseUrl, onError, onReconnected });
   const fanout = new LocalFanout();
-  const fallback = new PgNotifyBus(pool, { connectionString: databaseUrl, onError, fanout });
-  return new RedisBus(config.redisUrl, onError, { fanout, fallback });
+  const fallback = new PgNotifyBus(pool, { connectionString: databaseUrl, onError, onReconnected, fanout });
+  const redisDown = "Redis wake-up transport error; wake-ups fall back to NOTIFY";
+  return new RedisBus(config.redisUrl, (err) => log.warn(redisDown, err), {
+    fanout,
+    fallback,
+    onResubscribed: () => log.recovered(redisDown, "Redis wake-ups restored"),
+  });
 }
 
 function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
@@ -107,12 +143,12 @@ function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): ()
   };
 }
 
-export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<App> {
+export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<App> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db, url } = await openStore(config, logger, cleanups);
-    const bus = openWakeBus(config, pool, url, logger);
+    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
+    const bus = openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
     const pipeline = new CallPipeline(
@@ -136,7 +172,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
     // pool, so stopped before it (cleanups run in reverse).
-    const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger }) : undefined;
+    const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger, outageLog }) : undefined;
     if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     // Closed after the runner stopped (cleanups run in reverse), so no render is cut short by it.
     const pdf = config.workers ? PdfRenderer.fromConfig(config, logger) : undefined;
@@ -144,7 +180,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const fetchers = config.workers ? openFetchers(config) : undefined;
     if (fetchers) cleanups.push(() => fetchers.close());
     const jobs = config.workers
-      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, ...jobOptions })
+      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions })
       : undefined;
     if (jobs) cleanups.push(() => jobs.stop());
 
@@ -155,6 +191,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const listener: Listener = await listen({
       host: config.host,
       port: config.port,
+      http2MaxStreams: config.http2MaxStreams,
       handler: createHttpHandler({
         pipeline,
         pool,
@@ -162,6 +199,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         logger,
         corsOrigins: config.corsOrigins,
         maxBodyBytes: config.maxBodyBytes,
+        bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
       }),
@@ -197,18 +235,18 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 }
 
 /** Starts the job workers without the API (decision P2, the scale-out shape in DESIGN.md). */
-export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions }: AppOptions): Promise<Worker> {
+export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<Worker> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db } = await openStore(config, logger, cleanups);
-    const webhooks = await startWebhookDispatcher({ config, db, clock, logger });
+    const { pool, db, outageLog } = await openStore(config, logger, cleanups, onFatal);
+    const webhooks = await startWebhookDispatcher({ config, db, clock, logger, outageLog });
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const pdf = PdfRenderer.fromConfig(config, logger);
     cleanups.push(() => pdf.close());
     const fetchers = openFetchers(config);
     cleanups.push(() => fetchers.close());
-    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, ...jobOptions });
+    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions });
     cleanups.push(() => jobs.stop());
     let closed: Promise<void> | undefined;
     return {

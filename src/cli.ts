@@ -37,14 +37,15 @@ async function serve(): Promise<void> {
   const logger = createLogger(config.logLevel);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let app;
+  const fatal = fatalStop();
   try {
-    app = await startApp({ config, logger });
+    app = await startApp({ config, logger, onFatal: fatal.trigger });
   } catch (err) {
     logger.fatal({ err }, `agentbus could not start: ${(err as Error).message}`);
     process.exit(1);
   }
   logger.info({ url: app.url }, `agentbus listening on ${app.url}`);
-  stopOnSignals(app, config, logger);
+  fatal.arm(stopOnSignals(app, config, logger));
 }
 
 async function worker(): Promise<void> {
@@ -52,14 +53,15 @@ async function worker(): Promise<void> {
   const logger = createLogger(config.logLevel);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let running;
+  const fatal = fatalStop();
   try {
-    running = await startWorker({ config, logger });
+    running = await startWorker({ config, logger, onFatal: fatal.trigger });
   } catch (err) {
     logger.fatal({ err }, `agentbus worker could not start: ${(err as Error).message}`);
     process.exit(1);
   }
   logger.info("agentbus worker running");
-  stopOnSignals(running, config, logger);
+  fatal.arm(stopOnSignals(running, config, logger));
 }
 
 /**
@@ -67,8 +69,15 @@ async function worker(): Promise<void> {
  * database), then exit explicitly: timers that libraries leave behind (Agenda
  * keeps one per finished job run) must not hold the process.
  */
-function stopOnSignals(target: { close(): Promise<void> }, config: Config, logger: ReturnType<typeof createLogger>): void {
-  const stop = (signal: string) => {
+function stopOnSignals(
+  target: { close(): Promise<void> },
+  config: Config,
+  logger: ReturnType<typeof createLogger>,
+): (reason: string, exitCode: number) => void {
+  let stopping = false;
+  const stop = (signal: string, exitCode = 0) => {
+    if (stopping) return;
+    stopping = true;
     logger.info({ signal }, "shutting down");
     // A hard stop if draining hangs, so an orchestrator never waits forever.
     setTimeout(() => {
@@ -78,7 +87,7 @@ function stopOnSignals(target: { close(): Promise<void> }, config: Config, logge
     target.close().then(
       () => {
         logger.info("stopped");
-        process.exit(0);
+        process.exit(exitCode);
       },
       (err: unknown) => {
         logger.error({ err }, "shutdown failed");
@@ -88,6 +97,23 @@ function stopOnSignals(target: { close(): Promise<void> }, config: Config, logge
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
+  return stop;
+}
+
+/** A fatal condition may come while starting (exit at once) or later (shut down cleanly, exit 1). */
+function fatalStop(): { trigger: (err: Error) => void; arm: (stop: (reason: string, exitCode: number) => void) => void } {
+  let stop: ((reason: string, exitCode: number) => void) | undefined;
+  let pending = false;
+  return {
+    trigger: () => {
+      if (stop) stop("fatal", 1);
+      else pending = true;
+    },
+    arm: (s) => {
+      stop = s;
+      if (pending) s("fatal", 1);
+    },
+  };
 }
 
 async function runMigrations(): Promise<void> {

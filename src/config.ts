@@ -42,6 +42,15 @@ const schema = z.object({
   AGENTBUS_ADMIN_TOKEN: optionalString,
   // JSON bodies above this are refused with 413 before parsing.
   AGENTBUS_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
+  // A request body must arrive whole within this many seconds (408 request_timeout), so a
+  // client trickling bytes cannot hold a connection or an HTTP/2 stream; generous for slow links.
+  AGENTBUS_BODY_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  // Concurrent streams one HTTP/2 connection may open (SETTINGS_MAX_CONCURRENT_STREAMS;
+  // Node's default is unlimited). Clients queue beyond it; a client that ignores it gets REFUSED_STREAM.
+  AGENTBUS_HTTP2_MAX_STREAMS: positiveInt.max(10_000).default(100),
+  // Repeated failures of one kind during an outage (database, Redis) log once, then one
+  // summary per this many seconds, so an outage cannot flood the log.
+  AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(30),
   // How long SIGTERM waits for in-flight requests before closing connections.
   AGENTBUS_SHUTDOWN_GRACE_MS: nonNegativeInt.default(5000),
   // Honour X-Forwarded-For for per-address limits (only behind a trusted proxy).
@@ -157,7 +166,11 @@ export interface Config {
   rateLimitPerMinute: number;
   adminToken: string | undefined;
   maxBodyBytes: number;
+  bodyTimeoutMs: number;
+  http2MaxStreams: number;
   shutdownGraceMs: number;
+  /** Repeated outage failures of one kind are summed up at most once per this interval. */
+  logRepeatIntervalMs: number;
   trustProxy: boolean;
   defaultDiscoverable: boolean;
   maxContentBytes: number;
@@ -232,6 +245,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: c.AGENTBUS_RATE_LIMIT,
     adminToken: c.AGENTBUS_ADMIN_TOKEN,
     maxBodyBytes: c.AGENTBUS_MAX_BODY_BYTES,
+    bodyTimeoutMs: Math.round(c.AGENTBUS_BODY_TIMEOUT_SECONDS * 1000),
+    http2MaxStreams: c.AGENTBUS_HTTP2_MAX_STREAMS,
+    logRepeatIntervalMs: Math.round(c.AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS * 1000),
     shutdownGraceMs: c.AGENTBUS_SHUTDOWN_GRACE_MS,
     trustProxy: c.AGENTBUS_TRUST_PROXY,
     defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,

@@ -13,6 +13,8 @@ const TOPIC = "agentbus_wake";
 export interface PgNotifyBusOptions {
   connectionString: string;
   onError: (err: Error) => void;
+  /** Listening again after a lost connection (the outage that onError reported is over). */
+  onReconnected?: () => void;
   /**
    * The local fanout to deliver to; shared when this bus is the fallback of
    * the Redis one, so both transports wake the same waiters with one
@@ -40,7 +42,10 @@ export class PgNotifyBus implements WakeBus {
       onError: options.onError,
       // NOTIFYs sent while nobody listened are lost: every local waiter
       // re-reads once, so nothing committed meanwhile waits for its deadline.
-      onReconnected: () => fanout.deliverAll(),
+      onReconnected: () => {
+        fanout.deliverAll();
+        options.onReconnected?.();
+      },
     });
   }
 

@@ -37,6 +37,8 @@ export interface RedisBusOptions {
   fallback?: WakeFallback;
   /** Re-read interval while the subscriber is down; default REDIS_DOWN_RECHECK_MS. */
   recheckMs?: number;
+  /** Subscribed again after a lost connection (the outage that onError reported is over). */
+  onResubscribed?: () => void;
 }
 
 export class RedisBus implements WakeBus {
@@ -71,7 +73,10 @@ export class RedisBus implements WakeBus {
           this.subscribed = true;
           this.stopRecheck();
           // Anything published while we were not subscribed was lost to us.
-          if (this.everSubscribed) this.fanout.deliverAll();
+          if (this.everSubscribed) {
+            this.fanout.deliverAll();
+            options.onResubscribed?.();
+          }
           this.everSubscribed = true;
           firstSubscribed();
         },

@@ -43,6 +43,7 @@ import { JobPostingResultSchema, PdfResultSchema, TranscriptResultSchema } from 
 import type { JsonValue } from "../domain/errors.js";
 import { JobFailure } from "../domain/job-failure.js";
 import { resultExpiry } from "../domain/jobs.js";
+import { errorFields } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { agendaJobName, claimJob, completeJob, enqueueJob, failJob, releaseJob, type JobKindName } from "../store/jobs.js";
 import type { JobDependencies, JobKind } from "./types.js";
@@ -127,7 +128,8 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
 
       const started = performance.now();
       const keepAlive = setInterval(() => {
-        run.touch().catch((err: unknown) => logger.warn({ err }, "could not extend the job's lock"));
+        // Once per job per interval during a database outage: no stack for that.
+        run.touch().catch((err: unknown) => logger.warn(errorFields(err), "could not extend the job's lock"));
       }, TOUCH_EVERY_MS);
       let outcome: AsyncJobOutcome<K>;
       try {
@@ -150,7 +152,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
           return fail(failure?.toJobError() ?? { error: "internal_error", message: "The job failed unexpectedly" });
         }
         await releaseJob(db, jobId, clock.now());
-        logger.warn({ err, attempt: claimed.attempts, max_attempts: maxAttempts }, "job attempt failed; it will be retried");
+        logger.warn({ ...errorFields(err), attempt: claimed.attempts, max_attempts: maxAttempts }, "job attempt failed; it will be retried");
         throw err;
       } finally {
         clearInterval(keepAlive);

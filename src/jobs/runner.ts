@@ -29,6 +29,7 @@ import { hostname } from "node:os";
 import { Agenda, type Job, type JobId, type JobParameters } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import pg from "pg";
+import { errorFields, LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { FAIR_NEXT_JOB_SQL } from "../store/jobs.js";
 import { jobKinds } from "./index.js";
@@ -50,6 +51,8 @@ export interface JobRunnerOptions {
   name?: string;
   /** Jobs of one key and fair kind running at once across all workers (AGENTBUS_JOBS_MAX_RUNNING_PER_KEY); default 2. */
   maxRunningPerKey?: number;
+  /** Where failures that repeat during a database outage go; default: one of its own. */
+  outageLog?: LogLimiter;
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 5_000;
@@ -123,7 +126,8 @@ export class JobRunner {
     await backend.connect();
     // An 'error' event without a listener would crash the process (e.g. when
     // the LISTEN connection drops; the channel reconnects by itself).
-    backend.notificationChannel?.on("error", (err: unknown) => logger.warn({ err }, "job notification channel error"));
+    const outageLog = (options.outageLog ?? new LogLimiter(options.deps.logger, { intervalMs: 30_000 })).child({ component: "jobs" });
+    backend.notificationChannel?.on("error", (err: unknown) => outageLog.warn("job notification channel error", err));
     const agenda = new Agenda({
       backend,
       name: options.name ?? `${hostname()}:${process.pid}`,
@@ -131,8 +135,10 @@ export class JobRunner {
       removeOnComplete: true,
     });
     const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, backend, fairNames);
-    agenda.on("error", (err: unknown) => logger.error({ err }, "job runner error"));
-    agenda.on("fail", (err: unknown, job: Job) => logger.error({ err, job: job.attrs.name }, "job failed"));
+    // Agenda reports every failed poll of the jobs table here: once per
+    // processEvery while the database is down.
+    agenda.on("error", (err: unknown) => outageLog.error("job runner error", err));
+    agenda.on("fail", (err: unknown, job: Job) => logger.error({ ...errorFields(err), job: job.attrs.name }, "job failed"));
     agenda.on("start", (job: Job) => runner.running.add(job));
     agenda.on("complete", (job: Job) => runner.finished(job));
 

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { ApiError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
+import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";
 import { renderErrorDocs } from "./error-docs.js";
 import { buildOpenApiDocument } from "./docs/openapi.js";
 import { renderLlmsTxt } from "./docs/llms.js";
@@ -29,6 +30,8 @@ export interface HttpHandlerOptions {
   logger: Logger;
   corsOrigins: readonly string[];
   maxBodyBytes: number;
+  /** The whole request body must have arrived within this long (408 request_timeout otherwise). */
+  bodyTimeoutMs: number;
   trustProxy: boolean;
   shutdownSignal: AbortSignal;
 }
@@ -133,7 +136,19 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       );
     });
 
+    // Set once the body deadline answered 408: the handler still reading
+    // the body then fails on the closed stream, which is no error of ours.
+    let timedOut = false;
+    watchBodyDeadline(req, res, options.bodyTimeoutMs, () => {
+      timedOut = true;
+      const seconds = options.bodyTimeoutMs / 1000;
+      const err = new ApiError("request_timeout", `The request body did not arrive completely within ${seconds} s`);
+      sendError(res, err, requestId, req.httpVersionMajor === 1 ? { Connection: "close" } : {});
+      releaseAfterResponse(req, res);
+    });
+
     const fail = (err: unknown) => {
+      if (timedOut) return;
       logger.error({ request_id: requestId, route, err }, "unhandled error while serving a request");
       if (!res.headersSent) sendError(res, new ApiError("internal_error"), requestId);
       else res.destroy();

@@ -40,6 +40,8 @@ export interface ListenOptions {
   headersTimeoutMs?: number;
   /** How often those deadlines are checked (Node's default, 30 s). */
   deadlineCheckIntervalMs?: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS of each HTTP/2 connection (default 100). */
+  http2MaxStreams?: number;
 }
 
 export interface Listener {
@@ -67,7 +69,18 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   // it sockets), so without this a client trickling header bytes would hold
   // its connection for ever (slowloris). h1.close() stops the timer.
   h1.emit("listening");
-  const h2 = http2.createServer({}, options.handler);
+  // Node's defaults let one connection open 2^32-1 streams, each with its
+  // own buffered request: one client held 1,000 streams and 158 MB. The
+  // stream cap bounds that (the body deadline frees stalled ones); the
+  // header list stays near the HTTP/1.1 limit (16 KiB) plus room for gRPC
+  // metadata, and nghttp2's own buffers per session stay at 10 MB.
+  const h2 = http2.createServer(
+    {
+      settings: { maxConcurrentStreams: options.http2MaxStreams ?? 100, maxHeaderListSize: 64 * 1024 },
+      maxSessionMemory: 10,
+    },
+    options.handler,
+  );
 
   const h1Sockets = new Map<Socket, { busy: number }>();
   const h2Sessions = new Set<http2.ServerHttp2Session>();

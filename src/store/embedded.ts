@@ -11,7 +11,7 @@
  * leaves a stale postmaster.pid; either blocks the next start, and the
  * library reports that only as a rejection with `undefined`.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { readFileSync, unlinkSync } from "node:fs";
@@ -30,6 +30,10 @@ export interface EmbeddedPostgresOptions {
   log: (level: EmbeddedLogLevel, msg: string) => void;
   /** Extra postgres arguments, e.g. ["-c", "fsync=off"]. */
   extraFlags?: string[];
+  /** Overrides for restarting PostgreSQL when it exits unexpectedly (tests shorten them). */
+  restart?: Partial<RestartPolicy>;
+  /** PostgreSQL keeps exiting (a crash loop) and supervision gave up. */
+  onGiveUp?: (err: Error) => void;
 }
 
 export interface EmbeddedPostgresServer {
@@ -139,32 +143,163 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       }
     }
 
-    const { instance, port } = await startOnPort(make, options.port, output, pgDir, dataDir, log);
-    const pid = await readPostmasterPid(pgDir);
-    if (pid !== undefined) running.set(pid, lock);
+    const launch = async (port: number): Promise<Running> => {
+      const started = await startOnPort(make, port, output, pgDir, dataDir, log);
+      const pid = (await readPostmasterPid(pgDir)) ?? childOf(started.instance)?.pid;
+      if (pid !== undefined) running.set(pid, lock);
+      return { ...started, pid };
+    };
+    const first = await launch(options.port);
+    const supervisor = new Supervisor(first, {
+      log,
+      policy: { ...DEFAULT_RESTART_POLICY, ...options.restart },
+      // Same port as the first start (also when it was picked because the
+      // setting is 0): the pool and the LISTEN connections keep their URL.
+      relaunch: async () => {
+        // A postmaster killed outright leaves its postmaster.pid behind.
+        await recoverFromPreviousRun(pgDir, log);
+        return launch(first.port);
+      },
+      forget: (pid) => running.delete(pid),
+      onGiveUp: options.onGiveUp,
+    });
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         try {
-          if (pid !== undefined) await stopServer(instance, pid, log);
-          else await instance.stop();
+          const current = await supervisor.stop();
+          if (current?.pid !== undefined) await stopServer(current.instance, current.pid, log);
+          else await current?.instance.stop();
         } finally {
-          if (pid !== undefined) running.delete(pid);
+          for (const [pid, owner] of running) if (owner === lock) running.delete(pid);
           await lock.release();
         }
       })());
 
     try {
-      await ensureDatabase(port, password);
+      await ensureDatabase(first.port, password);
     } catch (err) {
       await stop();
       throw new Error(`Embedded PostgreSQL started but creating the "${DATABASE}" database failed: ${describe(err)}`, { cause: err });
     }
-    log("info", `embedded PostgreSQL listening on 127.0.0.1:${port} (pid ${pid ?? "unknown"}, data ${pgDir})`);
-    return { url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`, stop };
+    log("info", `embedded PostgreSQL listening on 127.0.0.1:${first.port} (pid ${first.pid ?? "unknown"}, data ${pgDir})`);
+    return { url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${first.port}/${DATABASE}`, stop };
   } catch (err) {
     await lock.release();
     throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Supervision
+
+export interface RestartPolicy {
+  /** Wait before the first restart; doubles per consecutive failure. */
+  firstDelayMs: number;
+  maxDelayMs: number;
+  /** Give up after this many unexpected exits or failed restarts within windowMs (a crash loop). */
+  maxFailures: number;
+  windowMs: number;
+}
+
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 250, maxDelayMs: 10_000, maxFailures: 5, windowMs: 60_000 };
+
+interface Running {
+  instance: EmbeddedPostgresInstance;
+  port: number;
+  pid: number | undefined;
+}
+
+/** The library keeps the postmaster's ChildProcess in a private field; it is the only way to hear it exit. */
+function childOf(instance: EmbeddedPostgresInstance): ChildProcess | undefined {
+  return (instance as unknown as { process?: ChildProcess }).process;
+}
+
+/**
+ * Restarts PostgreSQL when it exits without being asked to. Crash recovery
+ * replays the WAL at the restart, so committed writes survive; the pool and
+ * the LISTEN connections reconnect by themselves once the port answers again.
+ * The exit and the recovery are logged once each, not per attempt.
+ */
+class Supervisor {
+  private current: Running | undefined;
+  private stopped = false;
+  private restarting: Promise<void> | undefined;
+  private readonly failures: number[] = [];
+  private readonly wake = new AbortController();
+
+  constructor(
+    first: Running,
+    private readonly deps: {
+      log: EmbeddedPostgresOptions["log"];
+      policy: RestartPolicy;
+      relaunch: () => Promise<Running>;
+      forget: (pid: number) => void;
+      onGiveUp: ((err: Error) => void) | undefined;
+    },
+  ) {
+    this.watch(first);
+  }
+
+  /** Ends supervision; returns the server still running (if any) for the caller to stop. */
+  async stop(): Promise<Running | undefined> {
+    this.stopped = true;
+    this.wake.abort();
+    await this.restarting;
+    return this.current;
+  }
+
+  private watch(server: Running): void {
+    this.current = server;
+    const child = childOf(server.instance);
+    if (!child) {
+      this.deps.log("warn", "cannot watch the embedded PostgreSQL process; it will not be restarted if it exits");
+      return;
+    }
+    child.once("exit", (code, signal) => {
+      if (this.stopped || this.current !== server) return;
+      this.current = undefined;
+      if (server.pid !== undefined) this.deps.forget(server.pid);
+      const how = signal ? `signal ${signal}` : `code ${code}`;
+      this.deps.log("error", `embedded PostgreSQL (pid ${server.pid ?? "?"}) exited unexpectedly (${how}); restarting it on port ${server.port}`);
+      this.restarting = this.restart(server.port).finally(() => (this.restarting = undefined));
+    });
+  }
+
+  private async restart(port: number): Promise<void> {
+    const { policy, log } = this.deps;
+    const began = Date.now();
+    let lastError: unknown;
+    for (let attempt = 0; !this.stopped; attempt++) {
+      const now = Date.now();
+      this.failures.push(now);
+      while (this.failures.length > 0 && this.failures[0]! < now - policy.windowMs) this.failures.shift();
+      if (this.failures.length > policy.maxFailures) {
+        const err = new Error(
+          `Embedded PostgreSQL failed ${this.failures.length} times within ${Math.round(policy.windowMs / 1000)} s; ` +
+            `no longer restarting it${lastError === undefined ? "" : `. Last error: ${describe(lastError)}`}`,
+        );
+        if (this.deps.onGiveUp) this.deps.onGiveUp(err);
+        else log("error", err.message);
+        return;
+      }
+      await sleep(Math.min(policy.firstDelayMs * 2 ** attempt, policy.maxDelayMs), undefined, { signal: this.wake.signal }).catch(() => {});
+      if (this.stopped) return;
+      try {
+        const server = await this.deps.relaunch();
+        if (this.stopped) {
+          // stop() began while it started: hand it over so stop() shuts it down.
+          this.current = server;
+          return;
+        }
+        this.watch(server);
+        log("info", `embedded PostgreSQL restarted on port ${port} (pid ${server.pid ?? "?"}) after ${Date.now() - began} ms`);
+        return;
+      } catch (err) {
+        // Logged once, when giving up; each attempt's PostgreSQL output is already in the log.
+        lastError = err;
+      }
+    }
   }
 }
 

@@ -27,6 +27,7 @@
  * timeout, is retried.
  */
 import type { Clock, Micros } from "../domain/time.js";
+import { LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
@@ -60,12 +61,18 @@ const RECHECK_MS = 250;
 /** After the database failed a claim. */
 const ERROR_RETRY_MS = 2_000;
 
+const LISTEN_LOST = "webhook LISTEN connection failed or lost; reconnecting";
+const SWEEP_FAILED = "webhook sweep failed";
+const DISPATCH_FAILED = "webhook dispatch failed; retrying shortly";
+
 export interface WebhookDispatcherOptions {
   db: Db;
   /** For the LISTEN connection (a client of its own, outside the pool). */
   connectionString: string | undefined;
   clock: Clock;
   logger: Logger;
+  /** Where failures that repeat during a database outage go; default: one of its own. */
+  outageLog?: LogLimiter;
   http: OutboundClient;
   /** Per attempt; default 10 s (W2). */
   timeoutMs?: number;
@@ -95,6 +102,7 @@ export class WebhookDispatcher {
   private readonly db: Db;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly outageLog: LogLimiter;
   private readonly http: OutboundClient;
   private readonly timeoutMs: number;
   private readonly schedule: readonly number[];
@@ -122,6 +130,7 @@ export class WebhookDispatcher {
     this.db = options.db;
     this.clock = options.clock;
     this.logger = options.logger.child({ component: "webhooks" });
+    this.outageLog = (options.outageLog ?? new LogLimiter(options.logger, { intervalMs: 30_000 })).child({ component: "webhooks" });
     this.http = options.http;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.schedule = options.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS;
@@ -140,9 +149,12 @@ export class WebhookDispatcher {
         channel: NOTIFY_CHANNEL,
         applicationName: "agentbus-webhooks",
         onNotification: () => this.kick(),
-        onError: (err) => this.logger.warn({ err }, "webhook LISTEN connection failed or lost; reconnecting"),
+        onError: (err) => this.outageLog.warn(LISTEN_LOST, err),
         // Whatever was committed while nobody listened is found by the sweep.
-        onReconnected: () => void this.sweep().catch((err: unknown) => this.logger.warn({ err }, "webhook sweep failed")),
+        onReconnected: () => {
+          this.outageLog.recovered(LISTEN_LOST, "webhook LISTEN connection restored");
+          void this.sweep().catch((err: unknown) => this.outageLog.warn(SWEEP_FAILED, err));
+        },
       });
       await this.listener.ready;
     }
@@ -163,8 +175,9 @@ export class WebhookDispatcher {
     this.wanted = true;
     if (this.draining) return;
     this.draining = this.drain()
+      .then(() => this.outageLog.recovered(DISPATCH_FAILED, "webhook dispatch works again"))
       .catch((err: unknown) => {
-        this.logger.error({ err }, "webhook dispatch failed; retrying shortly");
+        this.outageLog.error(DISPATCH_FAILED, err);
         this.wakeAt(this.clock.now() + ERROR_RETRY_MS * 1000);
       })
       .finally(() => {
@@ -358,7 +371,7 @@ export class WebhookDispatcher {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.timerAt = Number.POSITIVE_INFINITY;
-      void this.sweep().catch((err: unknown) => this.logger.warn({ err }, "webhook sweep failed"));
+      void this.sweep().catch((err: unknown) => this.outageLog.warn(SWEEP_FAILED, err));
     }, delayMs);
     this.timer.unref();
   }

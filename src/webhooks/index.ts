@@ -1,6 +1,7 @@
 /** Starts this process's webhook dispatcher with the guarded outbound client, as configured. */
 import type { Config } from "../config.js";
 import type { Clock } from "../domain/time.js";
+import type { LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { createOutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
@@ -9,7 +10,7 @@ import { USER_AGENT } from "./payload.js";
 
 export { WebhookDispatcher } from "./dispatcher.js";
 
-export async function startWebhookDispatcher(deps: { config: Config; db: Db; clock: Clock; logger: Logger }): Promise<WebhookDispatcher> {
+export async function startWebhookDispatcher(deps: { config: Config; db: Db; clock: Clock; logger: Logger; outageLog?: LogLimiter }): Promise<WebhookDispatcher> {
   const { config, db } = deps;
   const http = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: USER_AGENT });
   const dispatcher = new WebhookDispatcher({
@@ -17,6 +18,7 @@ export async function startWebhookDispatcher(deps: { config: Config; db: Db; clo
     connectionString: db.pool.options.connectionString,
     clock: deps.clock,
     logger: deps.logger,
+    outageLog: deps.outageLog,
     http,
     timeoutMs: config.webhookTimeoutMs,
     retryScheduleMs: config.webhookRetryScheduleMs,

@@ -264,3 +264,76 @@ describe("startEmbeddedPostgres", () => {
     expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
   });
 });
+
+describe("supervision of the embedded PostgreSQL", () => {
+  it("restarts PostgreSQL on the same port when the postmaster is killed, keeping committed rows, and logs it once", async () => {
+    const dataDir = await newDataDir();
+    // Durable commits, as the service runs: what was acknowledged must survive the crash.
+    const { server, logs } = await start(dataDir, ["-c", "fsync=on", "-c", "synchronous_commit=on"]);
+    await query(server.url, "CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)");
+    const killed = (await postmasterPid(dataDir))!;
+
+    process.kill(killed, "SIGKILL");
+    await waitUntil(() => !isAlive(killed));
+    // The URL (and so the port) the pool was given keeps working.
+    let rows: Array<{ count: number }> = [];
+    await waitUntilAsync(async () => {
+      rows = await query<{ count: number }>(server.url, "SELECT count(*)::int AS count FROM kept").catch(() => []);
+      return rows.length > 0;
+    });
+    expect(rows[0]!.count).toBe(3);
+    expect(await postmasterPid(dataDir)).not.toBe(killed);
+    expect(logs.filter((l) => /exited unexpectedly/.test(l.msg))).toHaveLength(1);
+    expect(logs.filter((l) => /restarted on port/.test(l.msg))).toHaveLength(1);
+  });
+
+  it("does not restart PostgreSQL while it is being stopped", async () => {
+    const dataDir = await newDataDir();
+    const { server, logs } = await start(dataDir);
+    const pid = (await postmasterPid(dataDir))!;
+    await server.stop();
+    await sleep(1_000);
+    expect(isAlive(pid)).toBe(false);
+    expect(await postmasterPid(dataDir)).toBeUndefined();
+    expect(logs.filter((l) => /exited unexpectedly|restarted/.test(l.msg))).toEqual([]);
+  });
+
+  it("gives up with one clear error after repeated quick failures (a crash loop) and stops restarting", async () => {
+    const dataDir = await newDataDir();
+    const gaveUp: Error[] = [];
+    const logs: LogLine[] = [];
+    const server = await startEmbeddedPostgres({
+      dataDir,
+      port: 0,
+      log: (level, msg) => logs.push({ level, msg }),
+      extraFlags: FAST,
+      restart: { firstDelayMs: 10, maxDelayMs: 10, maxFailures: 2, windowMs: 60_000 },
+      onGiveUp: (err) => gaveUp.push(err),
+    });
+    servers.push(server);
+    for (let kill = 1; kill <= 3; kill++) {
+      const before = (await postmasterPid(dataDir))!;
+      process.kill(before, "SIGKILL");
+      await waitUntil(() => !isAlive(before));
+      if (kill < 3) {
+        await waitUntilAsync(async () => {
+          const now = await postmasterPid(dataDir);
+          return now !== undefined && now !== before && (await query(server.url, "SELECT 1").then(() => true, () => false));
+        });
+      }
+    }
+    await waitUntil(() => gaveUp.length > 0);
+    expect(gaveUp[0]!.message).toMatch(/failed 3 times within 60 s; no longer restarting it/);
+    await sleep(500);
+    expect(gaveUp).toHaveLength(1);
+    await expect(query(server.url, "SELECT 1")).rejects.toThrow();
+  });
+});
+
+async function waitUntilAsync(condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await sleep(50);
+  }
+}

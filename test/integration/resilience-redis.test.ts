@@ -139,5 +139,14 @@ describe("Redis stopped while long-polls wait", () => {
     expect(seenOnRedis).toContain(ch2);
     expect(seenOnNotify).not.toContain(ch2);
     console.log(`[resilience-redis] ${JSON.stringify(figures)}`);
+
+    // The outage logged once per replica (ioredis reports every reconnect attempt), without stacks, and its end once.
+    for (const replica of [a, b]) {
+      const down = replica.logs.filter((l) => String(l.msg).startsWith("Redis wake-up transport error"));
+      expect(down.length).toBeGreaterThanOrEqual(1);
+      expect(down.length).toBeLessThanOrEqual(2);
+      expect(down.filter((l) => (l.err as { stack?: string } | undefined)?.stack !== undefined)).toEqual([]);
+      expect(replica.logs.filter((l) => l.msg === "Redis wake-ups restored")).toHaveLength(1);
+    }
   }, 90_000);
 });

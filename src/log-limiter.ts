@@ -1,0 +1,119 @@
+/**
+ * Rate-limited logging for conditions that repeat while something we depend
+ * on is down (the database, Redis): every retry loop and every request would
+ * otherwise log its own line, each with a stack (about 20 per second during a
+ * database outage, drowning what matters).
+ *
+ * Per condition (its message): the first occurrence is logged at once; later
+ * ones are counted and summed up at most once per interval ("N more in the
+ * last Xs"); `recovered` logs one line when the caller knows it is over.
+ * Expected failures (connection refused, connection lost) are logged as
+ * their message and code, without the stack, which says nothing about them.
+ */
+import type { Logger } from "./logger.js";
+import { isConnectionError } from "./store/pool.js";
+
+type Level = "warn" | "error";
+
+interface Condition {
+  level: Level;
+  fields: Record<string, unknown>;
+  /** Occurrences since the last line logged. */
+  pending: number;
+  since: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export interface LogLimiterOptions {
+  intervalMs: number;
+  now?: () => number;
+}
+
+export class LogLimiter {
+  private readonly conditions = new Map<string, Condition>();
+  private readonly now: () => number;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly options: LogLimiterOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  warn(msg: string, err?: unknown, fields: Record<string, unknown> = {}): void {
+    this.report("warn", msg, err, fields);
+  }
+
+  error(msg: string, err?: unknown, fields: Record<string, unknown> = {}): void {
+    this.report("error", msg, err, fields);
+  }
+
+  /** The condition is over: one line with what was not logged yet, if it was seen at all. */
+  recovered(msg: string, recoveryMsg: string): void {
+    const state = this.conditions.get(msg);
+    if (!state) return;
+    clearTimeout(state.timer);
+    this.conditions.delete(msg);
+    this.logger.info({ ...state.fields, suppressed: state.pending }, recoveryMsg);
+  }
+
+  /** A limiter whose lines carry these fields too (e.g. the component). */
+  child(fields: Record<string, unknown>): LogLimiter {
+    return new LogLimiter(this.logger.child(fields), this.options);
+  }
+
+  private report(level: Level, msg: string, err: unknown, fields: Record<string, unknown>): void {
+    const state = this.conditions.get(msg);
+    if (state?.timer !== undefined) {
+      state.pending++;
+      return;
+    }
+    // New, or quiet for a whole interval: logged at once. A quiet condition
+    // is kept (retries back off beyond the interval), so that `recovered`
+    // still reports its end.
+    this.logger[level]({ ...fields, ...errorFields(err) }, msg);
+    const current: Condition = state ?? { level, fields, pending: 0, since: this.now(), timer: undefined };
+    current.since = this.now();
+    this.conditions.set(msg, current);
+    this.schedule(msg, current);
+  }
+
+  /** At the end of each interval: a summary if anything was counted, else the condition goes quiet. */
+  private schedule(msg: string, state: Condition): void {
+    state.timer = setTimeout(() => {
+      if (this.conditions.get(msg) !== state) return;
+      if (state.pending === 0) {
+        state.timer = undefined;
+        return;
+      }
+      const seconds = Math.round((this.now() - state.since) / 100) / 10;
+      this.logger[state.level]({ ...state.fields, repeated: state.pending }, `${msg} (${state.pending} more in the last ${seconds}s)`);
+      state.pending = 0;
+      state.since = this.now();
+      this.schedule(msg, state);
+    }, this.options.intervalMs);
+    state.timer.unref();
+  }
+}
+
+// ioredis's own wording for a lost or refused connection.
+const REDIS_CONNECTION_MESSAGES = ["Connection is closed", "Reached the max retries per request limit", "Stream isn't writeable"];
+
+/** A failure of the kind an outage produces, which needs no stack to be understood. */
+export function isExpectedFailure(err: unknown): boolean {
+  if (isConnectionError(err)) return true;
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (code === "store_unavailable") return true;
+  return typeof message === "string" && REDIS_CONNECTION_MESSAGES.some((m) => message.includes(m));
+}
+
+/** Log fields for err: the full error (pino prints its stack) unless it is an expected failure. */
+export function errorFields(err: unknown): Record<string, unknown> {
+  if (err === undefined) return {};
+  if (!isExpectedFailure(err)) return { err };
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  // Node's happy-eyeballs connect leaves the message empty and lists one error per address.
+  const inner = (err as { errors?: Array<{ message?: string }> }).errors?.map((e) => e.message).join("; ");
+  const text = typeof message === "string" && message !== "" ? message : inner || String(err);
+  return { error: { message: text, ...(typeof code === "string" ? { code } : {}) } };
+}
