@@ -27,6 +27,12 @@ export const SCHEMA_JOB_DEADLINE_MS = 5_000;
 
 const WORKER_CODE = `
 const { parentPort, workerData } = require("node:worker_threads");
+// Lowest CPU priority for this thread only (Linux: a thread id is a pid to
+// setpriority): on a busy machine the API thread must win the core.
+try {
+  const tid = Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop());
+  if (tid > 0) require("node:os").setPriority(tid, 19);
+} catch {}
 const load = workerData.tsx === undefined
   ? import(workerData.module)
   : import(workerData.tsx).then((tsx) => tsx.tsImport(workerData.module, workerData.module));
@@ -65,6 +71,8 @@ const tsxApi = (): string => {
 
 class SchemaThread {
   private worker: Worker | undefined;
+  /** Deadlines run from when the thread is ready: starting it (and loading Ajv) is not the job's cost. */
+  private ready = false;
   private readonly jobs = new Map<number, Job>();
   private next = 0;
 
@@ -74,7 +82,7 @@ class SchemaThread {
     return new Promise<Outcome>((resolve) => {
       const job: Job = { schema, data, deadlineMs, resolve, timer: undefined };
       this.jobs.set(id, job);
-      this.arm(id, job);
+      if (this.ready) this.arm(id, job);
       worker.postMessage({ id, schema, data });
     });
   }
@@ -93,13 +101,18 @@ class SchemaThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
+    this.ready = false;
     const module = new URL(`./json-schema.${fromSource ? "ts" : "js"}`, import.meta.url).href;
     const worker = new Worker(WORKER_CODE, {
       eval: true,
       workerData: { module, tsx: fromSource ? tsxApi() : undefined },
     });
     worker.unref();
-    worker.on("message", (msg: Outcome & { id?: number }) => {
+    worker.on("message", (msg: Outcome & { id?: number; ready?: boolean }) => {
+      if (msg.ready === true && this.worker === worker) {
+        this.ready = true;
+        for (const [id, job] of this.jobs) if (job.timer === undefined) this.arm(id, job);
+      }
       if (msg.id === undefined) return;
       const job = this.jobs.get(msg.id);
       if (!job) return;
@@ -131,7 +144,7 @@ class SchemaThread {
     const worker = this.start();
     for (const [id, job] of this.jobs) {
       clearTimeout(job.timer);
-      this.arm(id, job);
+      job.timer = undefined;
       worker.postMessage({ id, schema: job.schema, data: job.data });
     }
   }
