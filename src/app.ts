@@ -27,6 +27,7 @@ import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
+import { startSchemaThread } from "./domain/json-schema-thread.js";
 
 export interface AppOptions {
   config: Config;
@@ -111,6 +112,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
+    // Started now, not by the first channel with a metadata_schema: loading
+    // Ajv on the schema thread is not that request's cost.
+    startSchemaThread();
     const { pool, db, url } = await openStore(config, logger, cleanups);
     const bus = openWakeBus(config, pool, url, logger);
     cleanups.push(() => bus.close());

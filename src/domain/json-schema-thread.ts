@@ -99,7 +99,7 @@ class SchemaThread {
     job.timer.unref();
   }
 
-  private start(): Worker {
+  start(): Worker {
     if (this.worker) return this.worker;
     this.ready = false;
     const module = new URL(`./json-schema.${fromSource ? "ts" : "js"}`, import.meta.url).href;
@@ -151,6 +151,11 @@ class SchemaThread {
 }
 
 const thread = new SchemaThread();
+
+/** Starts the schema thread ahead of the first schema (idempotent; it is unref'd). */
+export function startSchemaThread(): void {
+  thread.start();
+}
 
 function unwrap(outcome: Outcome, what: string): Outcome {
   if (outcome.error === undefined) return outcome;
