@@ -28,6 +28,7 @@ import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
+import { startSchemaThread } from "./domain/json-schema-thread.js";
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
 
@@ -147,6 +148,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
+    // Started now, not by the first channel with a metadata_schema: loading
+    // Ajv on the schema thread is not that request's cost.
+    startSchemaThread();
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
     const bus = openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());

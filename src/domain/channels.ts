@@ -8,7 +8,8 @@ import type { Caller } from "./caller.js";
 import { assertCanUse, assertOwner, type ChannelAccess, type ChannelMode, type ChannelRecord, type ChannelView } from "./channel.js";
 import { nameKey } from "./labels.js";
 import { ApiError, type JsonValue } from "./errors.js";
-import { schemaProblem } from "./json-schema.js";
+import { schemaCost } from "./json-schema.js";
+import { schemaProblemOffThread } from "./json-schema-thread.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "./time.js";
 import type { Db } from "../store/db.js";
 import {
@@ -175,15 +176,19 @@ export function validateWebhookSecret(value: string, field = "webhook_secret"): 
 const SCHEMA_SUGGESTION =
   "Send a JSON Schema object, e.g. {\"type\":\"object\",\"properties\":{\"priority\":{\"type\":\"integer\"}}}, or {} to accept any metadata.";
 
+const schemaError = (why: string) =>
+  new ApiError("invalid_object", `'metadata_schema' ${why}`, { details: { field: "metadata_schema" }, suggestion: SCHEMA_SUGGESTION });
+
 /**
- * A metadata schema: a JSON Schema that compiles (with the same validator
- * messages are checked with), and whose top-level `type`, if any, allows an
- * object — metadata is always an object, so any other type would refuse
- * every message.
+ * A metadata schema's cheap checks: its size (bytes, and values with every
+ * $ref expanded, which bounds what compiling and validating can cost), and a
+ * top-level `type`, if any, that allows an object — metadata is always an
+ * object, so any other type would refuse every message. Whether it compiles
+ * (with the same validator messages are checked with) is checkMetadataSchema,
+ * off the event loop.
  */
 export function validateMetadataSchema(value: JsonObject): JsonObject {
-  const fail = (why: string) =>
-    new ApiError("invalid_object", `'metadata_schema' ${why}`, { details: { field: "metadata_schema" }, suggestion: SCHEMA_SUGGESTION });
+  const fail = schemaError;
   if (Buffer.byteLength(JSON.stringify(value)) > MAX_METADATA_SCHEMA_BYTES) {
     throw fail(`must be at most ${MAX_METADATA_SCHEMA_BYTES} bytes of JSON`);
   }
@@ -195,9 +200,16 @@ export function validateMetadataSchema(value: JsonObject): JsonObject {
     if (!types.includes("object")) throw fail("must describe an object (metadata is always a JSON object), so its 'type' must allow \"object\"");
   }
   if (value.$async !== undefined) throw fail("must not be an asynchronous schema ($async)");
-  const problem = schemaProblem(value);
-  if (problem !== undefined) throw fail(`is not a valid JSON Schema: ${problem}`);
+  const cost = schemaCost(value);
+  if (typeof cost === "string") throw fail(cost);
   return value;
+}
+
+/** Compiles the schema on the schema thread; invalid_object when it does not compile (or is too costly to). */
+export async function checkMetadataSchema(value: JsonObject | undefined): Promise<void> {
+  if (value === undefined || Object.keys(value).length === 0) return;
+  const problem = await schemaProblemOffThread(value);
+  if (problem !== undefined) throw schemaError(problem);
 }
 
 /** Channel ids or aliases: non-blank, de-duplicated (order kept), at most MAX_RELATED_CHANNELS. */
@@ -551,6 +563,7 @@ export class Channels {
   /** Creates a channel owned by the caller's key, which becomes its first member. */
   async create(caller: Caller, input: CreateChannelInput): Promise<ChannelResource> {
     const channel = validateCreateChannel(input, this.defaults);
+    await checkMetadataSchema(channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
     return this.db.transaction(async () => {
       const id = await insertChannel(this.db, channel, relatedIds, caller);
@@ -578,6 +591,7 @@ export class Channels {
   /** Owner only (A2). Applies the patch; updated_at moves only when something changed. */
   async update(caller: Caller, identifier: string, input: ChannelUpdateInput, mask: readonly string[] | undefined): Promise<ChannelResource> {
     const patch = buildChannelPatch(input, mask);
+    await checkMetadataSchema(patch.metadataSchema);
     const view = await this.ownedChannel(caller, identifier);
     const relatedIds =
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);

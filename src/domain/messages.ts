@@ -8,7 +8,7 @@ import type { Caller } from "./caller.js";
 import { assertCanUse, type ChannelView } from "./channel.js";
 import { ApiError, type JsonValue } from "./errors.js";
 import { isUuid } from "./ids.js";
-import { violations } from "./json-schema.js";
+import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "./time.js";
 import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
@@ -123,7 +123,7 @@ export class Messages {
     }
 
     const channel = await this.usableChannel(caller, identifier);
-    const problems = violations(channel.metadataSchema, metadata);
+    const problems = await violationsOffThread(channel.metadataSchema, metadata);
     if (problems.length > 0) {
       throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
         details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },

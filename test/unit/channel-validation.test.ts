@@ -141,8 +141,6 @@ describe("validateCreateChannel refusals", () => {
     ["a name with a zero-width space", { name: "a\u200Bb" }, "invalid_channel_name"],
     ["a name with a line separator", { name: "a\u2028b" }, "invalid_channel_name"],
     ["a missing mode", { mode: undefined }, "missing_field"],
-    ["a schema that is not valid", { metadataSchema: { type: "object", properties: { a: { type: "nope" } } } }, "invalid_object"],
-    ["a schema whose required is not an array", { metadataSchema: { required: "a" } }, "invalid_object"],
     ["a schema that cannot describe an object", { metadataSchema: { type: "string" } }, "invalid_object"],
     ["a schema with an unresolvable $ref", { metadataSchema: { $ref: "https://example.com/nowhere.json" } }, "invalid_object"],
     ["a relative webhook URL", { webhookUrl: "/hook" }, "invalid_webhook_url"],
@@ -170,10 +168,6 @@ describe("validateCreateChannel refusals", () => {
     });
   }
 
-  it("names the schema problem in the message", () => {
-    const err = caught(() => validateCreateChannel({ ...base, metadataSchema: { type: "object", minProperties: "two" } }, defaults));
-    expect(err.message).toMatch(/^'metadata_schema' is not a valid JSON Schema: .*minProperties/);
-  });
 });
 
 describe("validateAlias", () => {

@@ -45,8 +45,9 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
 - \`mode: "claimable"\`: a work queue. Each message goes to exactly one consumer: the first claim wins, then it acks.
 - \`mode: "broadcast"\`: every reader sees every message; nothing is claimed.
 - Optional: \`access\` (\`open\` any key may use it; \`restricted\` owner and members only), \`ttl_seconds\` (message
-  lifetime, 300..2592000, default 86400), \`max_messages\`, \`description\`, \`metadata_schema\` (JSON Schema for message
-  metadata), \`webhook_url\`/\`webhook_secret\`.
+  lifetime, 300..2592000, default 86400), \`max_messages\`, \`description\`, \`metadata_schema\` (JSON Schema draft-07 for message
+  metadata; \`pattern\`s are RE2-compatible ECMAScript: no lookahead, lookbehind or backreferences; at most 1000
+  values with \`$ref\`s expanded, only local \`#/…\` refs, no recursion), \`webhook_url\`/\`webhook_secret\`.
 - Use the channel's \`id\` or an alias (\`POST /v1/channels/{identifier}/aliases\`) wherever a path says \`{identifier}\`.
   \`GET /v1/channels\` lists discoverable channels.
 - Letting others into a restricted channel: \`POST /v1/channels/{identifier}/invitations\` (owner or member) returns an
