@@ -505,6 +505,16 @@ describe("decodeRequest: JSON value types and error codes", () => {
     expect(err.status).toBe(422);
   });
 
+  it("a Struct nested past protobuf's recursion limit → invalid_object naming the depth, at any depth", () => {
+    for (const depth of [100, 100_000]) {
+      let schema: unknown = 1;
+      for (let i = 0; i < depth; i++) schema = { a: schema };
+      const err = create1({ metadata_schema: schema });
+      expect(err.code).toBe("invalid_object");
+      expect(err.message).toContain(`must nest fewer than 100 levels of objects and arrays (it nests ${depth})`);
+    }
+  });
+
   it("an enum given as a number → invalid_access", () => {
     expect(create1({ access: 1 }).code).toBe("invalid_access");
   });

@@ -265,8 +265,27 @@ function wellKnownFromJson(
   try {
     return fromJson(desc, json as ProtobufJsonValue);
   } catch {
-    throw invalid(field, path, expectation, shown);
+    // protobuf-es refuses Struct values nested past its recursion limit;
+    // say so rather than blame the value's type.
+    const depth = nestingDepth(json);
+    throw invalid(field, path, depth >= PROTOBUF_RECURSION_LIMIT ? `must nest fewer than ${PROTOBUF_RECURSION_LIMIT} levels of objects and arrays (it nests ${depth})` : expectation, shown);
   }
+}
+
+/** protobuf-es' fromJson default: each nested object or array is one level. */
+const PROTOBUF_RECURSION_LIMIT = 100;
+
+/** How deep arrays and objects nest in a JSON value, without recursion (the value may nest arbitrarily deep). */
+function nestingDepth(json: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[json, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== "object") continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 const TIMESTAMP_EXPECTATION = "must be an RFC 3339 timestamp such as 2026-11-21T03:14:39.743512Z";
