@@ -36,7 +36,7 @@ describe("webhook signature", () => {
     expect(signature("Jefe", "what do ya want for nothing?")).toBe("sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   });
 
-  it("is sent only with a secret, next to the event, delivery and timestamp headers", () => {
+  it("is sent only with a secret (both X-Service-Signature and webhook-signature), next to the event, delivery and timestamp headers", () => {
     const at = 1_767_225_600_123_456;
     const unsigned = webhookHeaders("message.created", "d-1", "{}", null, at);
     expect(unsigned).toEqual({
@@ -45,7 +45,11 @@ describe("webhook signature", () => {
       "X-Service-Event": "message.created",
       "X-Service-Delivery": "d-1",
       "X-Service-Timestamp": "1767225600",
+      "webhook-id": "d-1",
+      "webhook-timestamp": "1767225600",
     });
-    expect(webhookHeaders("mention", "d-2", "{}", "k", at)["X-Service-Signature"]).toBe(signature("k", "{}"));
+    const signed = webhookHeaders("mention", "d-2", "{}", "k", at);
+    expect(signed["X-Service-Signature"]).toBe(signature("k", "{}"));
+    expect(signed["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
   });
 });
