@@ -9,7 +9,7 @@
  * system-ui, emoji) onto them. The colour emoji font is published as WOFF
  * only, which fontconfig does not read: it is converted to TTF once.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFile, rename, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { inflateSync } from "node:zlib";
@@ -106,7 +106,7 @@ export function woffToSfnt(woff: Buffer): Buffer {
 
 /** Writes under a temporary name and renames, so no reader ever sees half a file. */
 async function writeWhole(file: string, content: Buffer | string): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`;
+  const temporary = `${file}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`;
   await writeFile(temporary, content, { mode: 0o644 });
   await rename(temporary, file);
 }
