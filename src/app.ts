@@ -8,6 +8,7 @@ import type pg from "pg";
 import { PgNotifyBus } from "./bus/pg-notify-bus.js";
 import { RedisBus } from "./bus/redis-bus.js";
 import { LocalFanout, type WakeBus } from "./bus/wake-bus.js";
+import { componentReports, describeDatabase, logComponents, type ComponentSources } from "./components.js";
 import type { Config } from "./config.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
@@ -16,6 +17,7 @@ import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import { LogLimiter } from "./log-limiter.js";
 import type { Logger } from "./logger.js";
+import { chromiumInstalled } from "./pdf/chromium.js";
 import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { listen, type Listener } from "./server/listener.js";
@@ -54,7 +56,7 @@ export interface App {
   readonly jobs: JobRunner | undefined;
   /** The in-process webhook dispatcher; undefined when AGENTBUS_WORKERS=false. */
   readonly webhooks: WebhookDispatcher | undefined;
-  /** The in-process PDF renderer (its Chromium starts on the first render); undefined when AGENTBUS_WORKERS=false. */
+  /** The in-process PDF renderer (prepared at start, its Chromium launched on the first render); undefined when AGENTBUS_WORKERS=false. */
   readonly pdf: PdfRenderer | undefined;
   /** Drains in-flight requests, stops background work and the database. */
   close(): Promise<void>;
@@ -138,6 +140,17 @@ function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, outageL
   });
 }
 
+/**
+ * This process's PDF renderer, its Chromium being prepared in the background
+ * (a failure there is its state, reported, never a failed start).
+ */
+function openRenderer(config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): PdfRenderer {
+  const pdf = PdfRenderer.fromConfig(config, logger);
+  cleanups.push(() => pdf.close());
+  void pdf.prepare();
+  return pdf;
+}
+
 function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): () => Promise<void> {
   return async () => {
     for (const fn of cleanups.splice(0).reverse()) await fn().catch((err: unknown) => logger.error({ err }, "shutdown step failed"));
@@ -151,12 +164,26 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Started now, not by the first channel with a metadata_schema: loading
     // Ajv on the schema thread is not that request's cost.
     startSchemaThread();
+    // Prepared (the first start unpacks Chromium) while the database starts;
+    // closed last, after the job runner stopped, so no render is cut short by it.
+    const pdf = config.workers ? openRenderer(config, logger, cleanups) : undefined;
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
     const bus = openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
+    const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
+    // Without a renderer here, the configured Chromium's presence is the check.
+    const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const pipeline = new CallPipeline(
-      createServices({ db, bus, clock, config, keys, mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock) }),
+      createServices({
+        db,
+        bus,
+        clock,
+        config,
+        keys,
+        mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock),
+        pdfAvailable,
+      }),
       {
         db,
         keys,
@@ -178,9 +205,6 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // pool, so stopped before it (cleanups run in reverse).
     const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger, outageLog }) : undefined;
     if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
-    // Closed after the runner stopped (cleanups run in reverse), so no render is cut short by it.
-    const pdf = config.workers ? PdfRenderer.fromConfig(config, logger) : undefined;
-    if (pdf) cleanups.push(() => pdf.close());
     const fetchers = config.workers ? openFetchers(config) : undefined;
     if (fetchers) cleanups.push(() => fetchers.close());
     const jobs = config.workers
@@ -206,8 +230,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
+        health: { database: describeDatabase(config, url), components: () => componentReports(components) },
       }),
     });
+    await logComponents(components, logger);
 
     let closed: Promise<void> | undefined;
     return {
@@ -243,15 +269,15 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
-    const { pool, db, outageLog } = await openStore(config, logger, cleanups, onFatal);
+    const pdf = openRenderer(config, logger, cleanups);
+    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
     const webhooks = await startWebhookDispatcher({ config, db, clock, logger, outageLog });
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
-    const pdf = PdfRenderer.fromConfig(config, logger);
-    cleanups.push(() => pdf.close());
     const fetchers = openFetchers(config);
     cleanups.push(() => fetchers.close());
     const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions });
     cleanups.push(() => jobs.stop());
+    await logComponents({ config: { ...config, workers: true }, databaseUrl: url, bus: undefined, pdf }, logger);
     let closed: Promise<void> | undefined;
     return {
       pool,

@@ -119,8 +119,11 @@ const schema = z.object({
   AGENTBUS_VIDEO_BASE_URL: httpUrl.default("https://www.youtube.com"),
   // Each request to the video host (watch page, player data, captions).
   AGENTBUS_VIDEO_TIMEOUT_MS: positiveInt.max(120_000).default(15_000),
-  // Debian's chromium package; PDF submissions answer 503 when nothing is there (J-2).
-  AGENTBUS_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
+  // Unset: the Chromium of the @sparticuz/chromium npm package, unpacked once
+  // (no apt step, the same Chromium everywhere, faster than Debian's); set it
+  // to use another, e.g. /usr/bin/chromium. PDF submissions answer 503 when
+  // the one chosen cannot run (J-2).
+  AGENTBUS_CHROMIUM_PATH: optionalString,
   // Pages rendered at once per worker process. Rendering is CPU-bound (layout
   // and PDF painting in Chromium's renderer), so about one per core: on 2 cores,
   // 2 already keeps both busy (3 adds 10–20 % throughput, 4 nothing more), and
@@ -204,7 +207,8 @@ export interface Config {
   /** Without a trailing slash. */
   videoBaseUrl: string;
   videoTimeoutMs: number;
-  chromiumPath: string;
+  /** Undefined: the npm-shipped Chromium (src/pdf/chromium.ts). */
+  chromiumPath: string | undefined;
   pdfConcurrency: number;
   pdfTimeoutMs: number;
   jobsMaxQueuedPerKey: number;

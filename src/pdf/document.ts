@@ -87,13 +87,14 @@ export const MARKDOWN_CSS = `
 html { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 body {
   margin: 0; color: #1a1a1a; font-size: 11pt; line-height: 1.45; overflow-wrap: break-word;
-  font-family: "Liberation Sans", "DejaVu Sans", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Color Emoji", sans-serif;
+  /* The npm fonts every Chromium is given (src/pdf/fonts.ts). The emoji font comes last: it also has a space and digits. */
+  font-family: "Noto Sans", "Noto Sans S Chinese", "Noto Sans Korean", sans-serif, "Noto Color Emoji";
 }
 h1, h2, h3, h4, h5, h6 { line-height: 1.2; margin: 1.1em 0 0.5em; break-after: avoid; page-break-after: avoid; }
 h1 { font-size: 1.9em; } h2 { font-size: 1.5em; } h3 { font-size: 1.2em; }
 p, ul, ol, blockquote, pre, table { margin: 0 0 0.8em; }
 pre, code, kbd, samp {
-  font-family: "Liberation Mono", "DejaVu Sans Mono", "Noto Sans Mono CJK SC", monospace; font-size: 0.92em;
+  font-family: monospace; font-size: 0.92em;
 }
 pre { background: #f5f5f5; padding: 0.6em 0.8em; white-space: pre-wrap; border-radius: 3px; }
 code { background: #f5f5f5; padding: 0 0.2em; border-radius: 2px; }

@@ -1,12 +1,14 @@
 /**
  * HTML → PDF with one headless Chromium per process (decision J-2), driven
- * by puppeteer-core (stack-feasibility §6: Debian's chromium package, not a
- * downloaded browser).
+ * by puppeteer-core. Which Chromium, and its fonts: chromium.ts.
  *
- * Lifecycle: started on the first render (a process that never renders a PDF
- * never starts it), shared by every render, started again on the next render
- * after it died (crash, OOM kill), and closed by close() at shutdown (killed
- * if it does not close in time).
+ * Lifecycle: prepare() (called at start, off the request path) unpacks and
+ * checks the Chromium once; a failure there leaves the renderer down with
+ * its reason (reported by /health, PDF submissions answer 503) instead of
+ * stopping the service. The browser itself starts on the first render (a
+ * process that never renders a PDF never runs it), is shared by every
+ * render, started again on the next render after it died (crash, OOM kill),
+ * and closed by close() at shutdown (killed if it does not close in time).
  *
  * Concurrency: at most `concurrency` renders at once; the rest wait their
  * turn. Each render gets a page of its own, closed afterwards. (Not a browser
@@ -38,12 +40,11 @@
  *   and the job fails with pdf_render_timeout; a browser that did not even
  *   open a page in that time is killed and restarted.
  */
-import { constants } from "node:fs";
-import { access } from "node:fs/promises";
 import puppeteer, { TimeoutError, type Browser, type HTTPRequest, type Page } from "puppeteer-core";
 import type { Config } from "../config.js";
 import { JobFailure } from "../domain/job-failure.js";
 import type { Logger } from "../logger.js";
+import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";
 
 /** A rendered PDF larger than this fails the job (pdf_too_large): it is kept in the database for 24 hours. */
@@ -80,24 +81,22 @@ const CHROMIUM_FLAGS = [
 ];
 
 export interface PdfRendererOptions {
-  executablePath: string;
+  chromium: ChromiumOptions;
   concurrency: number;
   timeoutMs: number;
   logger: Logger;
 }
 
-/** Whether a Chromium executable is at `path` (the submission check of J-2). */
-export async function chromiumAvailable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** The renderer as /health and the start-up line see it. */
+export type RendererStatus =
+  | { state: "starting"; source: string }
+  | { state: "ready"; setup: ChromiumSetup }
+  | { state: "down"; reason: string };
 
 export class PdfRenderer {
   private launching: Promise<Browser> | undefined;
+  private preparing: Promise<ChromiumSetup> | undefined;
+  private state: RendererStatus;
   private browser: Browser | undefined;
   private readonly slots: Semaphore;
   private closed = false;
@@ -109,7 +108,7 @@ export class PdfRenderer {
   /** The renderer of a worker process, as configured (AGENTBUS_CHROMIUM_PATH, AGENTBUS_PDF_*). */
   static fromConfig(config: Config, logger: Logger): PdfRenderer {
     return new PdfRenderer({
-      executablePath: config.chromiumPath,
+      chromium: { executablePath: config.chromiumPath },
       concurrency: config.pdfConcurrency,
       timeoutMs: config.pdfTimeoutMs,
       logger,
@@ -120,6 +119,35 @@ export class PdfRenderer {
     this.slots = new Semaphore(options.concurrency);
     this.markdown = new MarkdownConverter(options.timeoutMs);
     this.logger = options.logger.child({ component: "pdf-renderer" });
+    this.state = { state: "starting", source: chromiumSource(options.chromium.executablePath) };
+  }
+
+  /**
+   * Unpacks and checks the Chromium (once; later calls share the outcome).
+   * Never throws: a failure is the renderer's state, and each render then
+   * fails as pdf_renderer_unavailable.
+   */
+  prepare(): Promise<RendererStatus> {
+    return this.chromium().then(() => this.state, () => this.state);
+  }
+
+  private chromium(): Promise<ChromiumSetup> {
+    this.preparing ??= prepareChromium(this.options.chromium).then(
+      (setup) => {
+        this.state = { state: "ready", setup };
+        return setup;
+      },
+      (err: unknown) => {
+        this.state = { state: "down", reason: messageOf(err) };
+        throw err;
+      },
+    );
+    return this.preparing;
+  }
+
+  /** Starting (unpacking), ready, or down with the reason. */
+  get status(): RendererStatus {
+    return this.state;
   }
 
   /** Renders at once per process. */
@@ -274,11 +302,14 @@ export class PdfRenderer {
   }
 
   private async launch(): Promise<Browser> {
-    const started = performance.now();
     const asRoot = process.getuid?.() === 0;
     try {
+      // Unpacking is not part of the launch's timeout (it takes seconds the first time).
+      const setup = await this.chromium();
+      const started = performance.now();
       const browser = await puppeteer.launch({
-        executablePath: this.options.executablePath,
+        executablePath: setup.executablePath,
+        env: { ...process.env, ...setup.env },
         headless: true,
         // CDP over stdin/stdout-like pipes: no DevTools port another local user could reach.
         pipe: true,

@@ -1,13 +1,53 @@
-/** GET /health: 200 when the database answers, 503 when it does not. */
+/**
+ * GET /health: 200 when the database answers, 503 when it does not (the
+ * top-level `status`, `database` and `db_latency_ms` keep their meaning), and
+ * the state of every component (src/components.ts) under `components`, with
+ * `state` summing them up: `down` only when the database is, `degraded`
+ * when any component is not ok, else `ok`.
+ */
 import type pg from "pg";
+
+export type ComponentState = "ok" | "degraded" | "down";
+
+export interface ComponentReport {
+  state: ComponentState;
+  detail: string;
+}
 
 export interface HealthReport {
   status: "ok" | "unavailable";
+  state: ComponentState;
   database: "ok" | "unreachable";
   db_latency_ms: number | null;
+  components: Record<string, ComponentReport>;
 }
 
-export async function checkHealth(pool: pg.Pool, timeoutMs = 2000): Promise<HealthReport> {
+export interface HealthOptions {
+  /** What the database is (embedded or external, where), for its component's detail. */
+  database?: string;
+  /** The other components' current reports. */
+  components?: () => Promise<Record<string, ComponentReport>>;
+  timeoutMs?: number;
+}
+
+export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): Promise<HealthReport> {
+  const [database, others] = await Promise.all([pingDatabase(pool, options.timeoutMs ?? 2000), options.components?.() ?? {}]);
+  const what = options.database ?? "PostgreSQL";
+  const components: Record<string, ComponentReport> = {
+    database: database.ok ? { state: "ok", detail: what } : { state: "down", detail: `${what} does not answer` },
+    ...others,
+  };
+  const state: ComponentState = !database.ok ? "down" : Object.values(components).every((c) => c.state === "ok") ? "ok" : "degraded";
+  return {
+    status: database.ok ? "ok" : "unavailable",
+    state,
+    database: database.ok ? "ok" : "unreachable",
+    db_latency_ms: database.latencyMs,
+    components,
+  };
+}
+
+async function pingDatabase(pool: pg.Pool, timeoutMs: number): Promise<{ ok: boolean; latencyMs: number | null }> {
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -15,9 +55,9 @@ export async function checkHealth(pool: pg.Pool, timeoutMs = 2000): Promise<Heal
       pool.query("SELECT 1"),
       new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("health check timed out")), timeoutMs))),
     ]);
-    return { status: "ok", database: "ok", db_latency_ms: Math.round((performance.now() - started) * 100) / 100 };
+    return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   } catch {
-    return { status: "unavailable", database: "unreachable", db_latency_ms: null };
+    return { ok: false, latencyMs: null };
   } finally {
     clearTimeout(timer);
   }

@@ -14,7 +14,7 @@ import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";
 import { renderErrorDocs } from "./error-docs.js";
 import { buildOpenApiDocument } from "./docs/openapi.js";
 import { renderLlmsTxt } from "./docs/llms.js";
-import { checkHealth } from "./health.js";
+import { checkHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { clientAddressKey, requestIdKey } from "./rpc/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
@@ -34,6 +34,8 @@ export interface HttpHandlerOptions {
   bodyTimeoutMs: number;
   trustProxy: boolean;
   shutdownSignal: AbortSignal;
+  /** What /health says about the database and the other components. */
+  health?: Pick<HealthOptions, "database" | "components">;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -170,7 +172,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       if (req.method === "GET" || req.method === "HEAD") {
         if (path === "/health") {
           route = "/health";
-          checkHealth(options.pool).then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report), fail);
+          checkHealth(options.pool, options.health).then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report), fail);
           return;
         }
         if (path === "/metrics") {

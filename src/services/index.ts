@@ -25,7 +25,7 @@ import { actorService } from "./actor-service.js";
 import { adminService } from "./admin-service.js";
 import { channelHistoryHandlers } from "./channel-history-service.js";
 import { channelHandlers } from "./channel-service.js";
-import { jobService } from "./job-service.js";
+import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
@@ -38,6 +38,8 @@ export interface ServiceDependencies {
   config: Config;
   keys: Keys;
   mintLimiter: FixedWindowLimiter;
+  /** Defaults to "the configured Chromium is installed" (a process without a renderer of its own). */
+  pdfAvailable?: PdfAvailability;
 }
 
 export function createServices(deps: ServiceDependencies): ServiceEntry[] {

@@ -15,7 +15,7 @@ import { AsyncJobs } from "../domain/jobs.js";
 import { toProtoTimestamp, type Clock } from "../domain/time.js";
 import { RESULT_SCHEMAS } from "../jobs/async-job.js";
 import { validatePdfRequest } from "../pdf/input.js";
-import { chromiumAvailable } from "../pdf/renderer.js";
+import { chromiumInstalled } from "../pdf/chromium.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import type { Db } from "../store/db.js";
@@ -80,13 +80,19 @@ export function jobHandlers(jobs: AsyncJobs): JobHandlers {
   };
 }
 
+/**
+ * Whether PDF jobs can be rendered: this process's renderer is not down, or,
+ * in a process without one, the configured Chromium is there.
+ */
+export type PdfAvailability = () => Promise<boolean>;
+
 /** POST /v1/pdf/generate. */
-export function pdfJobHandlers(jobs: AsyncJobs, options: { chromiumPath: string }): JobHandlers {
+export function pdfJobHandlers(jobs: AsyncJobs, options: { pdfAvailable: PdfAvailability }): JobHandlers {
   return {
     async createPdfJob(request, ctx) {
       const input = validatePdfRequest(request);
       // Checked after the input (bad input is never answered with a 5xx, E3).
-      if (!(await chromiumAvailable(options.chromiumPath))) {
+      if (!(await options.pdfAvailable())) {
         throw new ApiError("pdf_renderer_unavailable");
       }
       const jobId = await jobs.submit(callerOf(ctx), "pdf", { ...input });
@@ -95,11 +101,11 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { chromiumPath: string 
   };
 }
 
-export function jobService(deps: { db: Db; clock: Clock; config: Config }): ServiceEntry {
+export function jobService(deps: { db: Db; clock: Clock; config: Config; pdfAvailable?: PdfAvailability }): ServiceEntry {
   const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`, deps.config.jobsMaxQueuedPerKey);
   return serviceEntry(JobService, {
     ...jobHandlers(jobs),
-    ...pdfJobHandlers(jobs, { chromiumPath: deps.config.chromiumPath }),
+    ...pdfJobHandlers(jobs, { pdfAvailable: deps.pdfAvailable ?? (() => chromiumInstalled(deps.config.chromiumPath)) }),
     ...jobPostingJobHandlers(jobs, { llmConfigured: deps.config.openaiApiKey !== undefined }),
     ...transcriptJobHandlers(jobs, { videoBaseUrl: deps.config.videoBaseUrl }),
   });

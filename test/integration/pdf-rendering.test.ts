@@ -412,7 +412,7 @@ describe("a worker that stops while it renders", () => {
 
     // Another worker process (here: a second runner with its own Chromium) takes it.
     const logger = createLogger("silent");
-    const renderer = new PdfRenderer({ executablePath: "/usr/bin/chromium", concurrency: 1, timeoutMs: 30_000, logger });
+    const renderer = new PdfRenderer({ chromium: { executablePath: undefined }, concurrency: 1, timeoutMs: 30_000, logger });
     const runner = await JobRunner.start({ pool, deps: { db: new Db(pool), clock: systemClock, logger, pdf: renderer }, kinds: [pdfJob], processEveryMs: 500 });
     try {
       const done = await waitForJob(stopping.url, owner, id, 30_000);

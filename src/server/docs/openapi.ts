@@ -766,14 +766,27 @@ function errorSchema(): Schema {
 /** The non-RPC endpoints http-handler.ts serves next to the REST routes. */
 function operationalPaths(): OpenApiDocument["paths"] {
   const open = { security: [], tags: ["Operations"] };
+  const state: Schema = { type: "string", enum: ["ok", "degraded", "down"] };
+  const component: Schema = {
+    type: "object",
+    properties: { state, detail: { type: "string" } },
+    required: ["state", "detail"],
+    additionalProperties: false,
+  };
   const health: Schema = {
     type: "object",
     properties: {
       status: { type: "string", enum: ["ok", "unavailable"] },
+      state: { ...state, description: "down when the database is; degraded when any component is not ok (the service serves)" },
       database: { type: "string", enum: ["ok", "unreachable"] },
       db_latency_ms: { type: ["number", "null"] },
+      components: {
+        type: "object",
+        description: "database, wake_bus, job_workers, pdf_renderer, language_model: each with its state and what it is",
+        additionalProperties: component,
+      },
     },
-    required: ["status", "database", "db_latency_ms"],
+    required: ["status", "state", "database", "db_latency_ms", "components"],
     additionalProperties: false,
   };
   return {
@@ -781,7 +794,7 @@ function operationalPaths(): OpenApiDocument["paths"] {
       get: {
         ...open,
         operationId: "health",
-        summary: "Liveness and database reachability",
+        summary: "Liveness, database reachability, and the state of each component",
         responses: {
           "200": { description: "The database answers.", content: { "application/json": { schema: health } } },
           "503": { description: "The database does not answer.", content: { "application/json": { schema: health } } },

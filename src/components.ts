@@ -1,0 +1,137 @@
+/**
+ * What each part of a running service is doing, said once at start (one log
+ * line per component) and on every GET /health, so that neither hides a
+ * part that does not work: a PDF renderer that cannot run, a language model
+ * that is not configured, Redis that is down while NOTIFY carries wake-ups.
+ *
+ * States: `ok`; `degraded` (the service serves, but something is impaired or
+ * missing); `down` (the component does not work; only the database being
+ * down makes the whole service unavailable). Details name no secret: no
+ * password, key or token, only hosts, ports, folders and versions.
+ */
+import path from "node:path";
+import { RedisBus } from "./bus/redis-bus.js";
+import type { WakeBus } from "./bus/wake-bus.js";
+import type { Config } from "./config.js";
+import { jobKinds } from "./jobs/index.js";
+import type { Logger } from "./logger.js";
+import { chromiumInstalled, chromiumSource } from "./pdf/chromium.js";
+import type { PdfRenderer } from "./pdf/renderer.js";
+import type { ComponentReport } from "./server/health.js";
+
+const TITLES = {
+  database: "database",
+  wake_bus: "wake bus",
+  job_workers: "job workers",
+  pdf_renderer: "PDF renderer",
+  language_model: "language model",
+} as const;
+
+/** The components other than the database (whose state is the health check's own query). */
+export interface ServiceComponents {
+  wake_bus: ComponentReport;
+  job_workers: ComponentReport;
+  pdf_renderer: ComponentReport;
+  language_model: ComponentReport;
+}
+
+export interface ComponentSources {
+  config: Config;
+  /** The database's URL as opened (embedded or external). */
+  databaseUrl: string;
+  /** Undefined in `agentbus worker`, which serves no wake-ups. */
+  bus: WakeBus | undefined;
+  /** This process's renderer; undefined when its jobs run elsewhere. */
+  pdf: PdfRenderer | undefined;
+}
+
+/** "embedded PostgreSQL at <dir> on port N" or "external PostgreSQL at host:port". */
+export function describeDatabase(config: Config, databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  if (config.databaseUrl === undefined) return `embedded PostgreSQL in ${path.resolve(config.dataDir)} on port ${url.port}`;
+  return `external PostgreSQL at ${url.hostname}${url.port === "" ? "" : `:${url.port}`}`;
+}
+
+/** The current report of every component but the database. */
+export async function componentReports(sources: ComponentSources): Promise<ServiceComponents & Record<string, ComponentReport>> {
+  return {
+    wake_bus: wakeBus(sources),
+    job_workers: jobWorkers(sources.config),
+    pdf_renderer: await pdfRenderer(sources),
+    language_model: languageModel(sources.config),
+  };
+}
+
+/**
+ * Logs one line per component. The PDF renderer's line waits for its
+ * Chromium to be ready (the first start unpacks it, which takes seconds):
+ * until then a line says it is being prepared.
+ */
+export async function logComponents(sources: ComponentSources, logger: Logger): Promise<void> {
+  const log = (component: keyof typeof TITLES, report: ComponentReport) =>
+    logger[report.state === "ok" ? "info" : "warn"]({ component, state: report.state }, `${TITLES[component]}: ${report.detail}`);
+  log("database", { state: "ok", detail: describeDatabase(sources.config, sources.databaseUrl) });
+  const reports = await componentReports(sources);
+  if (sources.bus) log("wake_bus", reports.wake_bus);
+  log("job_workers", reports.job_workers);
+  const pdf = sources.pdf;
+  if (pdf?.status.state === "starting") {
+    log("pdf_renderer", reports.pdf_renderer);
+    void pdf.prepare().then(async () => log("pdf_renderer", await pdfRenderer(sources)));
+  } else {
+    log("pdf_renderer", reports.pdf_renderer);
+  }
+  log("language_model", reports.language_model);
+}
+
+function wakeBus({ config, bus }: ComponentSources): ComponentReport {
+  if (!(bus instanceof RedisBus)) return { state: "ok", detail: "PostgreSQL LISTEN/NOTIFY" };
+  const at = config.redisUrl === undefined ? "Redis" : `Redis at ${hostOf(config.redisUrl)}`;
+  return bus.connected
+    ? { state: "ok", detail: `${at} (LISTEN/NOTIFY while it is unreachable)` }
+    : { state: "degraded", detail: `${at} unreachable; wake-ups travel over PostgreSQL LISTEN/NOTIFY meanwhile` };
+}
+
+function jobWorkers(config: Config): ComponentReport {
+  if (!config.workers) {
+    return { state: "ok", detail: "off in this process (AGENTBUS_WORKERS=false); `agentbus worker` processes run the jobs" };
+  }
+  const kinds = jobKinds.filter((k) => k.every === undefined).map((k) => k.name);
+  const recurring = jobKinds.filter((k) => k.every !== undefined).map((k) => k.name);
+  return { state: "ok", detail: `on: ${kinds.join(", ")} jobs, webhook deliveries, ${recurring.join(", ")}` };
+}
+
+async function pdfRenderer({ config, pdf }: ComponentSources): Promise<ComponentReport> {
+  const unavailable = "; PDF submissions answer 503 pdf_renderer_unavailable";
+  if (pdf === undefined) {
+    if (!(await chromiumInstalled(config.chromiumPath))) {
+      return { state: "down", detail: `AGENTBUS_CHROMIUM_PATH=${config.chromiumPath} is not an executable file${unavailable}` };
+    }
+    return { state: "ok", detail: `in the worker processes, with Chromium from ${chromiumSource(config.chromiumPath)}` };
+  }
+  const status = pdf.status;
+  switch (status.state) {
+    case "starting":
+      return { state: "ok", detail: `preparing Chromium from ${status.source} (the first start unpacks it)` };
+    case "ready":
+      return { state: "ok", detail: `${status.setup.version} from ${status.setup.source}, fonts ${status.setup.fonts}` };
+    case "down":
+      return { state: "down", detail: `${status.reason}${unavailable}` };
+  }
+}
+
+function languageModel(config: Config): ComponentReport {
+  if (config.openaiApiKey === undefined) {
+    return { state: "degraded", detail: "not configured (OPENAI_API_KEY is unset); job-posting parse submissions answer 503 llm_not_configured" };
+  }
+  return { state: "ok", detail: `${config.llmModel} at ${hostOf(config.openaiBaseUrl)}` };
+}
+
+/** host[:port] of a URL, without its credentials or path. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "(unparsable URL)";
+  }
+}
