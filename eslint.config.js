@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["scripts/**/*.mjs", "*.js"],
-    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+    files: ["scripts/**/*.mjs", ".ci/**/*.mjs", "*.js"],
+    languageOptions: { globals: { process: "readonly", console: "readonly", fetch: "readonly", Buffer: "readonly", setTimeout: "readonly" } },
   },
 );

@@ -1,7 +1,12 @@
 // Regenerates gen/ from proto/ with no network: the google/api protos come
 // from the google-proto-files package, buf and protoc-gen-es from node_modules.
+// The Python client's messages (gen/python) come from protoc 3.21 shipped
+// inside the `protoc` npm package: the same major as Debian bookworm's
+// python3-protobuf runtime (newer protoc emits code that runtime refuses), and
+// no system protoc or gRPC plugin needed (clients/python builds its stubs from
+// the service descriptors).
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,3 +27,20 @@ const env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` };
 const args = process.argv.slice(2);
 const command = args[0] === "lint" ? ["lint"] : ["generate"];
 execFileSync(join(bin, "buf"), command, { cwd: root, env, stdio: "inherit" });
+
+if (command[0] === "generate") {
+  const python = join(root, "gen/python");
+  rmSync(python, { recursive: true, force: true });
+  mkdirSync(python, { recursive: true });
+  const protos = readdirSync(join(root, "proto/agentbus/v1"))
+    .filter((f) => f.endsWith(".proto"))
+    .sort()
+    .map((f) => `agentbus/v1/${f}`);
+  // google/protobuf is not generated: the Python protobuf runtime has it.
+  const google = ["google/api/annotations.proto", "google/api/http.proto", "google/api/httpbody.proto", "google/rpc/status.proto"];
+  execFileSync(
+    process.execPath,
+    [require.resolve("protoc/protoc.cjs"), "-I", join(root, "proto"), "-I", googleProtos, `--python_out=${python}`, ...protos, ...google],
+    { cwd: root, stdio: "inherit" },
+  );
+}

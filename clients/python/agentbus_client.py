@@ -1,4 +1,4 @@
-"""A small helper over the generated gRPC stubs of agentbus.
+"""A small gRPC client for agentbus over the generated messages (gen/python).
 
 - Sends the API key as ``x-api-key`` metadata on every call.
 - Sends an ``idempotency-key`` on every call that may change state (the
@@ -9,8 +9,10 @@
   ``message_not_found``), decoded from the ``agentbus.v1.ErrorDetail`` the
   server puts in the ``grpc-status-details-bin`` trailer.
 
-Generate the code first (``clients/python/generate.sh``); it is looked up in
-``$AGENTBUS_PB_DIR``, else ``agentbus_pb/`` next to this file.
+The generated messages are committed in the repository's ``gen/python``
+(``npm run generate`` rebuilds them); ``$AGENTBUS_PB_DIR`` points elsewhere.
+The gRPC stubs are built here from the services' descriptors, so no gRPC code
+generator is needed.
 
     client = AgentbusClient("127.0.0.1:8080")
     issued = client.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="planner"))
@@ -28,14 +30,14 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import grpc
 
-_PB_DIR = Path(os.environ.get("AGENTBUS_PB_DIR") or Path(__file__).resolve().parent / "agentbus_pb")
+_PB_DIR = Path(os.environ.get("AGENTBUS_PB_DIR") or Path(__file__).resolve().parent.parent.parent / "gen" / "python")
 if not (_PB_DIR / "agentbus" / "v1").is_dir():
-    raise ImportError(f"generated code not found in {_PB_DIR}: run clients/python/generate.sh")
+    raise ImportError(f"generated code not found in {_PB_DIR}: run npm run generate")
 # The generated modules import each other as top-level packages (agentbus.v1, google.api).
 if str(_PB_DIR) not in sys.path:
     sys.path.insert(0, str(_PB_DIR))
 
-from google.protobuf import descriptor_pb2  # noqa: E402
+from google.protobuf import descriptor_pb2, symbol_database  # noqa: E402
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from google.protobuf.message import DecodeError, Message  # noqa: E402
@@ -43,18 +45,12 @@ from google.rpc import status_pb2  # noqa: E402
 
 from agentbus.v1 import (  # noqa: E402
     actor_service_pb2,
-    actor_service_pb2_grpc,
     admin_service_pb2,
-    admin_service_pb2_grpc,
     channel_service_pb2,
-    channel_service_pb2_grpc,
     errors_pb2,
     job_service_pb2,
-    job_service_pb2_grpc,
     key_service_pb2,
-    key_service_pb2_grpc,
     message_service_pb2,
-    message_service_pb2_grpc,
 )
 
 Metadata = Sequence[Tuple[str, str]]
@@ -95,19 +91,38 @@ class AgentbusError(Exception):
         return cls(status, message, "")
 
 
+def _message_class(descriptor: Any) -> Any:
+    # The generated modules registered their classes in the default database when imported.
+    return symbol_database.Default().GetPrototype(descriptor)
+
+
+def _stub_method(channel: grpc.Channel, method: MethodDescriptor) -> Callable[..., Any]:
+    """What grpc_python_plugin would generate for the method, built from its descriptor."""
+    path = f"/{method.containing_service.full_name}/{method.name}"
+    serialize = _message_class(method.input_type).SerializeToString
+    deserialize = _message_class(method.output_type).FromString
+    if method.client_streaming:
+        raise NotImplementedError(f"{path}: client streaming is not used by the API")
+    make = channel.unary_stream if method.server_streaming else channel.unary_unary
+    return make(path, request_serializer=serialize, response_deserializer=deserialize)
+
+
 class _Service:
     """Calls a service's methods by name, with the client's metadata and error mapping."""
 
-    def __init__(self, client: "AgentbusClient", stub: object, descriptor: ServiceDescriptor):
+    def __init__(self, client: "AgentbusClient", channel: grpc.Channel, descriptor: ServiceDescriptor):
         self._client = client
-        self._stub = stub
+        self._channel = channel
         self._descriptor = descriptor
+        self._callables: dict = {}
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method: Optional[MethodDescriptor] = self._descriptor.methods_by_name.get(name)
         if method is None:
             raise AttributeError(f"{self._descriptor.full_name} has no method {name}")
-        callable_ = getattr(self._stub, name)
+        if name not in self._callables:
+            self._callables[name] = _stub_method(self._channel, method)
+        callable_ = self._callables[name]
         return lambda request, **kwargs: self._client._invoke(method, callable_, request, **kwargs)
 
 
@@ -127,16 +142,12 @@ class AgentbusClient:
         self.timeout = timeout
         self._channel = channel or grpc.insecure_channel(target)
         ch = self._channel
-        self.keys = _Service(self, key_service_pb2_grpc.KeyServiceStub(ch), key_service_pb2.DESCRIPTOR.services_by_name["KeyService"])
-        self.channels = _Service(
-            self, channel_service_pb2_grpc.ChannelServiceStub(ch), channel_service_pb2.DESCRIPTOR.services_by_name["ChannelService"]
-        )
-        self.messages = _Service(
-            self, message_service_pb2_grpc.MessageServiceStub(ch), message_service_pb2.DESCRIPTOR.services_by_name["MessageService"]
-        )
-        self.actors = _Service(self, actor_service_pb2_grpc.ActorServiceStub(ch), actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
-        self.jobs = _Service(self, job_service_pb2_grpc.JobServiceStub(ch), job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
-        self.admin = _Service(self, admin_service_pb2_grpc.AdminServiceStub(ch), admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])
+        self.keys = _Service(self, ch, key_service_pb2.DESCRIPTOR.services_by_name["KeyService"])
+        self.channels = _Service(self, ch, channel_service_pb2.DESCRIPTOR.services_by_name["ChannelService"])
+        self.messages = _Service(self, ch, message_service_pb2.DESCRIPTOR.services_by_name["MessageService"])
+        self.actors = _Service(self, ch, actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
+        self.jobs = _Service(self, ch, job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
+        self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])
 
     def with_api_key(self, api_key: str) -> "AgentbusClient":
         """The same connection, calling as another key."""

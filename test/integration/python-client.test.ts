@@ -1,11 +1,9 @@
 /**
- * The Python client (clients/python): code generated with Debian's protoc and
- * gRPC plugin, run with Debian's python3-grpcio against the real server over
- * plaintext gRPC on the same port.
+ * The Python client (clients/python) with the messages committed in gen/python,
+ * run with Debian's python3-grpcio and python3-protobuf against the real
+ * server over plaintext gRPC on the same port.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,26 +16,22 @@ const pythonDir = join(root, "clients/python");
 const python = process.env.AGENTBUS_PYTHON ?? "/usr/bin/python3";
 
 let server: TestServer;
-let pbDir: string;
-let env: NodeJS.ProcessEnv;
 let target: string;
+// The committed gen/python, not a copy: that is what a Python user gets. No .pyc files in the tree.
+const env: NodeJS.ProcessEnv = { ...process.env, AGENTBUS_PB_DIR: join(root, "gen/python"), PYTHONDONTWRITEBYTECODE: "1" };
 
 beforeAll(async () => {
-  pbDir = await mkdtemp(join(tmpdir(), "agentbus-python-"));
-  // Async, never execFileSync: the server runs in this process.
-  const [started] = await Promise.all([startTestServer(), run(join(pythonDir, "generate.sh"), [pbDir])]);
-  server = started;
+  server = await startTestServer();
   target = new URL(server.url).host;
-  env = { ...process.env, AGENTBUS_PB_DIR: pbDir, PYTHONDONTWRITEBYTECODE: "1" };
 });
 afterAll(async () => {
   await server?.close();
-  if (pbDir) await rm(pbDir, { recursive: true, force: true });
 });
 
 /** Runs a Python program; resolves with its exit code and output whatever the code. */
 async function runPython(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
+    // Async, never execFileSync: the server runs in this process.
     const { stdout, stderr } = await run(python, args, { env, cwd: pythonDir });
     return { code: 0, stdout, stderr };
   } catch (err) {

@@ -5,7 +5,6 @@ Prints one JSON object per step ({"step": ..., "result": ...}) and exits 0
 when every step did what it should; on a service error it prints
 {"step": ..., "error": <code>, ...} and exits 1.
 
-    clients/python/generate.sh
     /usr/bin/python3 clients/python/examples/flow.py [--target 127.0.0.1:8080]
 """
 
