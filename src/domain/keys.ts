@@ -70,7 +70,9 @@ export class Keys {
     if (outcome === "label_in_use") {
       throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}' or one that looks the same`, {
         details: { agent_label: agentLabel },
-        suggestion: "Choose another agent_label: labels are compared ignoring case, surrounding spaces and full-width or other compatibility forms.",
+        suggestion:
+          "Choose another agent_label, e.g. add a suffix such as '-2'; labels are compared ignoring case, surrounding spaces and full-width or other compatibility forms. " +
+          "If the key holding it is yours, keep using that key, or revoke it with DELETE /v1/keys/me to free the label. Refused mints do not count against the mint limit.",
       });
     }
     return { key: `${keyId}.${secret}`, keyId, agentLabel, ownerId: agentLabel };

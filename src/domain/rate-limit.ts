@@ -12,6 +12,17 @@ export interface RateDecision {
   remaining: number;
 }
 
+export interface Reservation extends RateDecision {
+  /**
+   * Gives an allowed hit back (the thing it paid for did not happen). Does
+   * nothing after the first call, for a refused hit, or once the window it
+   * was counted in has ended.
+   */
+  release(): void;
+}
+
+const unlimited: Reservation = { allowed: true, retryAfterSeconds: 0, remaining: Number.POSITIVE_INFINITY, release: () => {} };
+
 export class FixedWindowLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = 0;
@@ -24,7 +35,17 @@ export class FixedWindowLimiter {
 
   /** Counts one hit for `key`; a limit of 0 means unlimited. */
   hit(key: string): RateDecision {
-    if (this.limit <= 0) return { allowed: true, retryAfterSeconds: 0, remaining: Number.POSITIVE_INFINITY };
+    return this.reserve(key);
+  }
+
+  /**
+   * Counts one hit for `key` now, synchronously, so concurrent callers cannot
+   * all pass a check before any of them is counted; the caller releases it if
+   * what it paid for did not happen. A refused hit is not counted, so a
+   * release of a concurrent hit frees a slot that a later caller can take.
+   */
+  reserve(key: string): Reservation {
+    if (this.limit <= 0) return unlimited;
     const now = this.clock.now() / 1000;
     this.sweep(now);
     let w = this.windows.get(key);
@@ -32,9 +53,22 @@ export class FixedWindowLimiter {
       w = { start: now, count: 0 };
       this.windows.set(key, w);
     }
-    w.count++;
     const retryAfterSeconds = Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
-    return { allowed: w.count <= this.limit, retryAfterSeconds, remaining: Math.max(0, this.limit - w.count) };
+    if (w.count >= this.limit) return { allowed: false, retryAfterSeconds, remaining: 0, release: () => {} };
+    w.count++;
+    const counted = w;
+    let released = false;
+    return {
+      allowed: true,
+      retryAfterSeconds,
+      remaining: this.limit - w.count,
+      release: () => {
+        if (released) return;
+        released = true;
+        // A new window object replaced this one: the hit has expired anyway.
+        if (this.windows.get(key) === counted && counted.count > 0) counted.count--;
+      },
+    };
   }
 
   // Drops finished windows now and then so idle keys do not accumulate.

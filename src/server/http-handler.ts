@@ -10,9 +10,12 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { ApiError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
+import { SERVICE_VERSION } from "../version.js";
 import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";
 import { renderErrorDocs } from "./error-docs.js";
-import { buildOpenApiDocument } from "./docs/openapi.js";
+import { PerBaseCache, requestBaseUrl } from "./base-url.js";
+import { buildOpenApiDocument, type OpenApiDocument } from "./docs/openapi.js";
+import { landing, LANDING_CSP, renderLandingHtml, wantsHtml } from "./docs/landing.js";
 import { renderLlmsTxt } from "./docs/llms.js";
 import { checkHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
@@ -56,24 +59,35 @@ const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].joi
 
 interface ServedDocument {
   type: string;
-  body: () => Buffer;
+  /** The document for a request that came to `base` (see base-url.ts). */
+  body: (base: string) => Buffer;
 }
 
-function servedOnce(type: string, render: () => string): ServedDocument {
-  let body: Buffer | undefined;
-  return { type, body: () => (body ??= Buffer.from(render(), "utf8")) };
+// Documents are kept per base URL; a handful cover every name a deployment is
+// reached by, and the bound keeps a client cycling Host headers from growing it.
+const BASES_PER_DOCUMENT = 16;
+
+function servedPerBase(type: string, render: (base: string) => string): ServedDocument {
+  const cache = new PerBaseCache<Buffer>(BASES_PER_DOCUMENT);
+  return { type, body: (base) => cache.get(base, () => Buffer.from(render(base), "utf8")) };
 }
 
 export function createHttpHandler(options: HttpHandlerOptions) {
   const { pipeline, metrics, logger } = options;
   const services = pipeline.services.map((s) => s.service);
   const routes = new RestRoutes(services);
-  // Rendered on the first request (~45 ms for the OpenAPI document), then
-  // kept: the descriptors do not change while the process runs, and most
-  // processes are never asked.
+  // Built on the first request (~45 ms for the OpenAPI document), then kept:
+  // the descriptors do not change while the process runs, and most processes
+  // are never asked. Only the base URL differs between requests.
+  let openApi: OpenApiDocument | undefined;
   const apiDocs = new Map<string, ServedDocument>([
-    ["/openapi.json", servedOnce("application/json; charset=utf-8", () => JSON.stringify(buildOpenApiDocument(services)))],
-    ["/llms.txt", servedOnce("text/plain; charset=utf-8", () => renderLlmsTxt(services))],
+    [
+      "/openapi.json",
+      servedPerBase("application/json; charset=utf-8", (base) =>
+        JSON.stringify({ ...(openApi ??= buildOpenApiDocument(services)), servers: [{ url: base }] }),
+      ),
+    ],
+    ["/llms.txt", servedPerBase("text/plain; charset=utf-8", (base) => renderLlmsTxt(services, base))],
   ]);
   const transcoder = new RestTranscoder({
     pipeline,
@@ -186,9 +200,22 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         const doc = apiDocs.get(path);
         if (doc !== undefined) {
           route = path;
-          const body = doc.body();
+          const body = doc.body(requestBaseUrl(req, options.trustProxy));
           res.writeHead(200, { "Content-Type": doc.type, "Content-Length": body.length });
           res.end(body);
+          return;
+        }
+        if (path === "/") {
+          route = "/";
+          const page = landing(requestBaseUrl(req, options.trustProxy), SERVICE_VERSION);
+          res.setHeader("Vary", res.hasHeader("Vary") ? `${String(res.getHeader("Vary"))}, Accept` : "Accept");
+          if (wantsHtml(req.headers.accept)) {
+            res.setHeader("Content-Security-Policy", LANDING_CSP);
+            res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+            res.end(renderLandingHtml(page));
+          } else {
+            sendJson(res, 200, page);
+          }
           return;
         }
         if (path === "/docs/errors") {

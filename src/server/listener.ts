@@ -51,6 +51,30 @@ export interface Listener {
   close(graceMs: number): Promise<void>;
 }
 
+/** The two ways a first start commonly fails to listen, said with what to do; anything else as it is. */
+function listenError(err: Error, options: ListenOptions): Error {
+  const where = `${options.host}:${options.port}`;
+  switch ((err as NodeJS.ErrnoException).code) {
+    case "EADDRINUSE":
+      return Object.assign(
+        new Error(
+          `Port ${options.port} on ${options.host} is already in use (another agentbus still running, or another program). ` +
+            `Stop it, or start on another port: PORT=${options.port === 8080 ? 8081 : 8080} npm start (PORT=0 picks a free one).`,
+          { cause: err },
+        ),
+        { code: "EADDRINUSE" },
+      );
+    case "EACCES":
+      return Object.assign(new Error(`Not allowed to listen on ${where}: ports below 1024 need privileges; use PORT=8080.`, { cause: err }), { code: "EACCES" });
+    case "EADDRNOTAVAIL":
+      return Object.assign(new Error(`HOST=${options.host} is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface.`, { cause: err }), {
+        code: "EADDRNOTAVAIL",
+      });
+    default:
+      return err;
+  }
+}
+
 export async function listen(options: ListenOptions): Promise<Listener> {
   const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
   const h1 = http.createServer(
@@ -134,7 +158,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (err) => reject(listenError(err, options)));
     // Node's default backlog (511) drops connection attempts when more agents
     // than that connect at once (a fleet of long-polls reconnecting after a
     // deploy): they then wait out SYN retries of 1 s and more. The kernel caps

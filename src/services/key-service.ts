@@ -10,15 +10,23 @@ import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter): ServiceEntry {
   return serviceEntry(KeyService, {
     async createKey(request, ctx) {
-      // Checked before the body so a flood of bad requests still counts.
-      const decision = mintLimiter.hit(ctx.values.get(clientAddressKey));
-      if (!decision.allowed) {
+      // Only keys actually issued count against the limit: a refused mint
+      // (label taken, invalid label, store down) gives its slot back. The
+      // slot is taken before the insert so a burst cannot overshoot.
+      const reservation = mintLimiter.reserve(ctx.values.get(clientAddressKey));
+      if (!reservation.allowed) {
         throw new ApiError("rate_limit_exceeded", "Too many keys minted from this address", {
-          details: { retry_after: decision.retryAfterSeconds },
-          headers: { "Retry-After": String(decision.retryAfterSeconds) },
+          details: { retry_after: reservation.retryAfterSeconds },
+          headers: { "Retry-After": String(reservation.retryAfterSeconds) },
         });
       }
-      const issued = await keys.issue(request.agentLabel);
+      let issued;
+      try {
+        issued = await keys.issue(request.agentLabel);
+      } catch (err) {
+        reservation.release();
+        throw err;
+      }
       return { key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId };
     },
 

@@ -386,11 +386,19 @@ class LogTail {
 
 function failure(what: string, pgDir: string, dataDir: string, port: number, output: LogTail, err: unknown): Error {
   const text = output.tail(40);
+  // A data dir from another PostgreSQL major version (an older or newer agentbus).
+  const made = /initialized by PostgreSQL version (\d+)/.exec(text)?.[1];
   let hint: string;
   if (/could not bind|Address already in use/i.test(text)) {
     hint = `Port ${port} is in use: set AGENTBUS_EMBEDDED_PG_PORT to a free port, or to 0 to pick one at each start.`;
   } else if (/lock file .* already exists/.test(text)) {
     hint = `Another PostgreSQL is using ${pgDir}: stop it, or set AGENTBUS_DATA_DIR to another folder.`;
+  } else if (made !== undefined) {
+    hint =
+      `${dataDir} holds a database made by PostgreSQL ${made}, another major version than this release's embedded ` +
+      `PostgreSQL, which cannot open it. To start afresh, move the folder aside (mv ${dataDir} ${dataDir}.pg${made}) ` +
+      `or set AGENTBUS_DATA_DIR to a new folder. To keep its data, dump it with a PostgreSQL ${made} (pg_dump, see ` +
+      `"Backups" in docs/operations.md) and restore it into the new one.`;
   } else if (isRoot && /Permission denied/i.test(text)) {
     hint =
       `As root, PostgreSQL runs as the "postgres" user, which must be able to reach ${pgDir}: ` +

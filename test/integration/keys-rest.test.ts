@@ -27,7 +27,9 @@ describe("POST /v1/keys", () => {
     const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "twin" } });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ error: "label_in_use" });
-    expect(res.body.suggestion).toEqual(expect.any(String));
+    // It says what to do: another label (a suffix), or the key already held, or revoking it.
+    expect(res.body.suggestion).toMatch(/another agent_label.*suffix/);
+    expect(res.body.suggestion).toContain("DELETE /v1/keys/me");
   });
 
   it.each([
@@ -121,6 +123,60 @@ describe("POST /v1/keys", () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe("the mint limit counts only keys actually issued", () => {
+  // One server at the default limit; each test mints from its own address
+  // (X-Forwarded-For, trusted here) so the tests do not share a window.
+  let limited: TestServer;
+  beforeAll(async () => {
+    limited = await startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "20", AGENTBUS_TRUST_PROXY: "true" });
+  });
+  afterAll(async () => {
+    await limited?.close();
+  });
+  const mintFrom = (address: string, body: unknown) =>
+    rest(limited.url, "POST", "/v1/keys", { body, headers: { "X-Forwarded-For": address } });
+
+  it("does not count mints refused with 409 label_in_use", async () => {
+    const address = "198.51.100.1";
+    expect((await mintFrom(address, { agent_label: "taken-planner" })).status).toBe(201);
+    for (let i = 0; i < 25; i++) {
+      const res = await mintFrom(address, { agent_label: "taken-planner" });
+      expect(res.status).toBe(409);
+    }
+    expect((await mintFrom(address, { agent_label: "taken-planner-2" })).status).toBe(201);
+  });
+
+  it("does not count mints refused with 422", async () => {
+    const address = "198.51.100.2";
+    for (let i = 0; i < 25; i++) expect((await mintFrom(address, { agent_label: "bad\u202Elabel" })).status).toBe(422);
+    for (let i = 0; i < 25; i++) expect((await mintFrom(address, {})).status).toBe(422);
+    expect((await mintFrom(address, { agent_label: "valid-after-422s" })).status).toBe(201);
+  });
+
+  it("still answers 429 after 20 issued keys", async () => {
+    const address = "198.51.100.3";
+    for (let i = 0; i < 20; i++) expect((await mintFrom(address, { agent_label: `issued-${i}` })).status).toBe(201);
+    const refused = await mintFrom(address, { agent_label: "issued-20" });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: "rate_limit_exceeded" });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("issues at most 20 keys to a concurrent burst mixing conflicting and valid mints", async () => {
+    const address = "198.51.100.4";
+    expect((await mintFrom(address, { agent_label: "burst-taken" })).status).toBe(201);
+    const bodies = Array.from({ length: 60 }, (_, i) => ({ agent_label: i % 2 === 0 ? "burst-taken" : `burst-${i}` }));
+    const results = await Promise.all(bodies.map((body) => mintFrom(address, body)));
+    const issued = results.filter((r) => r.status === 201).length;
+    expect(results.every((r) => [201, 409, 429].includes(r.status))).toBe(true);
+    expect(issued).toBeLessThanOrEqual(19);
+    // Slots given back by refused mints are usable: the window ends full.
+    let late = 0;
+    while ((await mintFrom(address, { agent_label: `burst-late-${late}` })).status === 201) late++;
+    expect(1 + issued + late).toBe(20);
   });
 });
 

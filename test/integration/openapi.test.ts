@@ -93,6 +93,13 @@ describe("GET /openapi.json", () => {
   });
 });
 
+describe("GET /", () => {
+  it("answers JSON the document describes", async () => {
+    const res = await call("GET", "/", "/");
+    expect(res.status).toBe(200);
+  });
+});
+
 describe("GET /llms.txt", () => {
   it("is served as text/plain markdown", async () => {
     const res = await fetch(`${server.url}/llms.txt`);

@@ -51,7 +51,7 @@ describe("the OpenAPI document", () => {
     }
     const restOps = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item).map((verb) => `${verb.toUpperCase()} ${path}`),
-    ).filter((op) => !["/health", "/metrics", "/openapi.json", "/llms.txt", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
+    ).filter((op) => !["/", "/health", "/metrics", "/openapi.json", "/llms.txt", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
     expect(restOps.sort()).toEqual(routes.map((r) => `${r.httpMethod} ${openApiPath(r.template.template)}`).sort());
   });
 
@@ -183,7 +183,7 @@ describe("the OpenAPI document", () => {
 });
 
 describe("/llms.txt", () => {
-  const text = renderLlmsTxt(services);
+  const text = renderLlmsTxt(services, "http://bus.example:8080");
   const matcher = new RestRoutes(services);
 
   it("covers every concept an agent needs", () => {

@@ -58,6 +58,7 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/video/transcript", "CreateTranscriptJob"],
   ["POST", "/v1/youtube/transcript", "CreateTranscriptJob"],
   ["GET", "/jobs/42", "GetJob"],
+  ["GET", "/v1/jobs/42", "GetJob"],
   ["GET", "/v1/pdf/42", "DownloadPdf"],
   ["GET", "/api/v1/pdf/42", "DownloadPdf"],
 ];

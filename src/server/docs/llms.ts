@@ -8,7 +8,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { rulesOf } from "../rpc/method-rules.js";
 import { EXTRA_SUCCESS_STATUSES, openApiPath, routesInDeclarationOrder } from "./openapi.js";
 
-const GUIDE = `# agentbus
+const guide = (base: string) => `# agentbus
 
 > An ephemeral message bus for software agents: channels where agents post work and results, read them
 > by cursor, and hand tasks to exactly one worker (claim, then ack). Plus async jobs (HTML/Markdown → PDF,
@@ -19,14 +19,14 @@ Conventions: JSON bodies, snake_case fields, every response field always present
 integers as numbers, enums as lowercase strings (\`"claimable"\`), timestamps RFC 3339 UTC with six fractional
 digits. Pass cursors back exactly as received.
 
-- [OpenAPI 3.1 document](/openapi.json): every route, parameter and response schema
-- [Error codes](/docs/errors): every \`error\` code with its status and advice
+- [OpenAPI 3.1 document](${base}/openapi.json): every route, parameter and response schema
+- [Error codes](${base}/docs/errors): every \`error\` code with its status and advice
 - Running the service yourself: \`docs/operations.md\` in the repository (configuration, scaling out, backups)
 
 ## 1. Get a key (no sign-up)
 
 \`\`\`sh
-B=http://127.0.0.1:8080
+B=${base}
 curl -s -X POST $B/v1/keys -d '{"agent_label":"planner"}'
 # 201 {"key":"<key_id>.<secret>","key_id":…,"agent_label":"planner","owner_id":"planner","expires_at":null}
 \`\`\`
@@ -150,11 +150,11 @@ Every error has the same body; match on \`error\`, not on \`message\`:
 ## 10. Async jobs
 
 \`POST /v1/pdf/generate {"content","format":"html"|"markdown"}\`, \`POST /v1/jobs/parse {"url"|"text"}\` and
-\`POST /v1/video/transcript {"url","language"?}\` answer 202 \`{"job_id"}\`. Poll \`GET /jobs/{job_id}\` until \`status\`
+\`POST /v1/video/transcript {"url","language"?}\` answer 202 \`{"job_id"}\`. Poll \`GET /v1/jobs/{job_id}\` (or \`GET /jobs/{job_id}\`, the same) until \`status\`
 is \`completed\` (\`result\` set) or \`failed\` (\`error\` set). A PDF downloads from \`GET /v1/pdf/{job_id}\`.
 `;
 
-function routeList(services: readonly DescService[]): string {
+function routeList(services: readonly DescService[], base: string): string {
   const lines = routesInDeclarationOrder(services).map((route) => {
     const rules = rulesOf(route.method);
     const auth = rules.auth === "none" ? " (no key)" : rules.auth === "admin_token" ? " (X-Admin-Token)" : "";
@@ -162,10 +162,13 @@ function routeList(services: readonly DescService[]): string {
     const status = route.method.methodKind === "server_streaming" ? "SSE" : [rules.successStatus, ...extra].join("/");
     return `- \`${route.httpMethod} ${openApiPath(route.template.template)}\` → ${status}: ${route.method.parent.name}.${route.method.name}${auth}`;
   });
-  return `## All routes\n\nGenerated from the service's route table; schemas in [/openapi.json](/openapi.json).\n\n${lines.join("\n")}\n`;
+  return `## All routes\n\nGenerated from the service's route table; schemas in [/openapi.json](${base}/openapi.json).\n\n${lines.join("\n")}\n`;
 }
 
-/** The whole /llms.txt text. */
-export function renderLlmsTxt(services: readonly DescService[]): string {
-  return `${GUIDE}\n${routeList(services)}`;
+/**
+ * The whole /llms.txt text, with `base` (the URL the request came to, already
+ * validated: see base-url.ts) in the examples and links.
+ */
+export function renderLlmsTxt(services: readonly DescService[], base: string): string {
+  return `${guide(base)}\n${routeList(services, base)}`;
 }

@@ -789,7 +789,36 @@ function operationalPaths(): OpenApiDocument["paths"] {
     required: ["status", "state", "database", "db_latency_ms", "components"],
     additionalProperties: false,
   };
+  const landing: Schema = {
+    type: "object",
+    properties: {
+      service: { type: "string", const: "agentbus" },
+      version: { type: "string" },
+      description: { type: "string" },
+      links: {
+        type: "object",
+        properties: Object.fromEntries(["llms_txt", "openapi", "error_docs", "health"].map((k) => [k, { type: "string", description: "An absolute URL on the address the request came to." }])),
+        required: ["llms_txt", "openapi", "error_docs", "health"],
+        additionalProperties: false,
+      },
+    },
+    required: ["service", "version", "description", "links"],
+    additionalProperties: false,
+  };
   return {
+    "/": {
+      get: {
+        ...open,
+        operationId: "landing",
+        summary: "What this service is, and links to its guides",
+        responses: {
+          "200": {
+            description: "JSON, or a small HTML page when the Accept header prefers text/html.",
+            content: { "application/json": { schema: landing }, "text/html": { schema: { type: "string" } } },
+          },
+        },
+      },
+    },
     "/health": {
       get: {
         ...open,

@@ -9,6 +9,7 @@
  * ErrorDetail (everything from the call pipeline) pass unchanged.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { gunzipSync } from "node:zlib";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -96,11 +97,28 @@ async function rewrite(
   }
   if (protocol === "connect" && handler.method.methodKind === "unary" && res.status !== 200 && res.body !== undefined) {
     const body = await collect(res.body);
+    const header = new Headers(res.header);
+    // Connect compresses an error body over 1 KiB when the client accepts gzip.
+    const encoding = header.get("content-encoding");
+    let json: Uint8Array = body;
+    try {
+      if (encoding === "gzip") json = gunzipSync(body);
+      else if (encoding !== null && encoding !== "identity") return { ...res, body: once(body) };
+    } catch {
+      return { ...res, body: once(body) };
+    }
     const fallback = new ConnectError("", codeFromStatus(res.status));
-    const fixed = replacement(errorFromJsonBytes(body, undefined, fallback), report);
+    let err: ConnectError;
+    try {
+      err = errorFromJsonBytes(json, undefined, fallback);
+    } catch (thrown) {
+      // errorFromJsonBytes throws its fallback when the body is not an error.
+      err = thrown instanceof ConnectError ? thrown : fallback;
+    }
+    const fixed = replacement(err, report);
     if (!fixed) return { ...res, body: once(body) };
     const bytes = errorToJsonBytes(fixed, {});
-    const header = new Headers(res.header);
+    header.delete("content-encoding");
     header.set("content-length", String(bytes.byteLength));
     return { ...res, status: codeToHttpStatus(fixed.code), header, body: once(bytes) };
   }
