@@ -23,6 +23,12 @@ export const REQUIREMENTS = [
     packages: ["poppler-utils"],
   },
   {
+    need: "curl and jq",
+    why: "the README walk-through test runs the walk-through as written",
+    probe: { commands: ["curl", "jq"] },
+    packages: ["curl", "jq"],
+  },
+  {
     need: "Python 3 with grpcio and protobuf",
     why: "the Python client test runs clients/python",
     probe: { python: ["grpc", "google.protobuf"] },
