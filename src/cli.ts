@@ -6,7 +6,7 @@
  */
 import { startApp, startWorker, openDatabase } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import { createLogger } from "./logger.js";
+import { createLogger as createBaseLogger, resolveLogFormat } from "./logger.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 
@@ -19,6 +19,11 @@ commands:
   migrate   apply pending database migrations and exit
 
 Configuration comes from the environment; see the README for every variable.`;
+
+/** On stdout: readable in a terminal, JSON lines otherwise (AGENTBUS_LOG_FORMAT forces either). */
+function createLogger(config: Config): ReturnType<typeof createBaseLogger> {
+  return createBaseLogger(config.logLevel, undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true));
+}
 
 function readConfig(): Config {
   try {
@@ -34,7 +39,7 @@ function readConfig(): Config {
 
 async function serve(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let app;
   const fatal = fatalStop();
@@ -50,7 +55,7 @@ async function serve(): Promise<void> {
 
 async function worker(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let running;
   const fatal = fatalStop();
@@ -118,7 +123,7 @@ function fatalStop(): { trigger: (err: Error) => void; arm: (stop: (reason: stri
 
 async function runMigrations(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   const database = await openDatabase(config, logger);
   const pool = createPool(database.url, { max: 2 });
   try {
