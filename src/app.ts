@@ -26,7 +26,7 @@ import { Db } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded.js";
 import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
-import { createPool } from "./store/pool.js";
+import { closePool, createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
@@ -110,7 +110,7 @@ async function openStore(
     onError: (err) => outageLog.warn(IDLE_CONNECTION_FAILED, err),
   });
   pool.on("connect", () => outageLog.recovered(IDLE_CONNECTION_FAILED, "database connections work again"));
-  cleanups.push(() => pool.end());
+  cleanups.push(() => closePool(pool));
   const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
   return { pool, db: new Db(pool), url: database.url, outageLog };
