@@ -4,8 +4,10 @@
  * agentbus worker  — run only the job workers (no HTTP) until SIGTERM
  * agentbus migrate — apply pending migrations and exit
  */
-import { startApp, startWorker, openDatabase } from "./app.js";
+// The service's modules (app.js) are imported only once PostgreSQL is
+// starting: loading them takes about as long as PostgreSQL's start.
 import { ConfigError, loadConfig, type Config } from "./config.js";
+import { openDatabase } from "./database.js";
 import { createLogger as createBaseLogger, resolveLogFormat } from "./logger.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
@@ -44,7 +46,10 @@ async function serve(): Promise<void> {
   let app;
   const fatal = fatalStop();
   try {
-    app = await startApp({ config, logger, onFatal: fatal.trigger });
+    const database = openDatabase(config, logger, fatal.trigger);
+    database.catch(() => {}); // awaited (and reported) by startApp
+    const { startApp } = await import("./app.js");
+    app = await startApp({ config, logger, onFatal: fatal.trigger, database });
   } catch (err) {
     logger.fatal({ err }, `agentbus could not start: ${(err as Error).message}`);
     process.exit(1);
@@ -60,7 +65,10 @@ async function worker(): Promise<void> {
   let running;
   const fatal = fatalStop();
   try {
-    running = await startWorker({ config, logger, onFatal: fatal.trigger });
+    const database = openDatabase(config, logger, fatal.trigger);
+    database.catch(() => {}); // awaited (and reported) by startWorker
+    const { startWorker } = await import("./app.js");
+    running = await startWorker({ config, logger, onFatal: fatal.trigger, database });
   } catch (err) {
     logger.fatal({ err }, `agentbus worker could not start: ${(err as Error).message}`);
     process.exit(1);
