@@ -10,6 +10,7 @@ import { RedisBus } from "./bus/redis-bus.js";
 import { LocalFanout, type WakeBus } from "./bus/wake-bus.js";
 import { componentReports, describeDatabase, logComponents, type ComponentSources } from "./components.js";
 import type { Config } from "./config.js";
+import { openDatabase, type Database } from "./database.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
 import { systemClock, type Clock } from "./domain/time.js";
@@ -25,12 +26,13 @@ import { Metrics } from "./server/metrics.js";
 import { CallPipeline } from "./server/rpc/pipeline.js";
 import { createServices } from "./services/index.js";
 import { Db } from "./store/db.js";
-import { startEmbeddedPostgres } from "./store/embedded.js";
 import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
-import { createPool } from "./store/pool.js";
+import { closePool, createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
 import { startSchemaThread } from "./domain/json-schema-thread.js";
+
+export { openDatabase, type Database };
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
 
@@ -46,6 +48,12 @@ export interface AppOptions {
    * non-zero so that an outer supervisor (systemd, Kubernetes) takes over.
    */
   onFatal?: (err: Error) => void;
+  /**
+   * The database, already starting: the CLI starts the embedded PostgreSQL
+   * (a child process) while this module graph loads, about a second saved
+   * at every start. Default: opened here.
+   */
+  database?: Promise<Database>;
 }
 
 export interface App {
@@ -70,42 +78,15 @@ export interface Worker {
   close(): Promise<void>;
 }
 
-export interface Database {
-  url: string;
-  stop(): Promise<void>;
-}
-
-/** The configured external database, or the embedded one under AGENTBUS_DATA_DIR. */
-export async function openDatabase(config: Config, logger: Logger, onFatal?: (err: Error) => void): Promise<Database> {
-  if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
-  logger.info({ data_dir: config.dataDir }, "starting embedded PostgreSQL (set DATABASE_URL to use an external server)");
-  const outageLog = new LogLimiter(logger, { intervalMs: config.logRepeatIntervalMs }).child({ component: "embedded-postgres" });
-  return startEmbeddedPostgres({
-    dataDir: config.dataDir,
-    port: config.embeddedPgPort,
-    log: (level, msg) => {
-      // PostgreSQL's FATAL lines come once per refused connection while it
-      // starts or after a crash ("the database system is starting up"): one
-      // condition each, without the timestamp and pid that make them unique.
-      const repeated = /^postgres: .*?\[\d+\] (FATAL|WARNING):\s+(.*)$/.exec(msg);
-      if (repeated && level !== "info") outageLog[level](`postgres: ${repeated[1]}: ${repeated[2]}`);
-      else logger[level]({ component: "embedded-postgres" }, msg);
-    },
-    onGiveUp: (err) => {
-      logger.fatal({ component: "embedded-postgres" }, err.message);
-      onFatal?.(err);
-    },
-  });
-}
-
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
 async function openStore(
   config: Config,
   logger: Logger,
   cleanups: Array<() => Promise<void>>,
   onFatal: AppOptions["onFatal"],
+  starting: AppOptions["database"],
 ): Promise<{ pool: pg.Pool; db: Db; url: string; outageLog: LogLimiter }> {
-  const database = await openDatabase(config, logger, onFatal);
+  const database = await (starting ?? openDatabase(config, logger, onFatal));
   cleanups.push(() => database.stop());
   const outageLog = new LogLimiter(logger, { intervalMs: config.logRepeatIntervalMs });
   const pool = createPool(database.url, {
@@ -113,7 +94,7 @@ async function openStore(
     onError: (err) => outageLog.warn(IDLE_CONNECTION_FAILED, err),
   });
   pool.on("connect", () => outageLog.recovered(IDLE_CONNECTION_FAILED, "database connections work again"));
-  cleanups.push(() => pool.end());
+  cleanups.push(() => closePool(pool));
   const applied = await migrate(pool, { log: (msg) => logger.info({ component: "migrate" }, msg) });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
   return { pool, db: new Db(pool), url: database.url, outageLog };
@@ -157,7 +138,7 @@ function cleanupRunner(cleanups: Array<() => Promise<void>>, logger: Logger): ()
   };
 }
 
-export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<App> {
+export async function startApp({ config, logger, clock = systemClock, jobs: jobOptions, onFatal, database }: AppOptions): Promise<App> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
@@ -167,7 +148,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Prepared (the first start unpacks Chromium) while the database starts;
     // closed last, after the job runner stopped, so no render is cut short by it.
     const pdf = config.workers ? openRenderer(config, logger, cleanups) : undefined;
-    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
+    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const bus = openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
@@ -265,12 +246,12 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 }
 
 /** Starts the job workers without the API (decision P2, the scale-out shape in DESIGN.md). */
-export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal }: AppOptions): Promise<Worker> {
+export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal, database }: AppOptions): Promise<Worker> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);
   try {
     const pdf = openRenderer(config, logger, cleanups);
-    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal);
+    const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const webhooks = await startWebhookDispatcher({ config, db, clock, logger, outageLog });
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const fetchers = openFetchers(config);

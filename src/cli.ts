@@ -4,9 +4,11 @@
  * agentbus worker  — run only the job workers (no HTTP) until SIGTERM
  * agentbus migrate — apply pending migrations and exit
  */
-import { startApp, startWorker, openDatabase } from "./app.js";
+// The service's modules (app.js) are imported only once PostgreSQL is
+// starting: loading them takes about as long as PostgreSQL's start.
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import { createLogger } from "./logger.js";
+import { openDatabase } from "./database.js";
+import { createLogger as createBaseLogger, resolveLogFormat } from "./logger.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 
@@ -19,6 +21,11 @@ commands:
   migrate   apply pending database migrations and exit
 
 Configuration comes from the environment; see the README for every variable.`;
+
+/** On stdout: readable in a terminal, JSON lines otherwise (AGENTBUS_LOG_FORMAT forces either). */
+function createLogger(config: Config): ReturnType<typeof createBaseLogger> {
+  return createBaseLogger(config.logLevel, undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true));
+}
 
 function readConfig(): Config {
   try {
@@ -34,12 +41,15 @@ function readConfig(): Config {
 
 async function serve(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let app;
   const fatal = fatalStop();
   try {
-    app = await startApp({ config, logger, onFatal: fatal.trigger });
+    const database = openDatabase(config, logger, fatal.trigger);
+    database.catch(() => {}); // awaited (and reported) by startApp
+    const { startApp } = await import("./app.js");
+    app = await startApp({ config, logger, onFatal: fatal.trigger, database });
   } catch (err) {
     logger.fatal({ err }, `agentbus could not start: ${(err as Error).message}`);
     process.exit(1);
@@ -50,12 +60,15 @@ async function serve(): Promise<void> {
 
 async function worker(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   let running;
   const fatal = fatalStop();
   try {
-    running = await startWorker({ config, logger, onFatal: fatal.trigger });
+    const database = openDatabase(config, logger, fatal.trigger);
+    database.catch(() => {}); // awaited (and reported) by startWorker
+    const { startWorker } = await import("./app.js");
+    running = await startWorker({ config, logger, onFatal: fatal.trigger, database });
   } catch (err) {
     logger.fatal({ err }, `agentbus worker could not start: ${(err as Error).message}`);
     process.exit(1);
@@ -118,7 +131,7 @@ function fatalStop(): { trigger: (err: Error) => void; arm: (stop: (reason: stri
 
 async function runMigrations(): Promise<void> {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config);
   const database = await openDatabase(config, logger);
   const pool = createPool(database.url, { max: 2 });
   try {

@@ -33,6 +33,8 @@ const schema = z.object({
   // Enough for the hot paths on a small machine without starving PostgreSQL.
   AGENTBUS_DB_POOL_SIZE: positiveInt.max(1000).default(20),
   AGENTBUS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  // auto: readable lines in a terminal, JSON lines otherwise (pipes, files, log collectors).
+  AGENTBUS_LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
   AGENTBUS_CORS_ORIGINS: z.string().min(1).default("*"),
   // Per source address per hour; stops one client from minting unbounded keys.
   AGENTBUS_KEY_MINT_LIMIT: nonNegativeInt.default(20),
@@ -164,6 +166,7 @@ export interface Config {
   embeddedPgPort: number;
   dbPoolSize: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  logFormat: "auto" | "json" | "pretty";
   corsOrigins: string[];
   keyMintLimitPerHour: number;
   rateLimitPerMinute: number;
@@ -244,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPgPort: c.AGENTBUS_EMBEDDED_PG_PORT,
     dbPoolSize: c.AGENTBUS_DB_POOL_SIZE,
     logLevel: c.AGENTBUS_LOG_LEVEL,
+    logFormat: c.AGENTBUS_LOG_FORMAT,
     corsOrigins: c.AGENTBUS_CORS_ORIGINS.split(",").map((o) => o.trim()).filter((o) => o !== ""),
     keyMintLimitPerHour: c.AGENTBUS_KEY_MINT_LIMIT,
     rateLimitPerMinute: c.AGENTBUS_RATE_LIMIT,

@@ -10,6 +10,7 @@
  * Expected failures (connection refused, connection lost) are logged as
  * their message and code, without the stack, which says nothing about them.
  */
+import { JobFailure } from "./domain/job-failure.js";
 import type { Logger } from "./logger.js";
 import { isConnectionError } from "./store/pool.js";
 
@@ -99,15 +100,26 @@ export class LogLimiter {
 // ioredis's own wording for a lost or refused connection.
 const REDIS_CONNECTION_MESSAGES = ["Connection is closed", "Reached the max retries per request limit", "Stream isn't writeable"];
 
-/** A failure of the kind an outage produces, which needs no stack to be understood. */
+/**
+ * A failure of the kind an outage produces, or one a job raised on purpose
+ * (a JobFailure: the video host unreachable, a 429): its message says it
+ * all, the stack nothing.
+ */
 export function isExpectedFailure(err: unknown): boolean {
+  if (err instanceof JobFailure) return true;
   if (isConnectionError(err)) return true;
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
   if (code === "store_unavailable") return true;
   return typeof message === "string" && REDIS_CONNECTION_MESSAGES.some((m) => message.includes(m));
 }
 
-/** Log fields for err: the full error (pino prints its stack) unless it is an expected failure. */
+/**
+ * Log fields for err: the full error (pino prints its stack) unless it is an
+ * expected failure. That one is its own message only: pino's serializer
+ * would append every cause's message ("…: cannot resolve h: getaddrinfo
+ * ENOTFOUND h"), and the messages that wrap a cause already say what it was.
+ * The innermost system code (ENOTFOUND, ECONNREFUSED) is kept as `cause`.
+ */
 export function errorFields(err: unknown): Record<string, unknown> {
   if (err === undefined) return {};
   if (!isExpectedFailure(err)) return { err };
@@ -115,5 +127,16 @@ export function errorFields(err: unknown): Record<string, unknown> {
   // Node's happy-eyeballs connect leaves the message empty and lists one error per address.
   const inner = (err as { errors?: Array<{ message?: string }> }).errors?.map((e) => e.message).join("; ");
   const text = typeof message === "string" && message !== "" ? message : inner || String(err);
-  return { error: { message: text, ...(typeof code === "string" ? { code } : {}) } };
+  const cause = systemCode((err as { cause?: unknown }).cause);
+  return { error: { message: text, ...(typeof code === "string" ? { code } : {}), ...(cause && cause !== code ? { cause } : {}) } };
+}
+
+/** The innermost errno-style code (ENOTFOUND, ECONNREFUSED) in a chain of causes. */
+function systemCode(err: unknown): string | undefined {
+  let found: string | undefined;
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code } = e as { code?: unknown };
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code)) found = code;
+  }
+  return found;
 }

@@ -46,7 +46,7 @@ import { resultExpiry } from "../domain/jobs.js";
 import { errorFields } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { agendaJobName, claimJob, completeJob, enqueueJob, failJob, releaseJob, type JobKindName } from "../store/jobs.js";
-import type { JobDependencies, JobKind } from "./types.js";
+import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 
 /** The result message of each kind (the Job's `result` oneof). */
 export const RESULT_SCHEMAS = {
@@ -115,7 +115,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
       const fail = async (error: { error: string; message: string }) => {
         const now = clock.now();
         await failJob(db, jobId, error, now, resultExpiry(now));
-        logger.info({ kind: definition.kind, attempt: claimed.attempts, error: error.error }, "job failed");
+        logger.info({ kind: definition.kind, attempt: claimed.attempts, error: { message: error.message, code: error.error } }, "job failed");
       };
       if (claimed.kind !== definition.kind) {
         await fail({ error: "internal_error", message: "The job was handed to the wrong worker" });
@@ -153,7 +153,8 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
         }
         await releaseJob(db, jobId, clock.now());
         logger.warn({ ...errorFields(err), attempt: claimed.attempts, max_attempts: maxAttempts }, "job attempt failed; it will be retried");
-        throw err;
+        // Thrown so that Agenda schedules the retry; the attempt is logged above, once.
+        throw new AttemptLogged(err);
       } finally {
         clearInterval(keepAlive);
       }

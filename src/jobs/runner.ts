@@ -33,7 +33,7 @@ import { errorFields, LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { FAIR_NEXT_JOB_SQL } from "../store/jobs.js";
 import { jobKinds } from "./index.js";
-import type { JobDependencies, JobKind } from "./types.js";
+import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 
 export interface JobRunnerOptions {
   /** The app's pool (never closed by the runner). */
@@ -138,7 +138,10 @@ export class JobRunner {
     // Agenda reports every failed poll of the jobs table here: once per
     // processEvery while the database is down.
     agenda.on("error", (err: unknown) => outageLog.error("job runner error", err));
-    agenda.on("fail", (err: unknown, job: Job) => logger.error({ ...errorFields(err), job: job.attrs.name }, "job failed"));
+    agenda.on("fail", (err: unknown, job: Job) => {
+      if (err instanceof AttemptLogged) return;
+      logger.error({ ...errorFields(err), job: job.attrs.name }, "job failed");
+    });
     agenda.on("start", (job: Job) => runner.running.add(job));
     agenda.on("complete", (job: Job) => runner.finished(job));
 

@@ -66,3 +66,14 @@ export interface JobKind<Data = Record<string, never>> {
   readonly backoff?: BackoffStrategy;
   run(run: JobRun<Data>, deps: JobDependencies): Promise<void>;
 }
+
+/**
+ * Thrown by a run whose failure it has logged itself, so that Agenda still
+ * schedules the retry but the runner does not log the same attempt again.
+ */
+export class AttemptLogged extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = "AttemptLogged";
+  }
+}

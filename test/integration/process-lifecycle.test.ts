@@ -1,5 +1,5 @@
 /** `agentbus serve` as a process: start-up, configuration errors, and SIGTERM draining. */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -98,6 +98,40 @@ describe("SIGTERM", () => {
     }
   }, 90_000);
 });
+
+describe("Ctrl-C in a terminal", () => {
+  it("SIGINT to the whole process group stops cleanly: exit 0, a handful of lines, no stack, no PostgreSQL left", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "agentbus-ctrl-c-"));
+    try {
+      const svc = await startServiceProcess({ AGENTBUS_DATA_DIR: dataDir }, 60_000, { group: true });
+      expect((await fetch(`${svc.url}/health`)).status).toBe(200);
+      const postmaster = Number(readFileSync(join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+      const before = svc.lines.length;
+      // The terminal signals every process of its foreground group: the service and anything it left in the group.
+      svc.signalGroup("SIGINT");
+      const exit = await svc.exited;
+      const shutdown = svc.lines.slice(before);
+      expect(exit.code, shutdown.join("\n") + svc.stderr()).toBe(0);
+      expect(shutdown.length, shutdown.join("\n")).toBeLessThanOrEqual(6);
+      expect(shutdown.map((l) => (JSON.parse(l) as { level: string }).level).filter((l) => l !== "info"), shutdown.join("\n")).toEqual([]);
+      expect(shutdown.join("\n") + svc.stderr()).not.toMatch(/stack|\n\s+at /);
+      expect(svc.stderr()).toBe("");
+      expect(isAlive(postmaster), "PostgreSQL left running").toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
 
 /** One HTTP/1.1 exchange on a connection of its own, recorded byte for byte. */
 interface Exchange {

@@ -12,15 +12,24 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
   /** Sends a signal and records when, so `exited.afterMs` measures from it. */
   signal(sig: NodeJS.Signals): void;
+  /** With `group`: signals the whole process group, as Ctrl-C in a terminal does. */
+  signalGroup(sig: NodeJS.Signals): void;
+  stderr(): string;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>): { child: ChildProcess; lines: string[]; stderr: () => string; exited: Promise<number | null> } {
+export interface SpawnOptions {
+  /** Its own process group, as a terminal's foreground job (for signalGroup). */
+  group?: boolean;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>, options: SpawnOptions = {}): { child: ChildProcess; lines: string[]; stderr: () => string; exited: Promise<number | null> } {
   const base = { ...process.env };
   for (const name of Object.keys(base)) if (name === "DATABASE_URL" || name === "PORT" || name.startsWith("AGENTBUS_")) delete base[name];
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
     cwd: root,
     env: { ...base, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.group ?? false,
   });
   const lines: string[] = [];
   let stderr = "";
@@ -30,8 +39,8 @@ export function spawnCli(args: string[], env: Record<string, string>): { child: 
   return { child, lines, stderr: () => stderr, exited };
 }
 
-export async function startServiceProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
-  const { child, lines, stderr } = spawnCli(["serve"], { HOST: "127.0.0.1", PORT: "0", ...env });
+export async function startServiceProcess(env: Record<string, string>, timeoutMs = 30_000, options: SpawnOptions = {}): Promise<ServiceProcess> {
+  const { child, lines, stderr } = spawnCli(["serve"], { HOST: "127.0.0.1", PORT: "0", ...env }, options);
   let signalledAt = 0;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal, afterMs: performance.now() - signalledAt })),
@@ -50,6 +59,11 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
             signalledAt = performance.now();
             child.kill(sig);
           },
+          signalGroup(sig) {
+            signalledAt = performance.now();
+            process.kill(-child.pid!, sig);
+          },
+          stderr,
         };
       }
     }
