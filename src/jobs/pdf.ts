@@ -5,7 +5,6 @@
  * is stored with the job; the result is its download path.
  */
 import { JobFailure } from "../domain/job-failure.js";
-import { buildDocument } from "../pdf/document.js";
 import type { PdfInput } from "../pdf/input.js";
 import { asyncJobKind } from "./async-job.js";
 
@@ -16,6 +15,8 @@ export const pdfJob = asyncJobKind({
   concurrency: (deps) => deps.pdf?.concurrency ?? 1,
   async process(input: PdfInput, { jobId, signal }, { pdf }) {
     if (!pdf) throw new JobFailure("pdf_renderer_unavailable", "This worker has no PDF renderer", true);
+    // Loaded with the first pdf job, not at start-up: marked and sanitize-html take ~0.4 s to load.
+    const { buildDocument } = await import("../pdf/document.js");
     const document = await buildDocument(input, (markdown) => pdf.markdown.convert(markdown));
     return { result: { url: `/v1/pdf/${jobId}` }, pdf: await pdf.render(document, signal) };
   },

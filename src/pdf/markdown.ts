@@ -17,7 +17,12 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { JobFailure } from "../domain/job-failure.js";
-import { MARKED_OPTIONS, SANITIZE_OPTIONS } from "./document.js";
+import type { MARKED_OPTIONS, SANITIZE_OPTIONS } from "./document.js";
+
+interface ThreadOptions {
+  markedOptions: typeof MARKED_OPTIONS;
+  sanitizeOptions: typeof SANITIZE_OPTIONS;
+}
 
 const WORKER_CODE = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -51,9 +56,11 @@ export class MarkdownConverter {
   constructor(private readonly timeoutMs: number) {}
 
   /** The sanitised HTML of `markdown`; JobFailure pdf_render_timeout past the deadline. */
-  convert(markdown: string, timeoutMs = this.timeoutMs): Promise<string> {
-    if (this.closed) return Promise.reject(new JobFailure("pdf_renderer_unavailable", "The PDF renderer is shutting down", true));
-    const worker = this.start();
+  async convert(markdown: string, timeoutMs = this.timeoutMs): Promise<string> {
+    // document.ts loads marked and sanitize-html (~0.4 s): with the first document, not at start-up.
+    const { MARKED_OPTIONS, SANITIZE_OPTIONS } = await import("./document.js");
+    if (this.closed) throw new JobFailure("pdf_renderer_unavailable", "The PDF renderer is shutting down", true);
+    const worker = this.start({ markedOptions: MARKED_OPTIONS, sanitizeOptions: SANITIZE_OPTIONS });
     const id = ++this.next;
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -72,15 +79,14 @@ export class MarkdownConverter {
     await worker?.terminate();
   }
 
-  private start(): Worker {
+  private start(options: ThreadOptions): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(WORKER_CODE, {
       eval: true,
       workerData: {
         marked: pathToFileURL(require.resolve("marked")).href,
         sanitize: pathToFileURL(require.resolve("sanitize-html")).href,
-        markedOptions: MARKED_OPTIONS,
-        sanitizeOptions: SANITIZE_OPTIONS,
+        ...options,
       },
     });
     worker.unref();

@@ -40,12 +40,30 @@
  *   and the job fails with pdf_render_timeout; a browser that did not even
  *   open a page in that time is killed and restarted.
  */
-import puppeteer, { TimeoutError, type Browser, type HTTPRequest, type Page } from "puppeteer-core";
+import type { Browser, HTTPRequest, Page, PuppeteerNode, TimeoutError } from "puppeteer-core";
 import type { Config } from "../config.js";
 import { JobFailure } from "../domain/job-failure.js";
 import type { Logger } from "../logger.js";
 import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";
+
+/**
+ * puppeteer-core takes about half a second to load, so it is loaded with the
+ * first launch of Chromium rather than at start-up (prepare() does not need
+ * it). Kept once loaded: renderPage() tells its TimeoutError apart.
+ */
+let puppeteerModule: { launch: PuppeteerNode["launch"]; TimeoutError: typeof TimeoutError } | undefined;
+async function loadPuppeteer(): Promise<NonNullable<typeof puppeteerModule>> {
+  // The package's top-level launch is PuppeteerNode.launch, bound to its default instance.
+  const { launch, TimeoutError } = await import("puppeteer-core");
+  puppeteerModule ??= { launch, TimeoutError };
+  return puppeteerModule;
+}
+
+/** Whether `err` is puppeteer's TimeoutError (never true before puppeteer is loaded: nothing could have thrown one). */
+function isPuppeteerTimeout(err: unknown): boolean {
+  return puppeteerModule !== undefined && err instanceof puppeteerModule.TimeoutError;
+}
 
 /** A rendered PDF larger than this fails the job (pdf_too_large): it is kept in the database for 24 hours. */
 export const MAX_PDF_BYTES = 64 * 1024 * 1024;
@@ -227,7 +245,7 @@ export class PdfRenderer {
       if (exited.signal.aborted) {
         throw new JobFailure("pdf_render_failed", "Chromium exited while rendering", true, { cause: err });
       }
-      if (deadline?.aborted || (browser !== undefined && err instanceof TimeoutError)) {
+      if (deadline?.aborted || (browser !== undefined && isPuppeteerTimeout(err))) {
         // A browser that could not even open a page in time is stuck: start over.
         if (page === undefined && browser !== undefined) this.kill(browser, "did not open a page in time");
         throw new JobFailure("pdf_render_timeout", `Rendering took longer than ${this.options.timeoutMs} ms`);
@@ -306,8 +324,9 @@ export class PdfRenderer {
     try {
       // Unpacking is not part of the launch's timeout (it takes seconds the first time).
       const setup = await this.chromium();
+      const { launch } = await loadPuppeteer();
       const started = performance.now();
-      const browser = await puppeteer.launch({
+      const browser = await launch({
         executablePath: setup.executablePath,
         env: { ...process.env, ...setup.env },
         headless: true,
