@@ -23,7 +23,7 @@
  * library reports that only as a rejection with `undefined`.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { readFileSync, unlinkSync } from "node:fs";
 import path from "node:path";
@@ -86,15 +86,18 @@ function onProcessExit(): void {
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresServer> {
   const dataDir = path.resolve(options.dataDir);
-  const pgDir = path.join(dataDir, "pg");
   const { log } = options;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const lock = await acquireDataDirLock(dataDir);
   try {
+    // Where the cluster and the programs live: the data folder, unless as
+    // root the postgres user cannot reach it (see clusterHome).
+    const home = await clusterHome(dataDir, log);
+    const pgDir = path.join(home, "pg");
     await recoverFromPreviousRun(pgDir, log);
     const password = await preparePassword(dataDir, pgDir, log);
     installExitHandler();
-    const runtime = await prepareRuntime(dataDir, pgDir, log);
+    const runtime = await prepareRuntime(home, pgDir, log);
 
     const output = new LogTail(log);
     const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(options.extraFlags ?? [])];
@@ -114,7 +117,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (!(await exists(path.join(pgDir, "PG_VERSION")))) {
       log("info", `initialising PostgreSQL data directory ${pgDir}`);
       try {
-        await make(options.port).initialise(dataDir); // initdb ignores the port
+        await make(options.port).initialise(home); // initdb ignores the port
       } catch (err) {
         throw failure("could not initialise", pgDir, dataDir, options.port, output, err);
       }
@@ -623,6 +626,32 @@ async function prepareRuntime(dataDir: string, pgDir: string, log: EmbeddedPostg
     await chmod(path.join(dataDir, "pg-runtime"), 0o755);
   }
   return { binDir: path.join(copy, "bin"), ids };
+}
+
+/**
+ * As root, the cluster must sit where the postgres user can reach it. The
+ * data folder is that place when every folder above it is searchable; a
+ * checkout inside a private home folder (/root is 0700) is not, and we
+ * change no permission outside the data folder. Then the cluster and the
+ * programs live in a folder of their own under AGENTBUS_ROOT_CLUSTER_DIR
+ * (/var/lib/agentbus), one per data folder (named by a hash of its path),
+ * and the data folder keeps the lock, the password and a note of where the
+ * cluster is.
+ */
+async function clusterHome(dataDir: string, log: EmbeddedPostgresOptions["log"]): Promise<string> {
+  if (!isRoot) return dataDir;
+  const ids = postgresUser(log);
+  const { mode } = await stat(dataDir);
+  if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
+  if (canReach(ids, dataDir)) return dataDir;
+  const base = path.resolve(process.env.AGENTBUS_ROOT_CLUSTER_DIR ?? "/var/lib/agentbus");
+  const home = path.join(base, "clusters", createHash("sha256").update(dataDir).digest("hex").slice(0, 16));
+  // New folders only: mkdir leaves the mode of folders that exist alone.
+  await mkdir(home, { recursive: true, mode: 0o755 });
+  if (!canReach(ids, home)) throw unreachable(dataDir, path.join(home, "pg"));
+  await writeFile(path.join(dataDir, "pg-location"), `${home}\n`, { mode: 0o600 });
+  log("warn", `the "${USER}" user cannot reach ${dataDir}, so the embedded PostgreSQL keeps its cluster in ${home} (no permission was changed; set AGENTBUS_DATA_DIR to a reachable folder to keep it there)`);
+  return home;
 }
 
 function postgresUser(log: EmbeddedPostgresOptions["log"]): { uid: number; gid: number } {

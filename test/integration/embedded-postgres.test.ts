@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -322,19 +322,25 @@ describe.runIf(process.getuid?.() === 0)("as root (PostgreSQL runs as the postgr
     return modes;
   }
 
-  it("refuses a data dir under a private (0700) folder with a message saying what to do, changing no permission outside it", async () => {
+  it("keeps the cluster in a folder of its own when the data dir is under a private (0700) folder, changing no permission that existed", async () => {
     const parent = await newDataDir();
     await chmod(parent, 0o700);
     const dataDir = path.join(parent, "data");
+    const base = await newDataDir();
+    await chmod(base, 0o755); // as /var/lib is
     const before = modesAbove(parent);
-    const err = await start(dataDir).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(Error);
-    expect((err as Error).message).toMatch(new RegExp(`cannot reach ${dataDir}/pg \\(${parent} is not searchable by other users\\)`));
-    expect((err as Error).message).toContain("AGENTBUS_DATA_DIR");
-    expect(modesAbove(parent)).toEqual(before);
+    process.env.AGENTBUS_ROOT_CLUSTER_DIR = base;
+    try {
+      const { server, logs } = await start(dataDir);
+      expect(await query(server.url, "SELECT current_user AS u")).toEqual([{ u: "postgres" }]);
+      const home = readFileSync(path.join(dataDir, "pg-location"), "utf8").trim();
+      expect(path.dirname(home)).toBe(path.join(base, "clusters"));
+      expect(existsSync(path.join(home, "pg", "PG_VERSION"))).toBe(true);
+      expect(logs.filter((l) => l.level === "warn" && l.msg.includes(`keeps its cluster in ${home}`))).toHaveLength(1);
+      expect(modesAbove(parent)).toEqual(before);
+    } finally {
+      delete process.env.AGENTBUS_ROOT_CLUSTER_DIR;
+    }
   });
 
   it("starts with a data dir under searchable folders and changes the mode of the data dir only", async () => {
