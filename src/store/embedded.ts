@@ -93,11 +93,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     // Where the cluster and the programs live: the data folder, unless as
     // root the postgres user cannot reach it (see clusterHome).
     const home = await clusterHome(dataDir, log);
-    const pgDir = path.join(home, "pg");
+    const pgDir = path.join(home.dir, "pg");
     await recoverFromPreviousRun(pgDir, log);
     const password = await preparePassword(dataDir, pgDir, log);
     installExitHandler();
-    const runtime = await prepareRuntime(home, pgDir, log);
+    const runtime = await prepareRuntime(home);
 
     const output = new LogTail(log);
     const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(options.extraFlags ?? [])];
@@ -117,7 +117,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (!(await exists(path.join(pgDir, "PG_VERSION")))) {
       log("info", `initialising PostgreSQL data directory ${pgDir}`);
       try {
-        await make(options.port).initialise(home); // initdb ignores the port
+        await make(options.port).initialise(home.dir); // initdb ignores the port
       } catch (err) {
         throw failure("could not initialise", pgDir, dataDir, options.port, output, err);
       }
@@ -594,38 +594,36 @@ async function packagedNativeDir(): Promise<string> {
 }
 
 /**
- * Where postgres and initdb are started from, and as whom.
- *
- * As root, PostgreSQL refuses to run, so it runs as the `postgres` user
- * (created if missing), which must be able to reach both its programs and
- * the cluster. We change permissions inside the data folder only: the data
- * folder gets the search bit (o+x) so `postgres` can pass through it to its
- * own pg/ folder. Every folder above it must already be searchable; if not,
- * start-up stops with a message saying what to do. node_modules is often
- * inside a private home folder: then the programs are copied into the data
- * folder (pg-runtime/, about 60 MB, once per PostgreSQL version).
+ * Where postgres and initdb are started from, and as whom: as root, the
+ * `postgres` user (see clusterHome), which must also reach the programs.
+ * node_modules is often inside a private home folder: then the programs are
+ * copied next to the cluster (pg-runtime/, about 60 MB, once per PostgreSQL
+ * version).
  */
-async function prepareRuntime(dataDir: string, pgDir: string, log: EmbeddedPostgresOptions["log"]): Promise<Runtime> {
+async function prepareRuntime(home: ClusterHome): Promise<Runtime> {
   const nativeDir = await packagedNativeDir();
-  if (!isRoot) return { binDir: path.join(nativeDir, "bin"), ids: undefined };
-  const ids = postgresUser(log);
-  const { mode } = await stat(dataDir);
-  if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
-  if (!canReach(ids, dataDir)) throw unreachable(dataDir, pgDir);
-
+  const { dir, ids } = home;
+  if (!ids) return { binDir: path.join(nativeDir, "bin"), ids: undefined };
   const packaged = path.join(nativeDir, "bin");
   if (canReach(ids, path.join(packaged, "postgres"))) return { binDir: packaged, ids };
   const version = JSON.parse(readFileSync(path.join(nativeDir, "..", "package.json"), "utf8")) as { version: string };
-  const copy = path.join(dataDir, "pg-runtime", version.version);
+  const copy = path.join(dir, "pg-runtime", version.version);
   if (!(await exists(path.join(copy, "bin", "postgres")))) {
-    log("info", `copying the PostgreSQL programs to ${copy}: the postgres user cannot reach ${nativeDir}`);
-    await rm(path.join(dataDir, "pg-runtime"), { recursive: true, force: true });
+    home.log("info", `copying the PostgreSQL programs to ${copy}: the postgres user cannot reach ${nativeDir}`);
+    await rm(path.join(dir, "pg-runtime"), { recursive: true, force: true });
     const partial = `${copy}.partial`;
     await cp(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
     await rename(partial, copy);
-    await chmod(path.join(dataDir, "pg-runtime"), 0o755);
+    await chmod(path.join(dir, "pg-runtime"), 0o755);
   }
   return { binDir: path.join(copy, "bin"), ids };
+}
+
+/** Where the cluster lives, and as whom PostgreSQL runs (undefined: as us). */
+interface ClusterHome {
+  dir: string;
+  ids: { uid: number; gid: number } | undefined;
+  log: EmbeddedPostgresOptions["log"];
 }
 
 /**
@@ -638,12 +636,15 @@ async function prepareRuntime(dataDir: string, pgDir: string, log: EmbeddedPostg
  * and the data folder keeps the lock, the password and a note of where the
  * cluster is.
  */
-async function clusterHome(dataDir: string, log: EmbeddedPostgresOptions["log"]): Promise<string> {
-  if (!isRoot) return dataDir;
+async function clusterHome(dataDir: string, log: EmbeddedPostgresOptions["log"]): Promise<ClusterHome> {
+  if (!isRoot) return { dir: dataDir, ids: undefined, log };
+  // PostgreSQL refuses to run as root: it runs as `postgres` (created if
+  // missing). The data folder gets the search bit so it can pass through to
+  // its own pg/ folder; no folder above it is changed.
   const ids = postgresUser(log);
   const { mode } = await stat(dataDir);
   if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o777) | 0o001);
-  if (canReach(ids, dataDir)) return dataDir;
+  if (canReach(ids, dataDir)) return { dir: dataDir, ids, log };
   const base = path.resolve(process.env.AGENTBUS_ROOT_CLUSTER_DIR ?? "/var/lib/agentbus");
   const home = path.join(base, "clusters", createHash("sha256").update(dataDir).digest("hex").slice(0, 16));
   // New folders only: mkdir leaves the mode of folders that exist alone.
@@ -651,7 +652,7 @@ async function clusterHome(dataDir: string, log: EmbeddedPostgresOptions["log"])
   if (!canReach(ids, home)) throw unreachable(dataDir, path.join(home, "pg"));
   await writeFile(path.join(dataDir, "pg-location"), `${home}\n`, { mode: 0o600 });
   log("warn", `the "${USER}" user cannot reach ${dataDir}, so the embedded PostgreSQL keeps its cluster in ${home} (no permission was changed; set AGENTBUS_DATA_DIR to a reachable folder to keep it there)`);
-  return home;
+  return { dir: home, ids, log };
 }
 
 function postgresUser(log: EmbeddedPostgresOptions["log"]): { uid: number; gid: number } {
