@@ -25,13 +25,19 @@ for (let i = 0; i < runs; i++) {
   });
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   let healthyMs: number | undefined;
+  let state: unknown;
   while (healthyMs === undefined) {
     const res = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
-    if (res?.status === 200) healthyMs = Math.round(performance.now() - started);
-    else await new Promise((r) => setTimeout(r, 20));
+    if (res?.status === 200) {
+      healthyMs = Math.round(performance.now() - started);
+      // What /health said at that first 200: every component's state, so a
+      // fast figure cannot hide a component that was still starting.
+      const body = (await res.json()) as { state?: string; components?: Record<string, { state: string }> };
+      state = { overall: body.state, ...Object.fromEntries(Object.entries(body.components ?? {}).map(([name, c]) => [name, c.state])) };
+    } else await new Promise((r) => setTimeout(r, 20));
   }
   process.kill(-child.pid!, "SIGINT");
   const stopStarted = performance.now();
   const exit = await exited;
-  console.log(JSON.stringify({ run: i + 1, healthy_ms: healthyMs, stop_ms: Math.round(performance.now() - stopStarted), exit }));
+  console.log(JSON.stringify({ run: i + 1, healthy_ms: healthyMs, state, stop_ms: Math.round(performance.now() - stopStarted), exit }));
 }
