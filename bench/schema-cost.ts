@@ -7,7 +7,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Ajv } from "ajv";
 import { checkMetadataSchema, validateMetadataSchema } from "../src/domain/channels.js";
-import type { JsonValue } from "../src/domain/errors.js";
+import type { JsonValue } from "../src/model/json.js";
 import { violationsOffThread } from "../src/domain/json-schema-thread.js";
 
 type Schema = { [key: string]: JsonValue };

@@ -12,7 +12,7 @@ import type { Config } from "./config.js";
 import { openDatabase, type Database } from "./database.js";
 import { Keys } from "./domain/keys.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
-import { systemClock, type Clock } from "./domain/time.js";
+import { systemClock, type Clock } from "./model/time.js";
 import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import { LogLimiter } from "./log-limiter.js";

@@ -4,11 +4,11 @@
  * key that created it) may see or change it; the path takes the actor's id,
  * not an alias. The secret is write-only.
  */
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { validateWebhookSecret, validateWebhookUrl } from "./channels.js";
-import { ApiError } from "./errors.js";
-import { isUuid } from "./ids.js";
-import type { Clock } from "./time.js";
+import { ApiError } from "../model/errors.js";
+import { isUuid } from "../model/ids.js";
+import type { Clock } from "../model/time.js";
 import { findActorRef } from "../store/actors.js";
 import type { Db } from "../store/db.js";
 import {

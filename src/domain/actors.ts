@@ -5,12 +5,13 @@
  * that created it: only that key may act as it or add aliases to it; anyone
  * may look it up or mention it.
  */
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "./channel.js";
 import { hasNulChar, validateAlias, validateText } from "./channels.js";
 import { nameKey } from "./labels.js";
-import { ApiError, type JsonValue } from "./errors.js";
-import type { Micros } from "./time.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import type { Micros } from "../model/time.js";
 import type { Db } from "../store/db.js";
 import {
   ensureDefaultActor,

@@ -3,7 +3,7 @@
  * whoever owns it. Authorised by the admin token in the call pipeline.
  */
 import type { ChannelResource } from "./channels.js";
-import { ApiError } from "./errors.js";
+import { ApiError } from "../model/errors.js";
 import type { Db } from "../store/db.js";
 import { setChannelPaused } from "../store/channel-admin.js";
 import { loadChannelResource } from "../store/channels.js";

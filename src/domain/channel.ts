@@ -1,9 +1,10 @@
 /**
  * A channel as the rules see it, and who may do what with it (decisions A1, A2).
  */
-import type { Caller } from "./caller.js";
-import { ApiError, type JsonValue } from "./errors.js";
-import type { Micros } from "./time.js";
+import type { Caller } from "../model/caller.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import type { Micros } from "../model/time.js";
 
 export type ChannelMode = "broadcast" | "claimable";
 export type ChannelAccess = "open" | "restricted";

@@ -4,13 +4,14 @@
  * them. The pure functions at the top take plain values (the services map
  * proto requests to them) and throw ApiError with the contract's 422 codes.
  */
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { assertCanUse, assertOwner, type ChannelAccess, type ChannelMode, type ChannelRecord, type ChannelView } from "./channel.js";
 import { nameKey } from "./labels.js";
-import { ApiError, type JsonValue } from "./errors.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
-import { formatTimestamp, parseTimestamp, type Micros } from "./time.js";
+import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "../store/db.js";
 import {
   deleteChannel,
@@ -26,7 +27,6 @@ import {
   type ChannelChanges,
 } from "../store/channels.js";
 
-export type JsonObject = { [key: string]: JsonValue };
 
 // ---------------------------------------------------------------------------
 // Limits

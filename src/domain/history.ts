@@ -3,11 +3,11 @@
  * kept for retention_days after archiving, newest first. Readable by whoever
  * may read the channel (A1).
  */
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { assertCanUse, type ChannelView } from "./channel.js";
-import { ApiError } from "./errors.js";
+import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseCursor } from "./messages.js";
-import { formatTimestamp } from "./time.js";
+import { formatTimestamp } from "../model/time.js";
 import type { Db } from "../store/db.js";
 import { listHistory, type HistoryRecord } from "../store/history.js";
 

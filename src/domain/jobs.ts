@@ -13,9 +13,10 @@
  *   answers 410 result_expired, for TOMBSTONE_DAYS more; then the row goes
  *   and both answer 404.
  */
-import type { Caller } from "./caller.js";
-import { ApiError, type JsonValue } from "./errors.js";
-import { MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
+import type { Caller } from "../model/caller.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import { MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
 import type { Db } from "../store/db.js";
 import { enqueueJob, findJob, findJobPdf, insertJob, lockAndCountUnfinishedJobs, type JobKindName, type JobRecord } from "../store/jobs.js";
 

@@ -17,10 +17,9 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { JsonValue } from "./errors.js";
+import type { JsonObject, JsonValue } from "../model/json.js";
 import type { Violation } from "./json-schema.js";
 
-type JsonObject = { [key: string]: JsonValue };
 
 /** Past this a schema is refused (compile) or a message's metadata is reported unverifiable (validate). */
 export const SCHEMA_JOB_DEADLINE_MS = 5_000;

@@ -21,14 +21,13 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { RE2JS, RE2JSException } from "re2js";
-import type { JsonValue } from "./errors.js";
+import type { JsonObject, JsonValue } from "../model/json.js";
 
 export interface Violation {
   field: string;
   issue: string;
 }
 
-type JsonObject = { [key: string]: JsonValue };
 
 /**
  * The most JSON values a schema may hold once every `$ref` is replaced by its

@@ -4,10 +4,10 @@
  * secret is 192 random bits, not a password: there is nothing to brute-force.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Caller } from "./caller.js";
-import { ApiError } from "./errors.js";
+import type { Caller } from "../model/caller.js";
+import { ApiError } from "../model/errors.js";
 import { displayName, nameKey } from "./labels.js";
-import type { Clock, Micros } from "./time.js";
+import type { Clock, Micros } from "../model/time.js";
 
 export interface KeyRecord {
   keyId: string;

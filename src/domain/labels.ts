@@ -3,7 +3,7 @@
  * that look alike must not both be taken, so uniqueness is judged on a
  * normal form while the name is shown as given (trimmed).
  */
-import { ApiError } from "./errors.js";
+import { ApiError } from "../model/errors.js";
 
 /** Control, format (bidi overrides, zero-width), line and paragraph separators: invisible or reordering. */
 export const INVISIBLE_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;

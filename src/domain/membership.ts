@@ -5,14 +5,15 @@
  * commit in one transaction.
  */
 import { randomBytes } from "node:crypto";
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { assertCanUse, assertOwner, isOwner, type ChannelMode, type ChannelView } from "./channel.js";
 import { validateText } from "./channels.js";
-import { ApiError, type JsonValue } from "./errors.js";
-import { isUuid } from "./ids.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import { isUuid } from "../model/ids.js";
 import { parseCursor } from "./messages.js";
 import { FixedWindowLimiter } from "./rate-limit.js";
-import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "./time.js";
+import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
 import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
 import { enqueueMemberAdded } from "../store/webhooks.js";

@@ -1,6 +1,6 @@
 /** A message as the rules see it. */
-import type { JsonValue } from "./errors.js";
-import type { Micros } from "./time.js";
+import type { JsonValue } from "../model/json.js";
+import type { Micros } from "../model/time.js";
 
 export interface ActorRef {
   id: string;

@@ -4,13 +4,14 @@
  * acknowledging (M4, M5), leases and retraction (M6).
  */
 import { randomBytes } from "node:crypto";
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { assertCanUse, type ChannelView } from "./channel.js";
-import { ApiError, type JsonValue } from "./errors.js";
-import { isUuid } from "./ids.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import { isUuid } from "../model/ids.js";
 import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js";
-import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "./time.js";
+import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
 import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
 import type { WakeBus } from "../bus/wake-bus.js";
 import { readOrWait, WaiterSlots } from "./long-poll.js";

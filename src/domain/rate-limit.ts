@@ -3,7 +3,7 @@
  * In-process: each replica counts on its own, so with N replicas a client can
  * reach N times the limit; a shared store replaces this when Redis is set.
  */
-import type { Clock } from "./time.js";
+import type { Clock } from "../model/time.js";
 
 export interface RateDecision {
   allowed: boolean;

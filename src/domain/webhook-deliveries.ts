@@ -3,9 +3,9 @@
  * first, kept 7 days; owner only (A2), a stranger to a restricted channel
  * gets channel_access_denied first.
  */
-import type { Caller } from "./caller.js";
+import type { Caller } from "../model/caller.js";
 import { assertOwner, type ChannelView } from "./channel.js";
-import { ApiError } from "./errors.js";
+import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
 import type { Db } from "../store/db.js";
 import { listDeliveries, type DeliveryLogRecord } from "../store/webhooks.js";

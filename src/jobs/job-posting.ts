@@ -4,7 +4,7 @@
  * text was given, then the model. Retryable failures (timeouts, 429, 5xx)
  * go back to the runner for another attempt; the rest fail the job.
  */
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import type { JobPostingResult, ParseInput } from "../parsing/index.js";
 import { asyncJobKind, type ResultInit } from "./async-job.js";
 

@@ -4,7 +4,7 @@
  * last) and this process's Chromium prints it (src/pdf/renderer.ts). The PDF
  * is stored with the job; the result is its download path.
  */
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import type { PdfInput } from "../pdf/input.js";
 import { asyncJobKind } from "./async-job.js";
 

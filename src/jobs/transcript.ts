@@ -5,7 +5,7 @@
  * blocks fail the job at once.
  */
 import type { TranscriptInput } from "../transcripts/index.js";
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import { asyncJobKind } from "./async-job.js";
 
 /** Requests to the video host wait on the network: several at once per worker. */

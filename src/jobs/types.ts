@@ -4,7 +4,7 @@
  * any kind.
  */
 import type { BackoffStrategy } from "agenda";
-import type { Clock } from "../domain/time.js";
+import type { Clock } from "../model/time.js";
 import type { Logger } from "../logger.js";
 import type { JobPostingParser } from "../parsing/index.js";
 import type { PdfRenderer } from "../pdf/renderer.js";

@@ -10,7 +10,7 @@
  *   posting-schema.ts the schema and the normalisation of the answer
  */
 import type { Config } from "../config.js";
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { ParseInput } from "./input.js";
 import { createOpenAiPostingModel, type PostingModel } from "./llm.js";

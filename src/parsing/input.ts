@@ -15,7 +15,7 @@
  *   parsed; fetching the page as well would only add latency and a way to
  *   fail.
  */
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../model/errors.js";
 
 export const MAX_URL_LENGTH = 2048;
 

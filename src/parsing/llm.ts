@@ -17,7 +17,7 @@
  * model, a refusal, an answer that is not a posting) fails the job.
  */
 import OpenAI from "openai";
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import { outboundFetch } from "../outbound/fetch-adapter.js";
 import { failureClass, OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
 import { InvalidPostingAnswer, JOB_POSTING_JSON_SCHEMA, normalisePosting, type JobPostingResult } from "./posting-schema.js";

@@ -10,7 +10,7 @@
  * - an unknown host, too many redirects, any other non-2xx → page_fetch_failed;
  * - a body beyond the cap → page_too_large; not HTML → unsupported_content_type.
  */
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import { failureClass, OutboundError, type OutboundClient } from "../outbound/guarded-fetch.js";
 
 export interface PageFetchOptions {

@@ -12,7 +12,7 @@
  *   the body limit the proto declares for this method.
  */
 import { PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../model/errors.js";
 
 export const MAX_PDF_SOURCE_BYTES = 10 * 1024 * 1024;
 

@@ -16,7 +16,7 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import type { MARKED_OPTIONS, SANITIZE_OPTIONS } from "./document.js";
 
 interface ThreadOptions {

@@ -42,7 +42,7 @@
  */
 import type { Browser, HTTPRequest, Page, PuppeteerNode, TimeoutError } from "puppeteer-core";
 import type { Config } from "../config.js";
-import { JobFailure } from "../domain/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import type { Logger } from "../logger.js";
 import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";

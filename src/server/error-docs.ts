@@ -1,5 +1,5 @@
 /** /docs/errors: every error code of the catalog, rendered from the catalog itself. */
-import { errorCatalog, type ErrorSpec } from "../domain/errors.js";
+import { errorCatalog, type ErrorSpec } from "../model/errors.js";
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

@@ -8,7 +8,7 @@ import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../model/errors.js";
 import type { Logger } from "../logger.js";
 import { SERVICE_VERSION } from "../version.js";
 import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";

@@ -14,7 +14,7 @@ import http2 from "node:http2";
 import { randomUUID } from "node:crypto";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { ApiError, type ErrorCode } from "../domain/errors.js";
+import { ApiError, type ErrorCode } from "../model/errors.js";
 import { toRestError } from "./rpc/errors.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");

@@ -4,7 +4,7 @@ import type { ActorWebhookSchema } from "../../gen/agentbus/v1/actor_pb.js";
 import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
 import type { ActorWebhooks } from "../domain/actor-webhooks.js";
 import type { Actors } from "../domain/actors.js";
-import { toProtoTimestamp } from "../domain/time.js";
+import { toProtoTimestamp } from "../model/time.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import type { ActorWebhookRecord } from "../store/webhooks.js";

@@ -15,7 +15,7 @@ import { Membership } from "../domain/membership.js";
 import { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
-import type { Clock } from "../domain/time.js";
+import type { Clock } from "../model/time.js";
 import { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { findChannelView } from "../store/channels.js";

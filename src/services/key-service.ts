@@ -1,9 +1,9 @@
 /** KeyService handlers: requests to domain calls, domain results to responses. */
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../model/errors.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
-import { toProtoTimestamp } from "../domain/time.js";
+import { toProtoTimestamp } from "../model/time.js";
 import { callerOf, clientAddressKey } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 

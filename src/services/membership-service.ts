@@ -24,7 +24,7 @@ import type {
   MemberRecord,
   Membership,
 } from "../domain/membership.js";
-import { toProtoTimestamp } from "../domain/time.js";
+import { toProtoTimestamp } from "../model/time.js";
 import { callerOf, clientAddressKey, httpStatusKey } from "../server/rpc/context.js";
 import type { ChannelHandlers } from "./handlers.js";
 import { modeToProto } from "./render-channel.js";

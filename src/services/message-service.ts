@@ -9,7 +9,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageRecord } from "../domain/message.js";
 import type { Messages, Page } from "../domain/messages.js";
-import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../domain/time.js";
+import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
 import { callerOf, streamOpenKey } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { shareResponse } from "../server/rpc/shared-response.js";

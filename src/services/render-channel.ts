@@ -14,8 +14,8 @@ import {
 import type { ActorRecord } from "../domain/actors.js";
 import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
 import type { ChannelResource, ChannelSummary } from "../domain/channels.js";
-import { ApiError } from "../domain/errors.js";
-import { toProtoTimestamp } from "../domain/time.js";
+import { ApiError } from "../model/errors.js";
+import { toProtoTimestamp } from "../model/time.js";
 
 export function modeToProto(mode: ChannelMode): ProtoChannelMode {
   return mode === "broadcast" ? ProtoChannelMode.BROADCAST : ProtoChannelMode.CLAIMABLE;

@@ -2,7 +2,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { effectiveClaim, type MessageRecord } from "../domain/message.js";
-import { toProtoTimestamp, type Micros } from "../domain/time.js";
+import { toProtoTimestamp, type Micros } from "../model/time.js";
 
 export function renderMessage(message: MessageRecord, now: Micros): MessageInitShape<typeof MessageSchema> {
   const claim = effectiveClaim(message, now);

@@ -8,7 +8,7 @@ const STATUSES: Record<DeliveryStatus, WebhookDeliveryStatus> = {
   failed: WebhookDeliveryStatus.FAILED,
   deferred: WebhookDeliveryStatus.DEFERRED,
 };
-import { toProtoTimestamp } from "../domain/time.js";
+import { toProtoTimestamp } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { callerOf } from "../server/rpc/context.js";
 import type { DeliveryLogRecord } from "../store/webhooks.js";

@@ -1,7 +1,7 @@
 /** SQL for actors and their aliases (one global namespace, separate from channel aliases). */
 import type { ActorRecord, ActorRef } from "../domain/actors.js";
-import type { JsonValue } from "../domain/errors.js";
-import type { Micros } from "../domain/time.js";
+import type { JsonValue } from "../model/json.js";
+import type { Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { hasNul, isUuid } from "./channels.js";
 

@@ -1,11 +1,11 @@
 /** SQL for channels: lookup by id or alias on behalf of a caller, create, discovery, update, delete, aliases. */
-import type { Caller } from "../domain/caller.js";
+import type { Caller } from "../model/caller.js";
 import type { ChannelAccess, ChannelMode, ChannelRecord, ChannelView } from "../domain/channel.js";
 import type { ChannelResource, ChannelSummary, NewChannel, RelatedChannelRef } from "../domain/channels.js";
-import type { JsonValue } from "../domain/errors.js";
-import { formatTimestamp, type Micros } from "../domain/time.js";
+import type { JsonValue } from "../model/json.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
-import { isUuid } from "../domain/ids.js";
+import { isUuid } from "../model/ids.js";
 
 export interface ChannelRow {
   id: string;

@@ -1,6 +1,6 @@
 /** SQL for message_history: the history page of a channel (decision M9). */
 import type { MessageRecord } from "../domain/message.js";
-import { formatTimestamp, type Micros } from "../domain/time.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
 

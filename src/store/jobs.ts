@@ -6,8 +6,8 @@
  * transaction, so a job row and its Agenda job commit together or not at
  * all: no crash between the two can leave a row queued forever.
  */
-import type { JsonValue } from "../domain/errors.js";
-import { formatTimestamp, type Micros } from "../domain/time.js";
+import type { JsonValue } from "../model/json.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 
 export const JOB_KINDS = ["pdf", "job_posting", "transcript"] as const;

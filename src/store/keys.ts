@@ -1,6 +1,6 @@
 /** SQL for api_keys. */
 import type { KeyRecord, KeyRepository } from "../domain/keys.js";
-import type { Micros } from "../domain/time.js";
+import type { Micros } from "../model/time.js";
 import { ensureDefaultActor } from "./actors.js";
 import type { Db } from "./db.js";
 

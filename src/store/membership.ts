@@ -18,8 +18,8 @@ import type {
   MemberRecord,
 } from "../domain/membership.js";
 import type { ChannelMode } from "../domain/channel.js";
-import type { JsonValue } from "../domain/errors.js";
-import { formatTimestamp, type Micros } from "../domain/time.js";
+import type { JsonValue } from "../model/json.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 
 /**

@@ -10,9 +10,9 @@
  * inspect() tells the caller why.
  */
 import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
-import type { JsonValue } from "../domain/errors.js";
+import type { JsonValue } from "../model/json.js";
 import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message.js";
-import { formatTimestamp, parseTimestamp, type Micros } from "../domain/time.js";
+import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "./pool.js";
 

@@ -6,7 +6,7 @@
  * sees its values change shape behind its back.
  */
 import pg from "pg";
-import { parsePgTimestamp, type Micros } from "../domain/time.js";
+import { parsePgTimestamp, type Micros } from "../model/time.js";
 
 const OID = {
   INT8: 20,

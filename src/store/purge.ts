@@ -14,7 +14,7 @@
  * workers at once) finds nothing left to do.
  */
 import { TOMBSTONE_DAYS } from "../domain/jobs.js";
-import { formatTimestamp, type Micros } from "../domain/time.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 
 export interface PurgeCounts {

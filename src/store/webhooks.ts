@@ -10,8 +10,8 @@
  * then records the outcome and the log row in one statement that only
  * touches the outbox row if its attempt count is still the one it claimed.
  */
-import type { Micros } from "../domain/time.js";
-import { formatTimestamp } from "../domain/time.js";
+import type { Micros } from "../model/time.js";
+import { formatTimestamp } from "../model/time.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
 import type { MessageRecord } from "../domain/message.js";

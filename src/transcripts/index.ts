@@ -26,8 +26,8 @@
  *   (retryable); answers that cannot be read (not retried).
  */
 import type { Config } from "../config.js";
-import type { ErrorCode } from "../domain/errors.js";
-import { JobFailure } from "../domain/job-failure.js";
+import type { ErrorCode } from "../model/errors.js";
+import { JobFailure } from "../model/job-failure.js";
 import { createOutboundClient, failureClass, OutboundError, type OutboundClient, type OutboundResponse } from "../outbound/guarded-fetch.js";
 import type { TranscriptInput } from "./input.js";
 import { parseTimedText, UnreadableCaptions, type TranscriptSegment } from "./timed-text.js";

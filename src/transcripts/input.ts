@@ -16,7 +16,7 @@
  * - `language`: default "en"; a language code (BCP 47 shape: "en", "pt-BR",
  *   "zh-Hans"); "_" is read as "-". Else 422 invalid_language.
  */
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../model/errors.js";
 
 export interface TranscriptInput {
   video_id: string;

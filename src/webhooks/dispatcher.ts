@@ -26,7 +26,7 @@
  * receiver's way to say "stop"); anything else, or no answer within the
  * timeout, is retried.
  */
-import type { Clock, Micros } from "../domain/time.js";
+import type { Clock, Micros } from "../model/time.js";
 import { LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";

@@ -1,6 +1,6 @@
 /** Starts this process's webhook dispatcher with the guarded outbound client, as configured. */
 import type { Config } from "../config.js";
-import type { Clock } from "../domain/time.js";
+import type { Clock } from "../model/time.js";
 import type { LogLimiter } from "../log-limiter.js";
 import type { Logger } from "../logger.js";
 import { createOutboundClient } from "../outbound/guarded-fetch.js";

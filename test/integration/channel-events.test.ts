@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChannelEventType } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { MICROS_PER_SECOND, parseTimestamp } from "../../src/domain/time.js";
+import { MICROS_PER_SECOND, parseTimestamp } from "../../src/model/time.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel } from "../support/fixtures.js";
 import {

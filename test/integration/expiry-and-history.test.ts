@@ -7,7 +7,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { formatTimestamp } from "../../src/domain/time.js";
+import { formatTimestamp } from "../../src/model/time.js";
 import { Db } from "../../src/store/db.js";
 import { purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";

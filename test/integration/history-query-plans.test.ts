@@ -4,7 +4,7 @@
  * with 100,000 archived messages and another with 20,000.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/domain/time.js";
+import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
 import { EXPIRED_CANDIDATES_SQL, EXPIRED_HISTORY_SQL, EXPIRED_IDEMPOTENCY_SQL } from "../../src/store/purge.js";
 import { createTestDatabase } from "../support/database.js";

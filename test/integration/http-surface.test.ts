@@ -1,6 +1,6 @@
 /** What every HTTP caller sees regardless of route: errors, headers, CORS, health, metrics, docs. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { errorCatalog } from "../../src/domain/errors.js";
+import { errorCatalog } from "../../src/model/errors.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;

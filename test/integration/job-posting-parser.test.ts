@@ -6,7 +6,7 @@
  * not), and the private-address rule on posting URLs.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { JobFailure } from "../../src/domain/job-failure.js";
+import { JobFailure } from "../../src/model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { createJobPostingParser, type JobPostingParser } from "../../src/parsing/index.js";
 import { createOpenAiPostingModel } from "../../src/parsing/llm.js";

@@ -8,7 +8,8 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JsonObject, OpenApiDocument } from "../../src/server/docs/openapi.js";
+import type { JsonObject } from "../../src/model/json.js";
+import type { OpenApiDocument } from "../../src/server/docs/openapi.js";
 import { mintKey, rest, startTestServer, type JsonResponse, type TestServer } from "../support/server.js";
 
 let server: TestServer;

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/domain/time.js";
+import { systemClock } from "../../src/model/time.js";
 import { pdfJob } from "../../src/jobs/pdf.js";
 import { JobRunner } from "../../src/jobs/runner.js";
 import { createLogger } from "../../src/logger.js";

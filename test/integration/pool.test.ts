@@ -1,6 +1,6 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, parseTimestamp } from "../../src/domain/time.js";
+import { formatTimestamp, parseTimestamp } from "../../src/model/time.js";
 import { createPool, isConnectionError, withTransaction } from "../../src/store/pool.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 

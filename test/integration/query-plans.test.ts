@@ -3,7 +3,7 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/domain/time.js";
+import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
 import { createTestDatabase } from "../support/database.js";
 import { explainPlans } from "../support/query-plans.js";

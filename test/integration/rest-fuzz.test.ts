@@ -19,10 +19,10 @@ import { create, toBinary, type DescMessage, type DescMethod, type DescService, 
 import { ScalarType } from "@bufbuild/protobuf";
 import type { WakeBus } from "../../src/bus/wake-bus.js";
 import { loadConfig } from "../../src/config.js";
-import { errorCatalog } from "../../src/domain/errors.js";
+import { errorCatalog } from "../../src/model/errors.js";
 import { Keys } from "../../src/domain/keys.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
-import { systemClock } from "../../src/domain/time.js";
+import { systemClock } from "../../src/model/time.js";
 import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { createServices } from "../../src/services/index.js";

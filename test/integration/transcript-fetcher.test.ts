@@ -4,7 +4,7 @@
  * player-response paths, and each failure code with its retry class.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobFailure } from "../../src/domain/job-failure.js";
+import { JobFailure } from "../../src/model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { createTranscriptFetcher, INNERTUBE_CONTEXT, type TranscriptFetcher } from "../../src/transcripts/index.js";
 import { API_KEY, CONSENT_VALUE, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";

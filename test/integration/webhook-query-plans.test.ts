@@ -4,7 +4,7 @@
  * log page of one channel among many (custom and generic plans).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/domain/time.js";
+import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { OLD_WEBHOOK_DELIVERIES_SQL } from "../../src/store/purge.js";
 import { CLAIM_SCAN_ROWS, CLAIM_SQL, DELIVERY_LOG_SQL } from "../../src/store/webhooks.js";
 import { createTestDatabase } from "../support/database.js";

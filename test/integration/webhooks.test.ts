@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { WebhookDeliveryStatus } from "../../gen/agentbus/v1/channel_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { systemClock } from "../../src/domain/time.js";
+import { systemClock } from "../../src/model/time.js";
 import { createLogger } from "../../src/logger.js";
 import { createOutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { Db } from "../../src/store/db.js";

@@ -1,5 +1,5 @@
 /** A clock that follows real time but can be moved forward, for TTL and lease tests without sleeping. */
-import { MICROS_PER_SECOND, systemClock, type Clock } from "../../src/domain/time.js";
+import { MICROS_PER_SECOND, systemClock, type Clock } from "../../src/model/time.js";
 
 export class AdjustableClock implements Clock {
   private offset = 0;

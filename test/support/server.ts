@@ -5,7 +5,7 @@
 import { Writable } from "node:stream";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/config.js";
-import type { Clock } from "../../src/domain/time.js";
+import type { Clock } from "../../src/model/time.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase } from "./database.js";
 

@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelRecord } from "../../src/domain/channel.js";
-import {
-  buildChannelPatch,
-  changedColumns,
-  clampDiscoveryLimit,
-  parseDiscoveryCursor,
-  parseUpdateMask,
-  sameJson,
-  validateAlias,
-  validateCreateChannel,
-  type ChannelUpdateInput,
-  type CreateChannelInput,
-} from "../../src/domain/channels.js";
-import { ApiError } from "../../src/domain/errors.js";
-import { formatTimestamp } from "../../src/domain/time.js";
+import { buildChannelPatch, changedColumns, clampDiscoveryLimit, parseDiscoveryCursor, parseUpdateMask, sameJson, validateAlias, validateCreateChannel, type ChannelUpdateInput, type CreateChannelInput } from "../../src/domain/channels.js";
+import { ApiError } from "../../src/model/errors.js";
+import { formatTimestamp } from "../../src/model/time.js";
 
 const base: CreateChannelInput = {
   name: "jobs",

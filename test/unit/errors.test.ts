@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { ApiError, errorCatalog } from "../../src/domain/errors.js";
+import { ApiError, errorCatalog } from "../../src/model/errors.js";
 import { toApiError, toConnectError, toRestError } from "../../src/server/rpc/errors.js";
 
 const neverReported = () => {

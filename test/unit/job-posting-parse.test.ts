@@ -4,7 +4,7 @@
  * model's answer.
  */
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../src/domain/errors.js";
+import { ApiError } from "../../src/model/errors.js";
 import { validateParseRequest } from "../../src/parsing/input.js";
 import { postingUserMessage } from "../../src/parsing/llm.js";
 import { capText, extractMainText } from "../../src/parsing/main-text.js";

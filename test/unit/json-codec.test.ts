@@ -19,8 +19,8 @@ import {
   ListMessagesRequestSchema,
   MessageStatus,
 } from "../../gen/agentbus/v1/message_service_pb.js";
-import { ApiError } from "../../src/domain/errors.js";
-import { parseTimestamp, toProtoTimestamp } from "../../src/domain/time.js";
+import { ApiError } from "../../src/model/errors.js";
+import { parseTimestamp, toProtoTimestamp } from "../../src/model/time.js";
 import {
   decodeRequest,
   enumFromJson,

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { checkMetadataSchema, validateMetadataSchema } from "../../src/domain/channels.js";
-import { ApiError, type JsonValue } from "../../src/domain/errors.js";
+import { ApiError } from "../../src/model/errors.js";
+import type { JsonValue } from "../../src/model/json.js";
 import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_PATTERNS, patternProblem, schemaCost, schemaProblem, violations } from "../../src/domain/json-schema.js";
 import { schemaProblemOffThread, violationsOffThread } from "../../src/domain/json-schema-thread.js";
 

@@ -11,16 +11,10 @@ import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { configVariables } from "../../src/config.js";
-import { errorCatalog, isErrorCode } from "../../src/domain/errors.js";
+import { errorCatalog, isErrorCode } from "../../src/model/errors.js";
 import { renderLlmsTxt } from "../../src/server/docs/llms.js";
-import {
-  EXTRA_SUCCESS_STATUSES,
-  HTTP_BODY_MEDIA_TYPES,
-  buildOpenApiDocument,
-  openApiPath,
-  type JsonObject,
-  type OpenApiDocument,
-} from "../../src/server/docs/openapi.js";
+import { EXTRA_SUCCESS_STATUSES, HTTP_BODY_MEDIA_TYPES, buildOpenApiDocument, openApiPath, type OpenApiDocument } from "../../src/server/docs/openapi.js";
+import type { JsonObject } from "../../src/model/json.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 

@@ -1,7 +1,7 @@
 /** The HTML a pdf job renders: Markdown sanitised after marked, extra CSS last and inert (src/pdf/document.ts). */
 import { describe, expect, it } from "vitest";
 import { PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
-import type { ApiError } from "../../src/domain/errors.js";
+import type { ApiError } from "../../src/model/errors.js";
 import { buildDocument, markdownToSafeHtml, styleElement } from "../../src/pdf/document.js";
 import { MAX_PDF_SOURCE_BYTES, validatePdfRequest } from "../../src/pdf/input.js";
 import { MarkdownConverter } from "../../src/pdf/markdown.js";

@@ -5,7 +5,7 @@
  * below as the specification, on hand-picked and seeded random values.
  */
 import { describe, expect, it } from "vitest";
-import { formatTimestamp, parsePgTimestamp, parseTimestamp } from "../../src/domain/time.js";
+import { formatTimestamp, parsePgTimestamp, parseTimestamp } from "../../src/model/time.js";
 
 // ---------------------------------------------------------------------------
 // The specification: the implementations before the fast paths.

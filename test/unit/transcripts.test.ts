@@ -4,7 +4,7 @@
  * formats with entity decoding and whitespace normalisation.
  */
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../src/domain/errors.js";
+import { ApiError } from "../../src/model/errors.js";
 import { validateTranscriptRequest, videoIdFromUrl } from "../../src/transcripts/input.js";
 import { parseTimedText } from "../../src/transcripts/timed-text.js";
 import { chooseTrack, describeLanguages, tracksFromPlayerResponse, type CaptionTrack } from "../../src/transcripts/tracks.js";

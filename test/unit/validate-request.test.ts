@@ -4,7 +4,7 @@ import { CreateActorRequestSchema } from "../../gen/agentbus/v1/actor_service_pb
 import { CreateChannelRequestSchema, UpdateChannelRequestSchema } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ClaimMessageRequestSchema, CreateMessageRequestSchema, ListMessagesRequestSchema } from "../../gen/agentbus/v1/message_service_pb.js";
 import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
-import { ApiError, errorCatalog } from "../../src/domain/errors.js";
+import { ApiError, errorCatalog } from "../../src/model/errors.js";
 import { renderMessageJson } from "../../src/server/rest/json-codec.js";
 import { assertValidRequest, findInvalidValue } from "../../src/server/rpc/validate-request.js";
 

@@ -15,14 +15,14 @@
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { errorCatalog, isErrorCode, type ErrorCode, type JsonValue } from "../../domain/errors.js";
+import { errorCatalog, isErrorCode, type ErrorCode } from "../../model/errors.js";
+import type { JsonObject } from "../../model/json.js";
 import { enumJsonNames } from "../rest/json-enums.js";
 import { acceptsText, fieldErrorCode, overlaps, resolveFieldPath } from "../rest/json-codec.js";
 import { isWellKnown } from "../rest/json-render-reflect.js";
 import { RestRoutes, type RestRoute } from "../rest/routes.js";
 import { rulesOf, type MethodRules } from "../rpc/method-rules.js";
 
-export type JsonObject = { [key: string]: JsonValue };
 /** A JSON Schema 2020-12 object (OpenAPI 3.1 Schema Object). */
 export type Schema = JsonObject;
 

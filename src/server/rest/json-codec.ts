@@ -29,14 +29,14 @@ import {
 } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
 import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
-import { ApiError } from "../../domain/errors.js";
-import { parseTimestamp, toProtoTimestamp } from "../../domain/time.js";
+import { ApiError } from "../../model/errors.js";
+import { parseTimestamp, toProtoTimestamp } from "../../model/time.js";
 import { assertStorableText, fieldErrorCode } from "../rpc/validate-request.js";
 import { enumFromJson, enumJsonNames } from "./json-enums.js";
 import { isWellKnown } from "./json-render-reflect.js";
 
-export type { JsonValue } from "../../domain/errors.js";
-export type { JsonObject } from "./json-render-reflect.js";
+export type { JsonValue } from "../../model/json.js";
+export type { JsonObject } from "../../model/json.js";
 export { enumFromJson, enumJsonNames, enumToJson } from "./json-enums.js";
 export { renderMessage } from "./json-render.js";
 export { renderMessageJson } from "./json-render-text.js";

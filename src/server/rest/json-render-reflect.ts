@@ -12,11 +12,10 @@
 import { ScalarType, isMessage, toJson, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { isReflectMessage, reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
 import { EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, TimestampSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
-import type { JsonValue } from "../../domain/errors.js";
-import { formatTimestamp, fromProtoTimestamp } from "../../domain/time.js";
+import type { JsonObject, JsonValue } from "../../model/json.js";
+import { formatTimestamp, fromProtoTimestamp } from "../../model/time.js";
 import { enumToJson } from "./json-enums.js";
 
-export type JsonObject = { [key: string]: JsonValue };
 
 export const isWellKnown = (desc: DescMessage): boolean => desc.typeName.startsWith("google.protobuf.");
 

@@ -8,7 +8,7 @@ import { createContextValues } from "@connectrpc/connect";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
-import { ApiError } from "../../domain/errors.js";
+import { ApiError } from "../../model/errors.js";
 import { rulesOf } from "../rpc/method-rules.js";
 import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../rpc/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";

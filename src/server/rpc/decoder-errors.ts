@@ -15,7 +15,7 @@ import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connect
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { ErrorDetailSchema } from "../../../gen/agentbus/v1/errors_pb.js";
-import { ApiError } from "../../domain/errors.js";
+import { ApiError } from "../../model/errors.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 
 /** The catalog error for an error Connect raised while decoding or framing a request. */

@@ -6,7 +6,8 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../../gen/agentbus/v1/errors_pb.js";
-import { ApiError, errorCatalog, isErrorCode, type ErrorCode, type GrpcStatus, type JsonValue } from "../../domain/errors.js";
+import { ApiError, errorCatalog, isErrorCode, type ErrorCode, type GrpcStatus } from "../../model/errors.js";
+import type { JsonValue } from "../../model/json.js";
 import { isConnectionError } from "../../store/pool.js";
 
 const grpcCodes: Record<GrpcStatus, Code> = {

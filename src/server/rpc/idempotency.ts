@@ -27,7 +27,7 @@
 import { create, fromBinary, toBinary, toJson, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
-import { ApiError } from "../../domain/errors.js";
+import { ApiError } from "../../model/errors.js";
 import type { Db } from "../../store/db.js";
 import { PgIdempotencyStore } from "../../store/idempotency.js";
 import { callerOf, httpStatusKey } from "./context.js";

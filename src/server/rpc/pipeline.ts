@@ -9,7 +9,7 @@
 import { create, type DescMessage, type DescMethod, type DescService, type Message, type MessageShape } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { timingSafeEqual } from "node:crypto";
-import { ApiError } from "../../domain/errors.js";
+import { ApiError } from "../../model/errors.js";
 import type { Keys } from "../../domain/keys.js";
 import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
 import type { Db } from "../../store/db.js";

@@ -10,7 +10,7 @@
  */
 import { ScalarType, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { ApiError, isErrorCode, type ErrorCode } from "../../domain/errors.js";
+import { ApiError, isErrorCode, type ErrorCode } from "../../model/errors.js";
 
 /** The first invalid value of a request, found by walking its fields. */
 export interface InvalidValue {

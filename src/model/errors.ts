@@ -6,6 +6,8 @@
  * an ErrorDetail. /docs/errors is rendered from this table.
  */
 
+import type { JsonValue } from "./json.js";
+
 /** gRPC status names (the transport maps them to numeric codes). */
 export type GrpcStatus =
   | "invalid_argument"
@@ -163,8 +165,6 @@ export function isErrorCode(code: string): code is ErrorCode {
   return Object.hasOwn(errorCatalog, code);
 }
 
-/** JSON values allowed in extra error fields. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 export interface ApiErrorOptions {
   suggestion?: string;

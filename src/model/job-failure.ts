@@ -1,11 +1,11 @@
 /**
  * Why an async job could not produce its result. `code` is a catalog code
- * (src/domain/errors.ts), so a failed job's `error` ({error, message}) is
+ * (src/model/errors.ts), so a failed job's `error` ({error, message}) is
  * documented at /docs/errors like every other error. `retryable` says
  * whether running the job again may succeed (a timeout, a 429 or 5xx from a
  * provider) or not (no captions, a refused address, an unusable answer).
  */
-import type { ErrorCode } from "./errors.js";
+import type { ErrorCode } from "../model/errors.js";
 
 export class JobFailure extends Error {
   constructor(
