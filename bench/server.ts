@@ -13,7 +13,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { freePort } from "../src/free-port.js";
+import { freePort } from "../src/platform/free-port.js";
 
 export interface ServerUnderTest {
   url: string;

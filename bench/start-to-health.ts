@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "../src/free-port.js";
+import { freePort } from "../src/platform/free-port.js";
 
 const runs = Number(process.argv[2] ?? 1);
 const fixedDir = process.argv[3];

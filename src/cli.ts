@@ -6,9 +6,9 @@
  */
 // The service's modules (app.js) are imported only once PostgreSQL is
 // starting: loading them takes about as long as PostgreSQL's start.
-import { ConfigError, loadConfig, type Config } from "./config.js";
+import { ConfigError, loadConfig, type Config } from "./platform/config.js";
 import { openDatabase } from "./database.js";
-import { createLogger as createBaseLogger, resolveLogFormat } from "./logger.js";
+import { createLogger as createBaseLogger, resolveLogFormat } from "./platform/logger.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
 

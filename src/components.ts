@@ -12,9 +12,9 @@
 import path from "node:path";
 import type { RedisBus } from "./bus/redis-bus.js";
 import type { WakeBus } from "./bus/wake-bus.js";
-import type { Config } from "./config.js";
+import type { Config } from "./platform/config.js";
 import { jobKinds } from "./jobs/index.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "./platform/logger.js";
 import { chromiumInstalled, chromiumSource } from "./pdf/chromium.js";
 import type { PdfRenderer } from "./pdf/renderer.js";
 import type { ComponentReport } from "./server/health.js";

@@ -3,9 +3,9 @@
  * AGENTBUS_DATA_DIR. A module of its own, light to load, so the CLI can
  * start PostgreSQL before it loads the rest of the service.
  */
-import type { Config } from "./config.js";
-import { LogLimiter } from "./log-limiter.js";
-import type { Logger } from "./logger.js";
+import type { Config } from "./platform/config.js";
+import { LogLimiter } from "./platform/log-limiter.js";
+import type { Logger } from "./platform/logger.js";
 import { startEmbeddedPostgres } from "./store/embedded.js";
 
 export interface Database {

@@ -43,8 +43,8 @@ import { JobPostingResultSchema, PdfResultSchema, TranscriptResultSchema } from 
 import type { JsonValue } from "../model/json.js";
 import { JobFailure } from "../model/job-failure.js";
 import { resultExpiry } from "../domain/jobs.js";
-import { errorFields } from "../log-limiter.js";
-import type { Logger } from "../logger.js";
+import { errorFields } from "../platform/log-limiter.js";
+import type { Logger } from "../platform/logger.js";
 import { agendaJobName, claimJob, completeJob, enqueueJob, failJob, releaseJob, type JobKindName } from "../store/jobs.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 

@@ -9,7 +9,7 @@
  * the first job of its kind. Whether there is a parser at all is still
  * decided here, from the configuration, as before.
  */
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import type { JobPostingParser } from "../parsing/index.js";
 import type { TranscriptFetcher } from "../transcripts/index.js";
 import type { JobDependencies } from "./types.js";

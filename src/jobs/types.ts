@@ -5,7 +5,7 @@
  */
 import type { BackoffStrategy } from "agenda";
 import type { Clock } from "../model/time.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../platform/logger.js";
 import type { JobPostingParser } from "../parsing/index.js";
 import type { PdfRenderer } from "../pdf/renderer.js";
 import type { Db } from "../store/db.js";

@@ -9,7 +9,7 @@
  *   llm.ts            the model call (openai SDK, strict JSON schema)
  *   posting-schema.ts the schema and the normalisation of the answer
  */
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import { JobFailure } from "../model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { ParseInput } from "./input.js";

@@ -41,9 +41,9 @@
  *   open a page in that time is killed and restarted.
  */
 import type { Browser, HTTPRequest, Page, PuppeteerNode, TimeoutError } from "puppeteer-core";
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import { JobFailure } from "../model/job-failure.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../platform/logger.js";
 import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";
 

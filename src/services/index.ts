@@ -5,7 +5,7 @@
  */
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import type { WakeBus } from "../bus/wake-bus.js";
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import { ActorWebhooks } from "../domain/actor-webhooks.js";
 import { Actors } from "../domain/actors.js";
 import { ChannelAdmin } from "../domain/channel-admin.js";

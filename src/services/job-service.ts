@@ -9,7 +9,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { hostname } from "node:os";
 import { JobKind, JobStatus, type JobSchema } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import { ApiError } from "../model/errors.js";
 import { AsyncJobs } from "../domain/jobs.js";
 import { toProtoTimestamp, type Clock } from "../model/time.js";

@@ -29,7 +29,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { freePort } from "../free-port.js";
+import { freePort } from "../platform/free-port.js";
 
 export type EmbeddedLogLevel = "info" | "warn" | "error";
 

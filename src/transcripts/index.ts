@@ -25,7 +25,7 @@
  * - video_host_unavailable: timeouts, connection failures and 5xx
  *   (retryable); answers that cannot be read (not retried).
  */
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import type { ErrorCode } from "../model/errors.js";
 import { JobFailure } from "../model/job-failure.js";
 import { createOutboundClient, failureClass, OutboundError, type OutboundClient, type OutboundResponse } from "../outbound/guarded-fetch.js";

@@ -27,8 +27,8 @@
  * timeout, is retried.
  */
 import type { Clock, Micros } from "../model/time.js";
-import { LogLimiter } from "../log-limiter.js";
-import type { Logger } from "../logger.js";
+import { LogLimiter } from "../platform/log-limiter.js";
+import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
 import { NotificationListener } from "../store/notification-listener.js";

@@ -1,8 +1,8 @@
 /** Starts this process's webhook dispatcher with the guarded outbound client, as configured. */
-import type { Config } from "../config.js";
+import type { Config } from "../platform/config.js";
 import type { Clock } from "../model/time.js";
-import type { LogLimiter } from "../log-limiter.js";
-import type { Logger } from "../logger.js";
+import type { LogLimiter } from "../platform/log-limiter.js";
+import type { Logger } from "../platform/logger.js";
 import { createOutboundClient } from "../outbound/guarded-fetch.js";
 import type { Db } from "../store/db.js";
 import { WebhookDispatcher } from "./dispatcher.js";

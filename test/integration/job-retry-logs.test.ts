@@ -4,7 +4,7 @@
  * error text said once, not once per wrapping cause.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../src/free-port.js";
+import { freePort } from "../../src/platform/free-port.js";
 import { waitForJob } from "../support/pdf.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../src/free-port.js";
+import { freePort } from "../../src/platform/free-port.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { createChannel } from "../support/fixtures.js";
 import { startLoad, waitUntil } from "../support/load.js";

@@ -12,7 +12,7 @@ import { JobKind, JobStatus } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService, PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
 import { RESULT_TTL_SECONDS, TOMBSTONE_DAYS } from "../../src/domain/jobs.js";
 import { jobSweepJob } from "../../src/jobs/job-sweep.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { Db } from "../../src/store/db.js";
 import { purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";

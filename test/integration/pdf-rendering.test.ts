@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/model/time.js";
 import { pdfJob } from "../../src/jobs/pdf.js";
 import { JobRunner } from "../../src/jobs/runner.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { PdfRenderer } from "../../src/pdf/renderer.js";
 import { Db } from "../../src/store/db.js";
 import { download, getJob, pageCount, pdfText, renderPdf, submitPdfJob, waitForJob } from "../support/pdf.js";

@@ -22,7 +22,7 @@ import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
 import { startServiceProcess, type ServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
-import { freePort } from "../../src/free-port.js";
+import { freePort } from "../../src/platform/free-port.js";
 
 let dataDir: string;
 let pgPort: number;

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import type { WakeBus } from "../../src/bus/wake-bus.js";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/platform/config.js";
 import { errorCatalog } from "../../src/model/errors.js";
 import { Keys } from "../../src/domain/keys.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
-import { loadConfig, type Env } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { loadConfig, type Env } from "../../src/platform/config.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createChannel, postMessage } from "../support/fixtures.js";

@@ -12,7 +12,7 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { WebhookDeliveryStatus } from "../../gen/agentbus/v1/channel_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { systemClock } from "../../src/model/time.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { createOutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { Db } from "../../src/store/db.js";
 import { MessageStore } from "../../src/store/messages.js";

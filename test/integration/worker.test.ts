@@ -7,7 +7,7 @@ import { getCreateIndexesSQL, getCreateTableSQL } from "@agendajs/postgres-backe
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agendaPoolView, JobRunner } from "../../src/jobs/runner.js";
 import type { JobKind } from "../../src/jobs/types.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { Db } from "../../src/store/db.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";

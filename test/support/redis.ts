@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
-import { freePort } from "../../src/free-port.js";
+import { freePort } from "../../src/platform/free-port.js";
 
 export interface TestRedis {
   url: string;

@@ -4,9 +4,9 @@
  */
 import { Writable } from "node:stream";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
-import { loadConfig, type Env } from "../../src/config.js";
+import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "./database.js";
 
 export interface TestServer {

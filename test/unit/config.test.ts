@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConfigError, configVariables, loadConfig } from "../../src/config.js";
+import { ConfigError, configVariables, loadConfig } from "../../src/platform/config.js";
 
 describe("loadConfig", () => {
   it("applies the documented defaults on an empty environment", () => {

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LogLimiter } from "../../src/log-limiter.js";
-import { createLogger } from "../../src/logger.js";
+import { LogLimiter } from "../../src/platform/log-limiter.js";
+import { createLogger } from "../../src/platform/logger.js";
 
 let lines: Array<Record<string, unknown>>;
 let limiter: LogLimiter;

@@ -1,7 +1,7 @@
 /** Log formats: JSON lines unless a terminal (or AGENTBUS_LOG_FORMAT) asks for readable lines; secrets redacted in both. */
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger, resolveLogFormat, type LogFormat } from "../../src/logger.js";
+import { createLogger, resolveLogFormat, type LogFormat } from "../../src/platform/logger.js";
 
 function capture(format: LogFormat): { logger: ReturnType<typeof createLogger>; text: () => string } {
   let text = "";

@@ -10,7 +10,7 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
-import { configVariables } from "../../src/config.js";
+import { configVariables } from "../../src/platform/config.js";
 import { errorCatalog, isErrorCode } from "../../src/model/errors.js";
 import { renderLlmsTxt } from "../../src/server/docs/llms.js";
 import { EXTRA_SUCCESS_STATUSES, HTTP_BODY_MEDIA_TYPES, buildOpenApiDocument, openApiPath, type OpenApiDocument } from "../../src/server/docs/openapi.js";

@@ -1,7 +1,7 @@
 /** Webhook settings (W2, W4) and the signature scheme (W1). */
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/platform/config.js";
 import { signature, webhookHeaders } from "../../src/webhooks/payload.js";
 
 describe("webhook configuration", () => {

@@ -10,9 +10,9 @@
  * Expected failures (connection refused, connection lost) are logged as
  * their message and code, without the stack, which says nothing about them.
  */
-import { JobFailure } from "./model/job-failure.js";
+import { JobFailure } from "../model/job-failure.js";
 import type { Logger } from "./logger.js";
-import { isConnectionError } from "./store/pool.js";
+import { isConnectionError } from "../store/pool.js";
 
 type Level = "warn" | "error";
 
