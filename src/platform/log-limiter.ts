@@ -12,7 +12,7 @@
  */
 import { JobFailure } from "../model/job-failure.js";
 import type { Logger } from "./logger.js";
-import { isConnectionError } from "../store/pool.js";
+import { isConnectionError } from "../model/storage-errors.js";
 
 type Level = "warn" | "error";
 

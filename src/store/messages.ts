@@ -14,7 +14,7 @@ import type { JsonValue } from "../model/json.js";
 import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
-import { isConnectionError } from "./pool.js";
+import { isConnectionError } from "../model/storage-errors.js";
 
 /**
  * Whether the database answered that the statement failed, so nothing of it

@@ -1,7 +1,8 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, parseTimestamp } from "../../src/model/time.js";
-import { createPool, isConnectionError, withTransaction } from "../../src/store/pool.js";
+import { createPool, withTransaction } from "../../src/store/pool.js";
+import { isConnectionError } from "../../src/model/storage-errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 let db: TestDatabase;

@@ -8,7 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../../gen/agentbus/v1/errors_pb.js";
 import { ApiError, errorCatalog, isErrorCode, type ErrorCode, type GrpcStatus } from "../../model/errors.js";
 import type { JsonValue } from "../../model/json.js";
-import { isConnectionError } from "../../store/pool.js";
+import { isConnectionError } from "../../model/storage-errors.js";
 
 const grpcCodes: Record<GrpcStatus, Code> = {
   invalid_argument: Code.InvalidArgument,
