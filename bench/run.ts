@@ -44,7 +44,8 @@ async function main(): Promise<number> {
   for (const x of wanted) if (!(SCENARIOS as readonly string[]).includes(x)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${x} (use ${SCENARIOS.join(",")})`);
 
   // The webhook receiver is this process, on 127.0.0.1: the service we start
-  // must be allowed to post there (decision W4). A BENCH_URL service needs it set too.
+  // must be allowed to post there (docs/decisions.md#outbound-addresses). A
+  // BENCH_URL service needs it set too.
   const serverEnv = wanted.includes("webhooks") ? { ...process.env, AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" } : process.env;
   const server: ServerUnderTest = await startServer(serverEnv);
   const onSignal = (signal: NodeJS.Signals) => {

@@ -91,7 +91,7 @@ export interface CreatesResult {
 /** `clients` concurrent writers, one key each, POSTing ~100-byte messages to one claimable channel. */
 export async function creates(api: Api, owner: Key, writers: Key[], channels: number, s: Settings): Promise<CreatesResult> {
   // One channel by default (writes to a channel are serialised by its row
-  // lock, decision M1); BENCH_CREATE_CHANNELS spreads the writers over more.
+  // lock, docs/decisions.md#cursor-order); BENCH_CREATE_CHANNELS spreads the writers over more.
   const paths: string[] = [];
   for (let i = 0; i < channels; i++) paths.push(`/v1/channels/${await api.createChannel(owner, `bench-${s.runId}-creates-${i}`)}/messages`);
   const lat = new Latencies();
@@ -475,11 +475,12 @@ export interface WebhooksResult {
 }
 
 /**
- * First-attempt webhook latency (decision W2): `writers` closed-loop clients
- * post to a channel whose webhook_url is a receiver in this process
- * (127.0.0.1, so the service must run with AGENTBUS_ALLOW_PRIVATE_TARGETS=true;
- * run.ts sets it for the service it starts). The receiver answers 200 at once
- * and notes when each message's POST arrived.
+ * First-attempt webhook latency (docs/decisions.md#webhook-delivery): `writers`
+ * closed-loop clients post to a channel whose webhook_url is a receiver in this
+ * process (127.0.0.1, so the service must run with
+ * AGENTBUS_ALLOW_PRIVATE_TARGETS=true; run.ts sets it for the service it
+ * starts). The receiver answers 200 at once and notes when each message's POST
+ * arrived.
  */
 export async function webhooks(api: Api, owner: Key, writers: Key[], s: Settings): Promise<WebhooksResult> {
   const arrived = new Map<string, number>();

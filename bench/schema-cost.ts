@@ -1,5 +1,5 @@
 /**
- * Event-loop cost of metadata schemas (issue 11, H1/M4): the API thread's
+ * Event-loop cost of metadata schemas (docs/decisions.md#schemas-off-thread): the API thread's
  * time for the nastiest schemas and metadata, before (Ajv with native RegExp
  * compiling and validating on the API thread) and after (cheap checks on the
  * API thread, the rest on the schema thread). Run: npx tsx bench/schema-cost.ts

@@ -100,9 +100,10 @@ async function openStore(
 }
 
 /**
- * Redis pub/sub when REDIS_URL is set, else LISTEN/NOTIFY on the database (P3).
- * With Redis, LISTEN/NOTIFY is also the fallback while Redis is unreachable
- * (see redis-bus.ts): one more connection per process, idle while Redis works.
+ * Redis pub/sub when REDIS_URL is set, else LISTEN/NOTIFY on the database
+ * (docs/decisions.md#wake-bus). With Redis, LISTEN/NOTIFY is also the fallback
+ * while Redis is unreachable (see redis-bus.ts): one more connection per
+ * process, idle while Redis works.
  */
 async function openWakeBus(config: Config, pool: pg.Pool, databaseUrl: string, outageLog: LogLimiter): Promise<WakeBus> {
   const log = outageLog.child({ component: "wake-bus" });
@@ -246,7 +247,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   }
 }
 
-/** Starts the job workers without the API (decision P2, the scale-out shape in DESIGN.md). */
+/** Starts the job workers without the API (the scale-out shape of docs/operations.md#scaling-out). */
 export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal, database }: AppOptions): Promise<Worker> {
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = cleanupRunner(cleanups, logger);

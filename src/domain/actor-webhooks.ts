@@ -1,5 +1,5 @@
 /**
- * Where an actor's mention pushes go (decision W3; contract §6.2):
+ * Where an actor's mention pushes go (docs/decisions.md#mention-pushes):
  * POST/GET/DELETE /v1/actors/{actor_id}/webhook. Only the actor's owner (the
  * key that created it) may see or change it; the path takes the actor's id,
  * not an alias. The secret is write-only.

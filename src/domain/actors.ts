@@ -1,6 +1,6 @@
 /**
  * Actors: the named identities a key posts, claims and acks as (contract
- * §2.3, §5.1, §5.5, §13; decision M4). Every key has a default actor named
+ * docs/decisions.md#actors). Every key has a default actor named
  * after its agent label, created with the key. An actor belongs to the key
  * that created it: only that key may act as it or add aliases to it; anyone
  * may look it up or mention it.
@@ -51,9 +51,9 @@ export interface CreateActorInput {
 }
 
 export const MAX_ACTOR_NAME_LENGTH = 200;
-/** Same cap as message metadata (decision M7). */
+/** Same cap as message metadata (docs/decisions.md#size-limits). */
 export const MAX_ACTOR_METADATA_BYTES = 16 * 1024;
-/** Not in the spec: bounds the one lookup query of a message's mentions. */
+/** Our own bound: bounds the one lookup query of a message's mentions. */
 export const MAX_MENTIONS = 100;
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
@@ -124,7 +124,7 @@ export class Actors {
   }
 
   /**
-   * For claim/ack/release `actor` (decision M4): undefined → the default
+   * For claim/ack/release `actor` (docs/decisions.md#actors): undefined → the default
    * actor; else the caller's actor with that id or alias, else the caller's
    * actor with that NAME (its default actor first, then the oldest); an id or
    * alias of another key's actor → 403 actor_forbidden; an unknown UUID →

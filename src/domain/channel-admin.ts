@@ -1,5 +1,5 @@
 /**
- * Operator actions on channels (decision M10): pause and resume any channel,
+ * Operator actions on channels (docs/decisions.md#pause): pause and resume any channel,
  * whoever owns it. Authorised by the admin token in the call pipeline.
  */
 import type { ChannelResource } from "./channels.js";

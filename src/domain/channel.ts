@@ -1,5 +1,6 @@
 /**
- * A channel as the rules see it, and who may do what with it (decisions A1, A2).
+ * A channel as the rules see it, and who may do what with it
+ * (docs/decisions.md#channel-access, #owner-only).
  */
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
@@ -49,7 +50,7 @@ export function assertCanUse(channel: ChannelView, caller: Caller): void {
   if (!canUse(channel, caller)) throw new ApiError("channel_access_denied");
 }
 
-/** Owner-only operations (A2); a stranger to a restricted channel learns no more than channel_access_denied. */
+/** Owner-only operations (docs/decisions.md#owner-only); a stranger to a restricted channel learns no more than channel_access_denied. */
 export function assertOwner(channel: ChannelView, caller: Caller): void {
   assertCanUse(channel, caller);
   if (!isOwner(channel, caller)) throw new ApiError("forbidden");

@@ -1,8 +1,9 @@
 /**
- * Channels: validation and defaults of create and update (contract §2.1,
- * §4.1, §4.3; decisions A1, A2, J5, M2), and the Channels use cases built on
- * them. The pure functions at the top take plain values (the services map
- * proto requests to them) and throw ApiError with the contract's 422 codes.
+ * Channels: validation and defaults of create and update
+ * (docs/decisions.md#channel-fields, #owner-only, #list-pages), and the
+ * Channels use cases built on them. The pure functions at the top take plain
+ * values (the services map proto requests to them) and throw ApiError with the
+ * contract's 422 codes.
  */
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, assertOwner, type ChannelAccess, type ChannelMode, type ChannelRecord, type ChannelView } from "./channel.js";
@@ -37,9 +38,9 @@ export const TTL_SECONDS = { min: 300, max: 2_592_000, default: 86_400 } as cons
 export const RETENTION_DAYS = { min: 1, max: 365, default: 7 } as const;
 export const MAX_MESSAGES = { min: 1, max: 1_000_000 } as const;
 export const MAX_WRITES_PER_MINUTE = { min: 1, max: 1_000_000 } as const;
-/** Not in the spec: keeps one channel's link list and the create request bounded. */
+/** Our own bound: keeps one channel's link list and the create request bounded. */
 export const MAX_RELATED_CHANNELS = 100;
-/** Not in the spec: compiled schemas are cached per process, so their size is bounded. */
+/** Our own bound: compiled schemas are cached per process, so their size is bounded. */
 export const MAX_METADATA_SCHEMA_BYTES = 64 * 1024;
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const DISCOVERY_PAGE = { min: 1, max: 100, default: 50 } as const;
@@ -74,7 +75,7 @@ const isBlank = (text: string): boolean => text.trim() === "";
 // ---------------------------------------------------------------------------
 // Field validators (each throws the contract's code, with details.field)
 
-/** A channel name: required, non-blank, ≤ 200 characters, nothing invisible. Stored verbatim (J5). */
+/** A channel name: required, non-blank, ≤ 200 characters, nothing invisible. Stored verbatim (docs/decisions.md#strings-verbatim). */
 export function validateChannelName(value: string | undefined, field = "name"): string {
   if (value === undefined || isBlank(value)) {
     throw new ApiError("missing_field", `'${field}' is required and must not be blank`, { details: { field } });
@@ -275,7 +276,7 @@ export interface ChannelDefaults {
   defaultDiscoverable: boolean;
 }
 
-/** Validates a create request in field order and applies the defaults of contract §2.1. */
+/** Validates a create request in field order and applies the defaults (docs/decisions.md#channel-fields). */
 export function validateCreateChannel(input: CreateChannelInput, defaults: ChannelDefaults): NewChannel {
   const name = validateChannelName(input.name);
   const mode = validateMode(input.mode, true) as ChannelMode;
@@ -501,7 +502,7 @@ export interface DiscoveryQuery {
   limit: number | undefined;
 }
 
-/** Decision M2: an out-of-range numeric limit is clamped into 1..100; default 50. */
+/** docs/decisions.md#list-pages: an out-of-range numeric limit is clamped into 1..100; default 50. */
 export function clampDiscoveryLimit(limit: number | undefined): number {
   if (limit === undefined) return DISCOVERY_PAGE.default;
   return Math.min(DISCOVERY_PAGE.max, Math.max(DISCOVERY_PAGE.min, Math.trunc(limit)));
@@ -588,7 +589,7 @@ export class Channels {
     return { data, limit, nextCursor: data.length === limit && last ? formatTimestamp(last.createdAt) : null };
   }
 
-  /** Owner only (A2). Applies the patch; updated_at moves only when something changed. */
+  /** Owner only (docs/decisions.md#owner-only). Applies the patch; updated_at moves only when something changed. */
   async update(caller: Caller, identifier: string, input: ChannelUpdateInput, mask: readonly string[] | undefined): Promise<ChannelResource> {
     const patch = buildChannelPatch(input, mask);
     await checkMetadataSchema(patch.metadataSchema);
@@ -605,14 +606,14 @@ export class Channels {
     });
   }
 
-  /** Owner only (A2). Messages, history, members, links and aliases go with it; the aliases are free again. */
+  /** Owner only. Messages, history, members, links and aliases go with it; the aliases are free again. */
   async delete(caller: Caller, identifier: string): Promise<void> {
     const view = await this.ownedChannel(caller, identifier);
     await deleteChannel(this.db, view.id);
   }
 
   /**
-   * Owner only (A2). One global namespace: an alias of another channel → 409
+   * Owner only. One global namespace: an alias of another channel → 409
    * alias_conflict; an alias the channel already has → 201 again (idempotent,
    * so a retried request does not fail).
    */

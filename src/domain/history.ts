@@ -1,7 +1,7 @@
 /**
- * A channel's history (decision M9): its expired and retracted messages,
+ * A channel's history (docs/decisions.md#expiry-and-history): its expired and retracted messages,
  * kept for retention_days after archiving, newest first. Readable by whoever
- * may read the channel (A1).
+ * may read the channel (docs/decisions.md#channel-access).
  */
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, type ChannelView } from "./channel.js";

@@ -1,8 +1,8 @@
 /**
- * The async jobs as the API sees them (decisions J-1, J-2, A5): submission,
- * the job record, and the PDF download. Each kind validates its own request
- * and runs in its worker (src/jobs/<kind>.ts over src/jobs/async-job.ts);
- * everything they share is here.
+ * The async jobs as the API sees them (docs/decisions.md#job-record, #pdf-jobs,
+ * #jobs-private): submission, the job record, and the PDF download. Each kind
+ * validates its own request and runs in its worker (src/jobs/<kind>.ts over
+ * src/jobs/async-job.ts); everything they share is here.
  *
  * - A job is created queued and its Agenda job is written in the same
  *   transaction (store/jobs.ts), so it is never left without a runner.
@@ -20,7 +20,7 @@ import { MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
 import type { Db } from "../store/db.js";
 import { enqueueJob, findJob, findJobPdf, insertJob, lockAndCountUnfinishedJobs, type JobKindName, type JobRecord } from "../store/jobs.js";
 
-/** How long a result (and a PDF) is kept after the job ended (spec §8: 24 hours). */
+/** How long a result (and a PDF) is kept after the job ended (24 hours: docs/decisions.md#job-record). */
 export const RESULT_TTL_SECONDS = 24 * 60 * 60;
 /** How long an expired job is remembered (410 on download) before it is deleted (404). */
 export const TOMBSTONE_DAYS = 7;

@@ -3,7 +3,8 @@
  * worker thread, never on the API thread. Ajv compiles a schema into
  * JavaScript and V8 then compiles that: about half a millisecond per property
  * on this service's hardware, so a schema within the size limits can still cost
- * a tenth of a second, and its first validation as much again (issue 11, M4).
+ * a tenth of a second, and its first validation as much again
+ * (docs/decisions.md#schemas-off-thread).
  * json-schema.ts bounds the cost statically (size with $refs expanded,
  * depth, linear-time regular expressions); this thread keeps even that cost
  * off the event loop, and a deadline ends a job that overruns anyway.

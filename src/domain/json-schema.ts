@@ -5,7 +5,7 @@
  * validating.
  *
  * Schemas come from any key and run on the API thread, so nothing in them may
- * cost more than a few milliseconds (issue 11, H1 and M4):
+ * cost more than a few milliseconds (docs/decisions.md#schemas-off-thread):
  * - Every regular expression (`pattern`, `patternProperties`, the patterns of
  *   `propertyNames`) runs on RE2 (re2js), which matches in time linear in the
  *   input. A pattern must be valid ECMAScript (the JSON Schema dialect) *and*

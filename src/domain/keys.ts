@@ -1,5 +1,5 @@
 /**
- * Self-issued API keys (decision A4). A key is "<key_id>.<secret>"; only a
+ * Self-issued API keys (docs/decisions.md#api-keys). A key is "<key_id>.<secret>"; only a
  * SHA-256 of the secret is stored. A fast hash is right here because the
  * secret is 192 random bits, not a password: there is nothing to brute-force.
  */

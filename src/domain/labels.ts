@@ -1,5 +1,5 @@
 /**
- * User-chosen names that stand for an identity (issue 11, L6). Two names
+ * User-chosen names that stand for an identity (docs/decisions.md#lookalike-names). Two names
  * that look alike must not both be taken, so uniqueness is judged on a
  * normal form while the name is shown as given (trimmed).
  */

@@ -1,5 +1,5 @@
 /**
- * Long-poll (decision M3): when a read finds nothing, wait for a wake-up on
+ * Long-poll (docs/decisions.md#long-poll): when a read finds nothing, wait for a wake-up on
  * the channel or the deadline, then read again. The subscription is taken
  * before the re-read, so a message that lands between the read and the wait
  * still wakes the waiter: no wake-up is lost.

@@ -1,8 +1,8 @@
 /**
- * Who belongs to a channel and how they got in (issue 4; contract §4.4–4.7;
- * decisions A1–A3): the owner's member list, invitations, access requests,
- * and the event log that records every change. Each change and its event
- * commit in one transaction.
+ * Who belongs to a channel and how they got in (issue 4;
+ * docs/decisions.md#membership, #invitations, #owner-only): the owner's member
+ * list, invitations, access requests, and the event log that records every
+ * change. Each change and its event commit in one transaction.
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
@@ -38,15 +38,15 @@ import {
 // ---------------------------------------------------------------------------
 // Limits
 
-/** Invitations expire 24 hours after creation (spec §8). */
+/** Invitations expire 24 hours after creation (docs/decisions.md#invitations). */
 export const INVITATION_TTL_SECONDS = 24 * 60 * 60;
 /** Channel events stay readable for 24 hours. */
 export const EVENT_TTL_SECONDS = 24 * 60 * 60;
-/** Invitation lookups per source address and window (contract §4.5). */
+/** Invitation lookups per source address and window. */
 export const INVITATION_LOOKUP_LIMIT = { count: 10, windowMs: 60_000 } as const;
 export const EVENTS_PAGE = { min: 1, max: 100, default: 50 } as const;
 export const INVITATIONS_PAGE = { min: 1, max: 100, default: 50 } as const;
-/** Not in the spec: keeps the owner's pending list readable and bounded. */
+/** Our own bound: keeps the owner's pending list readable and bounded. */
 export const MAX_REASON_LENGTH = 2000;
 /** Longest key_id accepted before looking it up (key ids are ~19 characters). */
 const MAX_KEY_ID_LENGTH = 256;
@@ -173,7 +173,7 @@ export function validateKeyIdField(value: string | undefined): string {
   return value;
 }
 
-/** An optional access-request reason: default "", stored verbatim (J5), at most MAX_REASON_LENGTH characters. */
+/** An optional access-request reason: default "", stored verbatim (docs/decisions.md#strings-verbatim), at most MAX_REASON_LENGTH characters. */
 export function validateReason(value: string | undefined): string {
   if (value === undefined) return "";
   if ([...value].length > MAX_REASON_LENGTH) {
@@ -236,7 +236,7 @@ export class Membership {
     this.lookupLimiter = new FixedWindowLimiter(INVITATION_LOOKUP_LIMIT.count, INVITATION_LOOKUP_LIMIT.windowMs, clock);
   }
 
-  // --- Members (owner only, A2) -------------------------------------------
+  // --- Members (owner only) -------------------------------------------------
 
   async listMembers(caller: Caller, identifier: string): Promise<MemberRecord[]> {
     const channel = await this.ownedChannel(caller, identifier);
@@ -283,7 +283,7 @@ export class Membership {
     });
   }
 
-  // --- Invitations (A3) ----------------------------------------------------
+  // --- Invitations ----------------------------------------------------------
 
   /** Any key that can use the channel: open → anyone, restricted → owner and members. Expires in 24 h. */
   async createInvitation(caller: Caller, identifier: string): Promise<InvitationView> {
@@ -348,7 +348,7 @@ export class Membership {
   }
 
   /**
-   * Its creator or the channel owner (A3); others 403 forbidden, except that
+   * Its creator or the channel owner; others 403 forbidden, except that
    * a stranger to a restricted channel gets channel_access_denied first.
    * Idempotent, keeping the first revoked_at.
    */
@@ -436,7 +436,7 @@ export class Membership {
         const { created } = await insertMember(this.db, channel.id, requester, now, null);
         if (created) {
           await this.record(channel.id, "member_added", caller.keyId, requester, null, now);
-          // W1: the channel's webhook hears of the approval; queued in this transaction.
+          // The channel's webhook hears of the approval; queued in this transaction.
           await enqueueMemberAdded(this.db, { channelId: channel.id, memberKeyId: requester, approvedByKeyId: caller.keyId }, now);
         }
       }

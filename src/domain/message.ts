@@ -36,7 +36,7 @@ export interface MessageRecord {
 
 /**
  * The claim that still holds at `now`: a lease that ran out before anyone
- * acknowledged the message no longer holds (decision M6).
+ * acknowledged the message no longer holds (docs/decisions.md#leases-and-retract).
  */
 export function effectiveClaim(message: MessageRecord, now: Micros): Claim | null {
   const { claim } = message;

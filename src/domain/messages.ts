@@ -1,7 +1,7 @@
 /**
- * The rules of live messages: posting (M7 limits, metadata schema, mentions,
- * pause, throttle, ring buffer), reading by cursor (M1, M2), claiming and
- * acknowledging (M4, M5), leases and retraction (M6).
+ * The rules of live messages: posting (size limits, metadata schema, mentions,
+ * pause, throttle, ring buffer), reading by cursor, claiming and
+ * acknowledging, leases and retraction (docs/decisions.md#channels-and-messages).
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
@@ -28,7 +28,7 @@ export type ChannelFinder = (identifier: string, caller: Caller) => Promise<Chan
 
 export interface MessagesOptions {
   maxContentBytes: number;
-  /** Where writes announce themselves and long-polls wait (M3). */
+  /** Where writes announce themselves and long-polls wait (docs/decisions.md#long-poll). */
   bus: WakeBus;
   /** Runs fn after the current transaction commits (at once outside one). */
   afterCommit: (fn: () => void) => void;
@@ -409,7 +409,7 @@ export class Messages {
     return found;
   }
 
-  /** The reasons a claim can be refused that are not about who holds it (M4 order). */
+  /** The reasons a claim can be refused that are not about who holds it, in the order of docs/decisions.md#claims. */
   private async explainRefusedClaim(caller: Caller, messageId: string, now: Micros): Promise<MessageInspection> {
     const found = await this.store.inspect(messageId, caller.keyId);
     if (!found) throw new ApiError("message_not_found");

@@ -1,7 +1,8 @@
 /**
- * The channel webhook's delivery log (decision W2): every attempt, newest
- * first, kept 7 days; owner only (A2), a stranger to a restricted channel
- * gets channel_access_denied first.
+ * The channel webhook's delivery log (docs/decisions.md#webhook-delivery):
+ * every attempt, newest first, kept 7 days; owner only
+ * (docs/decisions.md#owner-only), a stranger to a restricted channel gets
+ * channel_access_denied first.
  */
 import type { Caller } from "../model/caller.js";
 import { assertOwner, type ChannelView } from "./channel.js";

@@ -1,5 +1,5 @@
 /**
- * The worker side of the async jobs (decision J-1), shared by the three
+ * The worker side of the async jobs (docs/decisions.md#job-record), shared by the three
  * kinds: a kind module says how to turn its input into its result, and
  * asyncJobKind() makes that an Agenda job kind with the whole lifecycle:
  *

@@ -1,5 +1,5 @@
 /**
- * Parses a job_posting job's posting (decision J-3) with this process's
+ * Parses a job_posting job's posting (docs/decisions.md#parse-jobs) with this process's
  * parser (src/parsing/): page fetched and reduced to its main text unless
  * text was given, then the model. Retryable failures (timeouts, 429, 5xx)
  * go back to the runner for another attempt; the rest fail the job.

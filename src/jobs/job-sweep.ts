@@ -1,5 +1,5 @@
 /**
- * The safety net of the async jobs (decision J-1): every 30 seconds, one
+ * The safety net of the async jobs (docs/decisions.md#job-record): every 30 seconds, one
  * worker looks for unfinished jobs that no Agenda job will run and queues
  * one for each. A job and its Agenda job are written in one transaction,
  * and a worker that stops hands its job over, so normally there are none;

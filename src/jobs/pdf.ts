@@ -1,5 +1,5 @@
 /**
- * Renders a pdf job's document (decision J-2): the input becomes one HTML
+ * Renders a pdf job's document (docs/decisions.md#pdf-jobs): the input becomes one HTML
  * document (src/pdf/document.ts: Markdown converted and sanitised, extra CSS
  * last) and this process's Chromium prints it (src/pdf/renderer.ts). The PDF
  * is stored with the job; the result is its download path.

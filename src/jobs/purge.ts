@@ -1,7 +1,7 @@
 /**
  * Every minute: archive expired messages, drop history past retention,
  * expired idempotency records, channel events and dead invitations
- * (decision M9), and webhook destinations' breakers idle for a week.
+ * (docs/decisions.md#expiry-and-history), and webhook destinations' breakers idle for a week.
  * The SQL is in store/purge.ts.
  */
 import { purge } from "../store/purge.js";

@@ -1,5 +1,5 @@
 /**
- * The job runner (decision P2): Agenda 6 on PostgreSQL, over the app's own
+ * The job runner (docs/decisions.md#job-runner): Agenda 6 on PostgreSQL, over the app's own
  * connection pool. `agentbus serve` runs it in-process unless
  * AGENTBUS_WORKERS=false; `agentbus worker` runs only this.
  *

@@ -1,5 +1,5 @@
 /**
- * Fetches a transcript job's captions (decision J-4) with this process's
+ * Fetches a transcript job's captions (docs/decisions.md#transcript-jobs) with this process's
  * fetcher (src/transcripts/). Timeouts and 5xx from the video host go back
  * to the runner for another attempt; no captions, no such language and
  * blocks fail the job at once.

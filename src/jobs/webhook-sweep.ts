@@ -1,5 +1,5 @@
 /**
- * The safety net of webhook delivery (decision P2): every 30 seconds, one
+ * The safety net of webhook delivery (docs/decisions.md#webhook-delivery): every 30 seconds, one
  * worker looks for outbox rows that are due but that no dispatcher is about
  * to send (a dispatcher died with rows leased, a NOTIFY was missed) and
  * re-arms its timer for the next retry. First attempts never wait for this:

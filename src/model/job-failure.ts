@@ -18,7 +18,7 @@ export class JobFailure extends Error {
     this.name = "JobFailure";
   }
 
-  /** The `error` object of a failed job (decision J-1). */
+  /** The `error` object of a failed job (docs/decisions.md#job-record). */
   toJobError(): { error: string; message: string } {
     return { error: this.code, message: this.message };
   }

@@ -1,7 +1,7 @@
 /**
  * Time as the service sees it: integer microseconds since the Unix epoch.
  *
- * Cursors are timestamps that must round-trip exactly (decision J4), and
+ * Cursors are timestamps that must round-trip exactly (docs/decisions.md#json-timestamps), and
  * PostgreSQL keeps microseconds, so nothing here goes through a JS Date
  * (milliseconds). A double holds every microsecond up to the year 2255.
  */

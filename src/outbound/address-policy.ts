@@ -1,5 +1,5 @@
 /**
- * Which IP addresses an outbound request may connect to (decision W4).
+ * Which IP addresses an outbound request may connect to (docs/decisions.md#outbound-addresses).
  *
  * An allow-list, not a deny-list: only addresses that ipaddr.js classifies as
  * ordinary global `unicast` pass. Everything else is refused: loopback,

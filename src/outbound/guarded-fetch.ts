@@ -1,11 +1,11 @@
 /**
  * The one HTTP client for every outbound request the service makes
  * (webhooks now; job-posting pages, the video host and the LLM provider
- * later). DESIGN.md: "Outbound HTTP goes through one guarded client that
- * enforces timeouts, size caps and the private-address rule."
+ * later). It enforces timeouts, size caps and the private-address rule
+ * (docs/decisions.md#outbound-addresses).
  *
  * - Only http: and https: URLs.
- * - The address rule (decision W4, address-policy.ts) is applied to the
+ * - The address rule (address-policy.ts) is applied to the
  *   address the socket actually connects to: a custom `lookup` on the
  *   keep-alive agents resolves the name, refuses forbidden addresses and
  *   hands only checked ones to the socket. A name that resolves to a public
@@ -138,7 +138,7 @@ export function createOutboundClient(options: OutboundClientOptions): OutboundCl
         if (allowed.length === 0) {
           // Never the addresses themselves: this text reaches users (job
           // errors), and naming what a name resolves to inside our network
-          // would make the service a DNS oracle (L4).
+          // would make the service a DNS oracle (docs/decisions.md#failure-classes).
           done(
             candidates.length === 0
               ? new OutboundError("dns_failed", `${hostname} has no address${family ? ` of family IPv${family}` : ""}`)
@@ -323,9 +323,9 @@ function asOutboundError(err: unknown, signal: AbortSignal): OutboundError {
 }
 
 /**
- * What went wrong with an outbound request, as users may see it (L4): a
- * fixed vocabulary that never carries addresses or raw error text. The
- * webhook delivery log shows it as `error`.
+ * What went wrong with an outbound request, as users may see it
+ * (docs/decisions.md#failure-classes): a fixed vocabulary that never carries
+ * addresses or raw error text. The webhook delivery log shows it as `error`.
  */
 export type FailureClass =
   | "timeout"

@@ -1,10 +1,10 @@
 /**
- * Job-posting parse (decision J-3): the text of a posting, given or fetched
+ * Job-posting parse (docs/decisions.md#parse-jobs): the text of a posting, given or fetched
  * from its page and reduced to the main text, goes to the language model;
  * its answer is checked and normalised into the eleven fields.
  *
  *   input.ts          submission rules (422 / 503 before a job exists)
- *   page.ts           fetching the page through the guarded client (W4)
+ *   page.ts           fetching the page through the guarded client
  *   main-text.ts      Readability over linkedom, plus JSON-LD JobPosting data
  *   llm.ts            the model call (openai SDK, strict JSON schema)
  *   posting-schema.ts the schema and the normalisation of the answer
@@ -71,7 +71,7 @@ export function createJobPostingParser(options: JobPostingParserOptions & { onCl
   };
 }
 
-/** The parser as configured: pages under the W4 rule; the provider is the operator's own address (see llm.ts). */
+/** The parser as configured: pages under the private-address rule; the provider is the operator's own address (see llm.ts). */
 export function jobPostingParserFromConfig(config: Config): JobPostingParser | undefined {
   if (config.openaiApiKey === undefined) return undefined;
   const pages = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: USER_AGENT });

@@ -1,5 +1,5 @@
 /**
- * Submission rules of POST /v1/jobs/parse (decision J-3). Checked before the
+ * Submission rules of POST /v1/jobs/parse (docs/decisions.md#parse-jobs). Checked before the
  * job exists, so a bad request never becomes a failed job:
  *
  * - At least one of 'url' and 'text'; `null` counts as absent. A 'text' of
@@ -7,9 +7,9 @@
  *   invalid_string when it is all there is.
  * - 'url' must be an absolute http(s) URL with a host, at most 2048
  *   characters (422 invalid_url). Whether its address may be reached is
- *   decided when the page is fetched, on the resolved address (W4).
+ *   decided when the page is fetched, on the resolved address.
  * - Input errors come first, then 503 llm_not_configured: bad input is never
- *   answered with a 5xx (E3), and a fixed request would still meet the 503.
+ *   answered with a 5xx (docs/decisions.md#no-5xx-for-input), and a fixed request would still meet the 503.
  * - Both given: the text is parsed and the URL is only passed to the model
  *   as the posting's source (no fetch). The caller's text is what they want
  *   parsed; fetching the page as well would only add latency and a way to

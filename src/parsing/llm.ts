@@ -1,5 +1,5 @@
 /**
- * The language-model call of a parse (decision J-3): the official `openai`
+ * The language-model call of a parse (docs/decisions.md#parse-jobs): the official `openai`
  * SDK (6.x, the newest major that supports Node 20) against
  * OPENAI_BASE_URL, any OpenAI-compatible chat-completions API, with a strict
  * JSON-schema response format.
@@ -7,7 +7,7 @@
  * Every request goes through the guarded outbound client (the SDK takes it
  * as its `fetch`): deadline, response cap, no redirects. The provider's
  * address is the operator's own configuration, not caller input, so the
- * private-address rule (W4) is not applied to it: a self-hosted model on
+ * private-address rule is not applied to it: a self-hosted model on
  * the local network works without opening private targets to webhooks and
  * posting URLs.
  *
@@ -143,7 +143,7 @@ function modelFailure(err: unknown, model: string): JobFailure {
     return new JobFailure("llm_failed", "the language-model request was interrupted", true, { cause: err });
   }
   if (err instanceof OpenAI.APIConnectionError) {
-    // OutboundError's text is written for users; anything else's may name the address connected to (L4).
+    // OutboundError's text is written for users; anything else's may name the address connected to (docs/decisions.md#failure-classes).
     const cause = err.cause instanceof OutboundError ? err.cause.message : failureClass(err.cause);
     return new JobFailure("llm_failed", `the language model could not be reached: ${cause}`, true, { cause: err });
   }

@@ -1,7 +1,8 @@
 /**
- * Fetches a job-posting page through the guarded client (W4: the address
- * rule on the resolved address, redirects re-checked, a deadline and a byte
- * cap) and decodes it to a string. HTML only.
+ * Fetches a job-posting page through the guarded client
+ * (docs/decisions.md#outbound-addresses: the address rule on the resolved
+ * address, redirects re-checked, a deadline and a byte cap) and decodes it to a
+ * string. HTML only.
  *
  * Failures are JobFailures:
  * - refused address → url_not_allowed (permanent);
@@ -57,7 +58,7 @@ export async function fetchPostingPage(http: OutboundClient, url: string, option
 }
 
 function fetchFailure(err: unknown, url: string): JobFailure {
-  // Raw error text can name the address connected to (L4): it stays in `cause`, the job shows the class.
+  // Raw error text can name the address connected to (docs/decisions.md#failure-classes): it stays in `cause`, the job shows the class.
   if (!(err instanceof OutboundError)) return new JobFailure("page_fetch_failed", `fetching the posting page failed (${failureClass(err)})`, true, { cause: err });
   const host = safeHost(url);
   switch (err.code) {

@@ -1,5 +1,5 @@
 /**
- * Which Chromium prints PDFs, and what it needs to run (decision J-2).
+ * Which Chromium prints PDFs, and what it needs to run (docs/decisions.md#pdf-jobs).
  *
  * By default the Chromium shipped in the @sparticuz/chromium npm package
  * (a chrome-headless-shell build, brotli-compressed in node_modules), not

@@ -1,5 +1,5 @@
 /**
- * The HTML document a pdf job renders (decision J-2).
+ * The HTML document a pdf job renders (docs/decisions.md#pdf-jobs).
  *
  * - markdown: converted by marked (GitHub-flavoured: tables, task lists,
  *   strikethrough), then sanitised with sanitize-html against an allowlist,

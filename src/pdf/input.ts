@@ -1,5 +1,5 @@
 /**
- * Submission rules of POST /v1/pdf/generate (decision J-2), checked before
+ * Submission rules of POST /v1/pdf/generate (docs/decisions.md#pdf-jobs), checked before
  * the job exists, so a bad request never becomes a failed job:
  *
  * - `content` is required and must hold something besides whitespace

@@ -1,5 +1,5 @@
 /**
- * HTML → PDF with one headless Chromium per process (decision J-2), driven
+ * HTML → PDF with one headless Chromium per process (docs/decisions.md#pdf-jobs), driven
  * by puppeteer-core. Which Chromium, and its fonts: chromium.ts.
  *
  * Lifecycle: prepare() (called at start, off the request path) unpacks and

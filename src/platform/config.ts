@@ -61,7 +61,7 @@ const schema = z.object({
   AGENTBUS_DEFAULT_DISCOVERABLE: bool.default(true),
   // Large enough for structured task descriptions; big payloads belong in a link.
   AGENTBUS_MAX_CONTENT_BYTES: positiveInt.max(16 * 1024 * 1024).default(65536),
-  // Unset: wake-ups travel over PostgreSQL LISTEN/NOTIFY (P3).
+  // Unset: wake-ups travel over PostgreSQL LISTEN/NOTIFY (docs/decisions.md#wake-bus).
   REDIS_URL: optionalString.pipe(z.string().url().optional()),
   // Below common proxy and client idle timeouts (30–60 s), so a wait never looks like a dead connection.
   AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(25),
@@ -75,11 +75,11 @@ const schema = z.object({
   // separate `agentbus worker` processes run the jobs.
   AGENTBUS_WORKERS: bool.default(true),
   // Outbound requests (webhooks, fetched URLs) may not reach loopback,
-  // private, link-local or metadata addresses unless this is set (W4).
+  // private, link-local or metadata addresses unless this is set (docs/decisions.md#outbound-addresses).
   AGENTBUS_ALLOW_PRIVATE_TARGETS: bool.default(false),
-  // Per webhook attempt, connection and answer included (W2).
+  // Per webhook attempt, connection and answer included.
   AGENTBUS_WEBHOOK_TIMEOUT_MS: positiveInt.max(120_000).default(10_000),
-  // Delays between webhook attempts: about a day of retries (W2).
+  // Delays between webhook attempts: about a day of retries (docs/decisions.md#webhook-delivery).
   AGENTBUS_WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .default("5s,30s,2m,10m,30m,1h,3h,6h,12h")
@@ -94,7 +94,7 @@ const schema = z.object({
   // Webhook requests in flight at once per worker process.
   AGENTBUS_WEBHOOK_CONCURRENCY: positiveInt.max(1000).default(16),
   // Of those, at most this many to one destination (URL origin), so a slow
-  // or dead receiver holds a few slots, never all of them (M5).
+  // or dead receiver holds a few slots, never all of them (docs/decisions.md#webhook-isolation).
   AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: positiveInt.max(1000).default(2),
   // Consecutive attempts without an answer (timeout, refused or reset) after
   // which a destination is not attempted for a while; 0 turns the breaker off.
@@ -103,7 +103,7 @@ const schema = z.object({
   AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: positiveInt.max(86_400_000).default(30_000),
   // The longest pause: a receiver that comes back is tried within this.
   AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: positiveInt.max(86_400_000).default(1_800_000),
-  // Unset: job-posting parse submissions answer 503 llm_not_configured (J-3).
+  // Unset: job-posting parse submissions answer 503 llm_not_configured (docs/decisions.md#parse-jobs).
   OPENAI_API_KEY: optionalString,
   // Any OpenAI-compatible chat-completions API, path prefix included.
   OPENAI_BASE_URL: httpUrl.default("https://api.openai.com/v1"),
@@ -117,14 +117,14 @@ const schema = z.object({
   AGENTBUS_PARSE_MAX_PAGE_BYTES: positiveInt.max(64 * 1024 * 1024).default(5 * 1024 * 1024),
   // About 8k tokens: every posting fits, and a runaway page cannot run up the model bill.
   AGENTBUS_PARSE_MAX_TEXT_CHARS: positiveInt.max(1_000_000).default(30_000),
-  // The video host (J-4); tests point it at a local fake.
+  // The video host; tests point it at a local fake.
   AGENTBUS_VIDEO_BASE_URL: httpUrl.default("https://www.youtube.com"),
   // Each request to the video host (watch page, player data, captions).
   AGENTBUS_VIDEO_TIMEOUT_MS: positiveInt.max(120_000).default(15_000),
   // Unset: the Chromium of the @sparticuz/chromium npm package, unpacked once
   // (no apt step, the same Chromium everywhere, faster than Debian's); set it
   // to use another, e.g. /usr/bin/chromium. PDF submissions answer 503 when
-  // the one chosen cannot run (J-2).
+  // the one chosen cannot run (docs/decisions.md#pdf-jobs).
   AGENTBUS_CHROMIUM_PATH: optionalString,
   // Pages rendered at once per worker process. Rendering is CPU-bound (layout
   // and PDF painting in Chromium's renderer), so about one per core: on 2 cores,
@@ -134,10 +134,10 @@ const schema = z.object({
   // One render (load, layout, print); longer fails the job with pdf_render_timeout.
   AGENTBUS_PDF_TIMEOUT_MS: positiveInt.max(600_000).default(30_000),
   // Unfinished (queued or running) async jobs one key may have, all kinds
-  // together; beyond it submissions answer 429 job_limit_exceeded (M3).
+  // together; beyond it submissions answer 429 job_limit_exceeded (docs/decisions.md#job-fairness).
   AGENTBUS_JOBS_MAX_QUEUED_PER_KEY: positiveInt.max(100_000).default(20),
   // Jobs of one key and kind running at once across all workers; the rest
-  // of its jobs wait while other keys' jobs take the free slots (M3).
+  // of its jobs wait while other keys' jobs take the free slots.
   AGENTBUS_JOBS_MAX_RUNNING_PER_KEY: positiveInt.max(1000).default(2),
 });
 
@@ -186,7 +186,7 @@ export interface Config {
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
   longPollMaxWaitersPerKey: number;
-  /** Outbound requests may reach non-public addresses (decision W4). */
+  /** Outbound requests may reach non-public addresses (docs/decisions.md#outbound-addresses). */
   allowPrivateTargets: boolean;
   webhookTimeoutMs: number;
   /** Delays between webhook attempts, in ms; attempts = length + 1. */

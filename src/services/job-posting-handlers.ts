@@ -1,4 +1,4 @@
-/** POST /v1/jobs/parse (decision J-3): validated (422s, then 503 llm_not_configured), then queued. */
+/** POST /v1/jobs/parse (docs/decisions.md#parse-jobs): validated (422s, then 503 llm_not_configured), then queued. */
 import type { AsyncJobs } from "../domain/jobs.js";
 import { validateParseRequest } from "../parsing/input.js";
 import { callerOf } from "../server/rpc/context.js";

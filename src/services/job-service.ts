@@ -1,8 +1,9 @@
 /**
- * JobService handlers (decisions J-1, J-2, A5): the job record and the PDF
- * download, shared by every kind, and the PDF submission. The other kinds'
- * submissions plug in beside it in jobService() (one handler set per kind,
- * each validating its request and calling AsyncJobs.submit).
+ * JobService handlers (docs/decisions.md#job-record, #pdf-jobs, #jobs-private):
+ * the job record and the PDF download, shared by every kind, and the PDF
+ * submission. The other kinds' submissions plug in beside it in jobService()
+ * (one handler set per kind, each validating its request and calling
+ * AsyncJobs.submit).
  */
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -48,7 +49,7 @@ function renderResult(job: JobRecord): MessageInitShape<typeof JobSchema>["resul
   }
 }
 
-/** The Job of decision J-1: every field present, `result` and `error` null until set. */
+/** The Job (docs/decisions.md#job-record): every field present, `result` and `error` null until set. */
 export function renderJob(job: JobRecord): MessageInitShape<typeof JobSchema> {
   return {
     jobId: BigInt(job.id),
@@ -91,7 +92,7 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { pdfAvailable: PdfAvai
   return {
     async createPdfJob(request, ctx) {
       const input = validatePdfRequest(request);
-      // Checked after the input (bad input is never answered with a 5xx, E3).
+      // Checked after the input (bad input is never answered with a 5xx: docs/decisions.md#no-5xx-for-input).
       if (!(await options.pdfAvailable())) {
         throw new ApiError("pdf_renderer_unavailable");
       }

@@ -1,4 +1,4 @@
-/** POST /v1/video/transcript and /v1/youtube/transcript (decision J-4): the video id and language checked, then queued. */
+/** POST /v1/video/transcript and /v1/youtube/transcript (docs/decisions.md#transcript-jobs): the video id and language checked, then queued. */
 import type { AsyncJobs } from "../domain/jobs.js";
 import { callerOf } from "../server/rpc/context.js";
 import { validateTranscriptRequest } from "../transcripts/input.js";

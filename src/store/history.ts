@@ -1,4 +1,4 @@
-/** SQL for message_history: the history page of a channel (decision M9). */
+/** SQL for message_history: the history page of a channel (docs/decisions.md#expiry-and-history). */
 import type { MessageRecord } from "../domain/message.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";

@@ -1,5 +1,5 @@
 /**
- * SQL for idempotency_records (decision M8). Both calls must run inside the
+ * SQL for idempotency_records (docs/decisions.md#idempotency). Both calls must run inside the
  * transaction that also runs the handler (see server/rpc/idempotency.ts):
  * the placeholder row's primary key is what makes a concurrent duplicate
  * wait, and it only exists, with its response, if the handler's writes

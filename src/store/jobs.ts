@@ -1,5 +1,5 @@
 /**
- * SQL for the async jobs (decisions J-1, A5; tables of 0008_async_jobs.sql).
+ * SQL for the async jobs (docs/decisions.md#job-record; tables of 0008_async_jobs.sql).
  *
  * Every "now" is the caller's (the injected clock), like the purge's. The
  * Agenda job that runs a job is written by enqueueJob() in the caller's
@@ -108,7 +108,7 @@ export async function insertJob(db: Db, job: { kind: JobKindName; ownerKeyId: st
   return rows[0]!.id;
 }
 
-/** The job if it exists and belongs to the key (A5: anyone else's is as unknown as a missing one). */
+/** The job if it exists and belongs to the key (docs/decisions.md#jobs-private: anyone else's is as unknown as a missing one). */
 export async function findJob(db: Db, id: number, ownerKeyId: string): Promise<JobRecord | undefined> {
   const { rows } = await db.query<JobRow>(
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND owner_key_id = $2`,

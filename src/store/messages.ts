@@ -1,7 +1,7 @@
 /**
  * SQL for live messages. Every statement that depends on the current time
  * takes it as a parameter (the injected clock), except the created_at stamp,
- * which PostgreSQL assigns under the channel lock (decision M1).
+ * which PostgreSQL assigns under the channel lock (docs/decisions.md#cursor-order).
  *
  * Claims are one conditional UPDATE … RETURNING: the row lock makes exactly
  * one concurrent claimer win; the losers re-check the condition after the

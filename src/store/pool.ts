@@ -22,7 +22,7 @@ const OID = {
 
 /**
  * Timestamps become integer microseconds: pg's default turns them into a JS
- * Date, which drops the microseconds that cursors must keep (decision J4).
+ * Date, which drops the microseconds that cursors must keep (docs/decisions.md#json-timestamps).
  */
 function parseMicros(text: string): Micros {
   if (text === "infinity") return Number.POSITIVE_INFINITY;

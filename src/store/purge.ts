@@ -1,8 +1,9 @@
 /**
- * The purge (decision M9): archives expired messages to history, and deletes
- * history past its channel's retention, expired idempotency records,
- * expired channel events and invitations, access requests decided a week ago,
- * and webhook destinations the circuit breaker has not heard of for a week.
+ * The purge (docs/decisions.md#expiry-and-history): archives expired messages
+ * to history, and deletes history past its channel's retention, expired
+ * idempotency records, expired channel events and invitations, access requests
+ * decided a week ago, and webhook destinations the circuit breaker has not
+ * heard of for a week.
  *
  * Every step works in bounded batches, one transaction each, looping until
  * a batch comes back short: a backlog never holds locks for long, and the
@@ -32,7 +33,7 @@ export interface PurgeCounts {
   deletedAccessRequests: number;
   /** Webhook delivery log rows older than WEBHOOK_LOG_RETENTION_DAYS. */
   deletedWebhookDeliveries: number;
-  /** Mention-push rate windows that have run out (decision W3). */
+  /** Mention-push rate windows that have run out (docs/decisions.md#mention-pushes). */
   deletedMentionWindows: number;
   /** Circuit-breaker rows of webhook destinations not heard of for WEBHOOK_DESTINATION_RETENTION_DAYS. */
   deletedWebhookDestinations: number;
@@ -109,7 +110,7 @@ export const EXPIRED_HISTORY_SQL = `DELETE FROM message_history h WHERE h.id = A
     LIMIT $2
   ))`;
 
-/** Idempotency records past their window (M8); by ctid, as the key is two columns. */
+/** Idempotency records past their window; by ctid, as the key is two columns. */
 export const EXPIRED_IDEMPOTENCY_SQL = `DELETE FROM idempotency_records r WHERE r.ctid = ANY (ARRAY(
     SELECT x.ctid FROM idempotency_records x WHERE x.expires_at <= $1
     ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
@@ -127,7 +128,7 @@ export const DEAD_INVITATIONS_SQL = `DELETE FROM channel_invitations i WHERE i.i
     LIMIT $2 FOR UPDATE SKIP LOCKED
   )) AND (i.expires_at <= $1 OR i.revoked_at IS NOT NULL)`;
 
-/** The webhook delivery log keeps 7 days (decision W2); outbox rows go when delivered or given up. */
+/** The webhook delivery log keeps 7 days; outbox rows go when delivered or given up. */
 /**
  * Decided access requests are kept a week, so an owner who approves or
  * denies an old request again still hears 409 access_request_resolved (with
@@ -178,7 +179,7 @@ export const OLD_MENTION_WINDOWS_SQL = `DELETE FROM mention_push_windows w WHERE
   ) AND w.pushed_at <= $1::timestamptz - interval '60 seconds'`;
 
 /**
- * Async jobs whose result expired (decision J-2; 0008_async_jobs.sql): the
+ * Async jobs whose result expired (docs/decisions.md#job-record; 0008_async_jobs.sql): the
  * result, PDF and input are cleared and the row stays, so a late download
  * answers 410 result_expired. Cleared rows leave the partial index this
  * walks (the predicate repeats the index's).

@@ -72,7 +72,7 @@ export async function deleteActorWebhook(db: Db, actorId: string): Promise<boole
 /**
  * Queues a member_added push to the channel's webhook, when it has one, in
  * the caller's transaction; the body `{"channel_id", "member_key_id",
- * "approved_by"}` (W1) is fixed now. Returns whether a row was queued.
+ * "approved_by"}` is fixed now. Returns whether a row was queued.
  */
 export async function enqueueMemberAdded(
   db: Db,
@@ -132,8 +132,9 @@ type ClaimRow = Partial<MessageRow> & {
  * dispatcher has requests in flight to and how many more each may take,
  * $6 what any other destination may take, $7 how many due rows are looked
  * at. Due rows in due order (first attempts, at -infinity, before retries),
- * but at most the allowed number per destination (M5: a slow receiver holds
- * its share of slots, never all), plus any number of rows of destinations
+ * but at most the allowed number per destination
+ * (docs/decisions.md#webhook-isolation: a slow receiver holds its share of
+ * slots, never all), plus any number of rows of destinations
  * whose breaker is open (they are deferred, not sent). Rows another
  * dispatcher is claiming right now are skipped, not waited for.
  * `= ANY (ARRAY(…))` makes the update a primary-key lookup per claimed row.

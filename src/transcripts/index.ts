@@ -1,5 +1,5 @@
 /**
- * Video transcripts (decision J-4): watch page → player response (player
+ * Video transcripts (docs/decisions.md#transcript-jobs): watch page → player response (player
  * API, else the one embedded in the page) → caption tracks → the chosen
  * track's timed text → segments.
  *
@@ -197,7 +197,7 @@ export function createTranscriptFetcher(options: TranscriptFetcherOptions & { on
 
 function transportFailure(step: string, err: unknown): JobFailure {
   const code: ErrorCode = "video_host_unavailable";
-  // Raw error text can name the address connected to (L4): it stays in `cause`, the job shows the class.
+  // Raw error text can name the address connected to (docs/decisions.md#failure-classes): it stays in `cause`, the job shows the class.
   if (!(err instanceof OutboundError)) return new JobFailure(code, `the ${step} request failed (${failureClass(err)})`, true, { cause: err });
   switch (err.code) {
     case "blocked_address":

@@ -1,6 +1,6 @@
 /**
  * Submission rules of POST /v1/video/transcript (and /v1/youtube/transcript),
- * decision J-4. Checked before the job exists:
+ * docs/decisions.md#transcript-jobs. Checked before the job exists:
  *
  * - 'url' is required: an absolute http(s) URL on the video host. Accepted
  *   hosts: youtube.com and its www., m. and music. forms, youtube-nocookie.com,

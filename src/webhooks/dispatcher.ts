@@ -1,5 +1,5 @@
 /**
- * Sends what the webhook outbox holds (decisions W1–W3). One per process
+ * Sends what the webhook outbox holds (docs/decisions.md#webhook-delivery). One per process
  * that runs workers (`agentbus serve` unless AGENTBUS_WORKERS=false, and
  * `agentbus worker`).
  *
@@ -13,7 +13,7 @@
  * - Everything else due (rows of a dispatcher that died, a notification
  *   missed while the LISTEN connection was down, a restart) is found by
  *   sweep(): at start, whenever LISTEN reconnects, and on the Agenda job
- *   webhook-sweep (src/jobs/webhook-sweep.ts, decision P2).
+ *   webhook-sweep (src/jobs/webhook-sweep.ts).
  *
  * Claims lease rows (store/webhooks.ts), so several dispatchers never send
  * the same attempt; a sender that dies mid-request leaves its row to be
@@ -74,7 +74,7 @@ export interface WebhookDispatcherOptions {
   /** Where failures that repeat during a database outage go; default: one of its own. */
   outageLog?: LogLimiter;
   http: OutboundClient;
-  /** Per attempt; default 10 s (W2). */
+  /** Per attempt; default 10 s. */
   timeoutMs?: number;
   /** Delays between attempts; its length + 1 is the number of attempts. */
   retryScheduleMs?: readonly number[];
@@ -279,7 +279,7 @@ export class WebhookDispatcher {
 
     const started = performance.now();
     let responseStatus: number | null = null;
-    // The log shows a failure class only (L4): never a resolved address or raw error text.
+    // The log shows a failure class only (docs/decisions.md#failure-classes): never a resolved address or raw error text.
     let error: FailureClass | "http_status" | null = null;
     try {
       const res = await this.http.request(d.url, {

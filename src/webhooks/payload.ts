@@ -1,5 +1,5 @@
 /**
- * What a webhook request carries (decision W1): the body, rendered from the
+ * What a webhook request carries (docs/decisions.md#webhook-requests): the body, rendered from the
  * stored message exactly as the REST API renders it, and the headers.
  */
 import { createHmac } from "node:crypto";

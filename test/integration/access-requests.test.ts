@@ -1,6 +1,6 @@
 /**
  * Access requests over REST (and key paths over gRPC): ask, list, approve,
- * deny (issue 4, item 4; spec §3, §4; contract §4.4; decisions A1, A2).
+ * deny (issue 4, item 4; docs/decisions.md#membership, #owner-only).
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";

@@ -1,4 +1,4 @@
-/** AdminService (decision M10): operator pause and resume behind X-Admin-Token, over REST and gRPC. */
+/** AdminService (docs/decisions.md#pause): operator pause and resume behind X-Admin-Token, over REST and gRPC. */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -4,18 +4,18 @@
  * revoked key, a stranger, a member, the owner; for AdminService: the admin
  * token rules), on open and on restricted channels, over REST and over gRPC.
  *
- * Each row states one access rule of decisions A1–A3, M4–M6 and M10:
+ * Each row states one access rule of docs/decisions.md#keys-and-access and #channels-and-messages:
  *   - open channel: any key may read it, post, claim, ack, create invitations
  *     and request access; restricted: owner and members only, others 403
- *     channel_access_denied (A1);
- *   - owner only, 403 forbidden (A2) — a stranger to a restricted channel
+ *     channel_access_denied (#channel-access);
+ *   - owner only, 403 forbidden (#owner-only) — a stranger to a restricted channel
  *     learns no more than channel_access_denied;
  *   - invitations are revoked by their creator or the channel owner, and
- *     resolved by any key (A3);
+ *     resolved by any key (#invitations);
  *   - leases are heartbeaten and released by their holder only; a message is
- *     retracted by its author or the channel owner (M6);
+ *     retracted by its author or the channel owner (#leases-and-retract);
  *   - a missing or revoked key is 401 on every route (ResolveInvitation without
- *     a key: 401 api_key_required); admin routes take X-Admin-Token (M10).
+ *     a key: 401 api_key_required); admin routes take X-Admin-Token (#pause).
  *
  * The suite fails when an RPC of those services has no row, or when a REST
  * route of theirs is not exercised, so a route added later cannot ship
@@ -69,7 +69,7 @@ const ACCESS_DENIED = refused(403, "channel_access_denied");
 const FORBIDDEN = refused(403, "forbidden");
 const NOT_IMPLEMENTED = refused(501, "not_implemented");
 
-/** The gRPC status each refusal maps to (decision E2). */
+/** The gRPC status each refusal maps to (docs/decisions.md#grpc-status). */
 const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   unauthorized: Code.Unauthenticated,
   api_key_required: Code.Unauthenticated,
@@ -89,14 +89,14 @@ const anyKey =
   () =>
     ok(status);
 
-/** A1: anyone on an open channel; owner and members on a restricted one. */
+/** Anyone on an open channel; owner and members on a restricted one. */
 const channelUsers =
   (status: number): Rule =>
   (who, access) =>
     access === "restricted" && who === "stranger" ? ACCESS_DENIED : ok(status);
 
 /**
- * Only the listed principals (A2 owner-only, A3 creator-or-owner, M6 holder
+ * Only the listed principals (owner-only, creator-or-owner, holder
  * only); the others get 403 forbidden, except that a stranger to a restricted
  * channel gets channel_access_denied first.
  */

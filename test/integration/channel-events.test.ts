@@ -1,6 +1,6 @@
 /**
  * The channel event log over REST (and gRPC): GET /v1/channels/{identifier}/events
- * (issue 4, item 5; spec §6; contract §4.7; decision A2). Expiry moves with
+ * (issue 4, item 5; docs/decisions.md#membership, #owner-only). Expiry moves with
  * an AdjustableClock; no test sleeps.
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";

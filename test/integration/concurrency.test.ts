@@ -1,7 +1,7 @@
 /**
  * Proof under real concurrency, against the real server: exactly one claim
  * wins, and cursor polling under concurrent writers sees every message
- * exactly once, in order (M1).
+ * exactly once, in order (docs/decisions.md#cursor-order).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel, listMessages, postMessage } from "../support/fixtures.js";

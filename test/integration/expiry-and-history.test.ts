@@ -1,5 +1,5 @@
 /**
- * Expiry, the purge job and channel history (decision M9), over the real
+ * Expiry, the purge job and channel history (docs/decisions.md#expiry-and-history), over the real
  * server. Time moves with an AdjustableClock: nothing here sleeps.
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";

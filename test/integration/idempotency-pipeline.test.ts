@@ -1,5 +1,5 @@
 /**
- * The Idempotency-Key mechanism (decision M8) of the call pipeline on a real
+ * The Idempotency-Key mechanism (docs/decisions.md#idempotency) of the call pipeline on a real
  * PostgreSQL, with stand-in handlers whose timing the tests control: what a
  * duplicate does while the first request is still running, after it failed,
  * after it timed out, and that record and effects commit together.

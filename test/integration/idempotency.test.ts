@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key on state-changing operations (decision M8), through the
+ * Idempotency-Key on state-changing operations (docs/decisions.md#idempotency), through the
  * real server and handlers, over REST (`Idempotency-Key` header) and gRPC
  * (`idempotency-key` metadata), with CreateChannel and CreateMessage as the
  * operations under test. Timing-controlled cases (a duplicate waiting for a

@@ -1,6 +1,6 @@
 /**
  * Invitations over REST (and key paths over gRPC): create, resolve, revoke
- * (issue 4, item 3; contract §4.5; decisions A1, A3). Expiry and the lookup
+ * (issue 4, item 3; docs/decisions.md#invitations). Expiry and the lookup
  * window move with an AdjustableClock; no test sleeps. Each test resolves
  * from its own source address (X-Forwarded-For, trusted here) so the
  * per-address lookup limit of one test never trips another.

@@ -1,5 +1,5 @@
 /**
- * Fairness between keys for the async jobs (issue 11, M3), with the real
+ * Fairness between keys for the async jobs (docs/decisions.md#job-fairness), with the real
  * worker and the real Chromium: one key's heavy documents do not hold back
  * another key's small one, and one key cannot queue without bound.
  * The property is the order jobs run in (what the victim's job overtakes),

@@ -1,4 +1,4 @@
-/** Long-poll `wait` (M3) over REST and gRPC, on both wake buses, across processes. */
+/** Long-poll `wait` (docs/decisions.md#long-poll) over REST and gRPC, on both wake buses, across processes. */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

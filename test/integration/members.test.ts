@@ -1,6 +1,6 @@
 /**
  * Members over REST (and key paths over gRPC): list, add, remove — owner
- * only (issue 4, item 2; contract §4.6; decisions A1, A2).
+ * only (issue 4, item 2; docs/decisions.md#membership, #owner-only).
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";

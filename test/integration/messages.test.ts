@@ -1,4 +1,4 @@
-/** The core message flow over REST: post, list by cursor, claim, ack, leases, retract (contract §5, M1–M8). */
+/** The core message flow over REST: post, list by cursor, claim, ack, leases, retract (docs/decisions.md#channels-and-messages). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";

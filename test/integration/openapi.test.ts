@@ -215,7 +215,7 @@ describe("real REST responses match the document", () => {
     expect(check({ ...res.body, extra: 1 })).toBe(false);
     const { created_at: _dropped, ...missing } = res.body;
     expect(check(missing)).toBe(false);
-    expect(check({ ...res.body, created_at: "2026-01-01T00:00:00Z" })).toBe(false); // J4: six fractional digits
+    expect(check({ ...res.body, created_at: "2026-01-01T00:00:00Z" })).toBe(false); // six fractional digits
     const error = validatorFor("GET", "/v1/keys/me", 401);
     expect(error({ error: "unauthorized", message: "x", request_id: "r", documentation_url: "/docs/errors#unauthorized", details: {} })).toBe(false);
   });

@@ -1,5 +1,5 @@
 /**
- * The guarded outbound client (decision W4) against real local servers:
+ * The guarded outbound client (docs/decisions.md#outbound-addresses) against real local servers:
  * the address rule on literal and resolved addresses (the resolution used
  * for the check is the one connected to), redirects re-checked hop by hop,
  * the timeout and the response-size cap.
@@ -127,7 +127,7 @@ describe("the address rule", () => {
     const rebind = await failure(guarded.request(`http://rebind.test:${a.port}/`));
     expect(rebind.code).toBe("blocked_address");
     expect(failureClass(rebind)).toBe("private_address_refused");
-    // What the name resolves to never appears in the text (it reaches users: L4).
+    // What the name resolves to never appears in the text (it reaches users: docs/decisions.md#failure-classes).
     expect(rebind.message).not.toContain("10.0.0.1");
     // Only the allowed address of a mixed answer is connected to.
     expect((await guarded.request(`http://mixed.test:${a.port}/`)).status).toBe(200);
@@ -234,7 +234,7 @@ describe("limits", () => {
     const err = await failure(client({ allowPrivateTargets: true }).request(url));
     expect(err.code).toBe("network");
     expect(failureClass(err)).toBe("connection_refused");
-    // The address stays in the cause (for logs), out of the message users may see (L4).
+    // The address stays in the cause (for logs), out of the message users may see.
     expect(err.message).not.toContain("127.0.0.1");
     expect((err.cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
   });

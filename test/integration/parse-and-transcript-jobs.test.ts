@@ -1,10 +1,11 @@
 /**
- * Job-posting parse (J-3) and transcript (J-4) jobs end to end, through the
+ * Job-posting parse (docs/decisions.md#parse-jobs) and transcript
+ * (#transcript-jobs) jobs end to end, through the
  * real server and its workers, against local fakes of the language-model
  * provider, a job board and the video host: POST → 202 {job_id} → poll
  * GET /jobs/{id} → completed with the result, or failed with {error,
  * message}. Also the submission errors (422, 503 llm_not_configured), the
- * retries of a failing model, and the private-address rule (W4) with and
+ * retries of a failing model, and the private-address rule with and
  * without AGENTBUS_ALLOW_PRIVATE_TARGETS.
  */
 import { createServer } from "node:net";

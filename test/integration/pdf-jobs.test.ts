@@ -1,8 +1,9 @@
 /**
- * The job API around PDF jobs (decisions J-1, J-2, A5, E1–E3, M7): what a
- * submission is refused for, who sees a job, the download before completion
- * and after expiry, Chromium missing, Idempotency-Key, the job sweep, and the
- * same over gRPC. Rendering itself is in pdf-rendering.test.ts.
+ * The job API around PDF jobs (docs/decisions.md#job-record, #pdf-jobs,
+ * #jobs-private, #error-body, #size-limits): what a submission is refused for,
+ * who sees a job, the download before completion and after expiry, Chromium
+ * missing, Idempotency-Key, the job sweep, and the same over gRPC. Rendering
+ * itself is in pdf-rendering.test.ts.
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -161,7 +162,7 @@ describe("without Chromium", () => {
       expect(res.status).toBe(503);
       expect(res.body).toMatchObject({ error: "pdf_renderer_unavailable" });
       expect(res.body.suggestion).toBeTruthy();
-      // Bad input is still a 422, never a 5xx (E3).
+      // Bad input is still a 422, never a 5xx.
       expect((await submitPdf(server.url, key, { content: "" })).status).toBe(422);
       const { rows } = await server.app.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs");
       expect(rows[0]!.n).toBe(0);

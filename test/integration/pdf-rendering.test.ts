@@ -1,5 +1,5 @@
 /**
- * PDF jobs end to end (decision J-2) with the real worker and the real
+ * PDF jobs end to end (docs/decisions.md#pdf-jobs) with the real worker and the real
  * Chromium: HTML and Markdown in, a PDF out, read back with poppler. Also
  * what the page must never do (run scripts, load anything), the browser
  * coming back after it was killed, and a render that runs out of time.

@@ -500,9 +500,10 @@ describe("REST fuzz", () => {
 });
 
 /**
- * metadata_schema inputs that cost the service CPU: a pattern with
- * catastrophic backtracking and a schema near the body limit (issue 11, H1
- * and M4): each answers without a 5xx, and the test's timeout bounds them.
+ * metadata_schema inputs that cost the service CPU: a pattern with catastrophic
+ * backtracking and a schema near the body limit
+ * (docs/decisions.md#schemas-off-thread): each answers without a 5xx, and the
+ * test's timeout bounds them.
  */
 describe("metadata_schema fuzz", () => {
   it("catastrophic patterns and huge schemas answer without a 5xx, in the error shape", async () => {
@@ -514,7 +515,7 @@ describe("metadata_schema fuzz", () => {
     note("create with a catastrophic pattern", created as never);
     if (created.status === 201) {
       // Backtracking doubles per character: 29 a's cost ~10 s and 60 would
-      // outlast the test's timeout without linear-time matching (H1).
+      // outlast the test's timeout without linear-time matching.
       for (const n of [20, 29, 60, 10_000]) {
         const body = { content: "x", metadata: { a: `${"a".repeat(n)}!` } };
         note(`post against the pattern (${n})`, await rest(server.url, "POST", `/v1/channels/${created.body.id}/messages`, { key, body }));

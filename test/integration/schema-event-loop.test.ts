@@ -1,5 +1,5 @@
 /**
- * Issue 11 (H1, M4): no metadata schema and no metadata blocks the event
+ * docs/decisions.md#schemas-off-thread: no metadata schema and no metadata blocks the event
  * loop. The nastiest schemas and metadata we know of go in over REST and gRPC
  * while /health is polled and the server process's event-loop delay is
  * measured (the test server runs in this process); a /health that waits more

@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries isolated per destination (issue 11, M5), the circuit
+ * Webhook deliveries isolated per destination (docs/decisions.md#webhook-isolation), the circuit
  * breaker for receivers that never answer, and replay-resistant signatures
  * (Standard Webhooks), against real receivers on 127.0.0.1. Latencies are
  * compared with a baseline measured in the same test.

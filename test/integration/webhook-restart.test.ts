@@ -1,5 +1,5 @@
 /**
- * Webhook delivery survives restarts (decision W2: durable, at least once):
+ * Webhook delivery survives restarts (docs/decisions.md#webhook-delivery: durable, at least once):
  * the outbox lives in PostgreSQL, so a worker killed between attempts, or a
  * service stopped mid-retry, delivers once a process runs again on the same
  * database. Also: a separate `agentbus worker` hears of new messages at

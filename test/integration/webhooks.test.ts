@@ -1,8 +1,9 @@
 /**
- * Channel webhooks, mention pushes and member_added pushes (decisions
- * W1–W4) against real local receivers: what is sent, retries, a receiver
- * that is down for a while, the private-address rule, the delivery log over
- * REST and gRPC and who may read it, and the outbox's transactional edges.
+ * Channel webhooks, mention pushes and member_added pushes
+ * (docs/decisions.md#pushes-and-outbound-requests) against real local
+ * receivers: what is sent, retries, a receiver that is down for a while, the
+ * private-address rule, the delivery log over REST and gRPC and who may read
+ * it, and the outbox's transactional edges.
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -281,7 +282,7 @@ describe("the private-address rule (W4)", () => {
           return page.data.length > 0 && page.data.slice(-1);
         });
         expect(row).toMatchObject({ attempt: 1, status: "failed", response_status: null });
-        // The class only: what localhost resolves to is not the owner's business (L4).
+        // The class only: what localhost resolves to is not the owner's business (docs/decisions.md#failure-classes).
         expect(row!.error).toBe("private_address_refused");
       }
       expect(hook.requests).toHaveLength(0);

@@ -1,5 +1,5 @@
 /**
- * The job runner (decision P2): `agentbus worker` as a process, the purge
+ * The job runner (docs/decisions.md#job-runner): `agentbus worker` as a process, the purge
  * scheduled on Agenda, shutdown that leaves the shared pool open, and the
  * agenda_jobs schema against the installed backend's.
  */

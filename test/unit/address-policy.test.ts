@@ -1,4 +1,4 @@
-/** The private-address rule of outbound requests (decision W4), address by address. */
+/** The private-address rule of outbound requests (docs/decisions.md#outbound-addresses), address by address. */
 import { describe, expect, it } from "vitest";
 import { refusedRange } from "../../src/outbound/address-policy.js";
 

@@ -11,7 +11,7 @@ import { RestRoutes } from "../../src/server/rest/routes.js";
 const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService];
 const routes = new RestRoutes(services);
 
-/** Every REST route of the spec, contract and decisions, with the RPC that serves it. */
+/** Every REST route the API offers, with the RPC that serves it. */
 const expected: Array<[string, string, string]> = [
   ["POST", "/v1/keys", "CreateKey"],
   ["GET", "/v1/keys/me", "GetCurrentKey"],

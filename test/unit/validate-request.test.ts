@@ -104,7 +104,7 @@ describe("request validation", () => {
 
 describe("what validation lets through can be answered", () => {
   // A message is answered after its commit: rendering must not fail for anything
-  // the validator accepts, or a client sees 500 for a write that happened (M1).
+  // the validator accepts, or a client sees 500 for a write that happened (docs/decisions.md#validate-at-decode).
   const storable: JsonObject = {
     text: "héllo 😀 \u200b\ufeff \u0001 \ud83d\ude00 \"quoted\" \\ </script>",
     numbers: [0, -0, 1, -1, 1.5, 1e308, -1.7976931348623157e308, 5e-324, 2 ** 53 + 2, 123456789.12345679],

@@ -1,4 +1,4 @@
-/** Webhook settings (W2, W4) and the signature scheme (W1). */
+/** Webhook settings (docs/decisions.md#webhook-delivery, #outbound-addresses) and the signature scheme (#webhook-requests). */
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/platform/config.js";

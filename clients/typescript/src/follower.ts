@@ -5,8 +5,9 @@
  * The service opens each stream with the cursor it starts from, and each
  * message carries its own; after a drop the stream is reopened with `since` =
  * the last cursor received. The service orders a channel strictly by that
- * cursor (M1), so the resumed stream starts exactly after the last message
- * seen (or, before any, where the first stream started): no gap, no duplicate.
+ * cursor (created_at follows commit order in a channel), so the resumed stream
+ * starts exactly after the last message seen (or, before any, where the first
+ * stream started): no gap, no duplicate.
  */
 import type { Message } from "../../../gen/agentbus/v1/message_pb.js";
 import type { AgentbusClient } from "./client.js";

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys on mutations (decision M8): the service replays the stored
+ * Idempotency keys on mutations: the service replays the stored
  * response for a repeated (API key, Idempotency-Key) pair instead of running
  * the mutation again, so a retry after a lost response cannot post twice.
  */

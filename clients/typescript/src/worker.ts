@@ -1,5 +1,5 @@
 /**
- * runWorker(): the consume loop of a claimable channel with leases (M6).
+ * runWorker(): the consume loop of a claimable channel with leases.
  *
  * Each message is claimed with a lease, the lease is extended while the
  * handler runs, and the message is acked on success or released on failure.

@@ -1,4 +1,4 @@
-/** createClient over every transport: round trips, API key and idempotency keys (M8), errors (E1, E2). */
+/** createClient over every transport: round trips, API key and idempotency keys, errors. */
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../../../test/support/server.js";

@@ -1,4 +1,4 @@
-/** runWorker: claim with a lease, heartbeat, ack or release (M6), exactly once across workers. */
+/** runWorker: claim with a lease, heartbeat, ack or release, exactly once across workers. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AdjustableClock } from "../../../test/support/clock.js";
 import { startTestServer, type TestServer } from "../../../test/support/server.js";

@@ -1,7 +1,7 @@
 /**
  * GET /openapi.json: an OpenAPI 3.1 document generated from the proto
  * descriptors through the same RestRoutes table, method rules and JSON
- * dialect the REST layer uses (decision P5), so the document cannot list a
+ * dialect the REST layer uses (docs/decisions.md#proto-source), so the document cannot list a
  * route the server does not serve, or render a field the server renders
  * differently.
  *
@@ -147,7 +147,7 @@ function integerBounds(type: ScalarType): { format: string; minimum: number; max
   }
 }
 
-/** A scalar as JSON: integers (int64 too, J3) are numbers, bytes base64. */
+/** A scalar as JSON: integers (int64 too) are numbers, bytes base64. */
 function scalarSchema(type: ScalarType, direction: "in" | "out"): Schema {
   const bounds = integerBounds(type);
   if (bounds !== undefined) {
@@ -177,7 +177,7 @@ function enumSchema(desc: DescEnum, direction: "in" | "out"): Schema {
       description: `Case-insensitive; the full proto name (${desc.values.at(-1)?.name ?? ""}) is accepted too.`,
     };
   }
-  // The zero value (*_UNSPECIFIED) and undeclared numbers render as null (J2).
+  // The zero value (*_UNSPECIFIED) and undeclared numbers render as null (docs/decisions.md#json-enums).
   return { type: ["string", "null"], enum: [...names, null] };
 }
 
@@ -270,7 +270,7 @@ class Builder {
         properties[member.name] = this.outputField(member);
       }
     }
-    // J1: every member is always present.
+    // Every member is always present (docs/decisions.md#json-all-fields).
     return { type: "object", properties, required: Object.keys(properties), additionalProperties: false };
   }
 
@@ -319,7 +319,7 @@ class Builder {
   /**
    * A request message as a JSON body. `exclude` lists the top-level fields
    * the path binds (never read from the body); `strict` mirrors
-   * reject_unknown_fields (J6: 422 invalid_fields on unknown keys).
+   * reject_unknown_fields (422 invalid_fields on unknown keys).
    */
   inputMessage(desc: DescMessage, exclude: readonly string[] = [], strict = false): Schema {
     if (isWellKnown(desc)) return wellKnownSchema(desc, "in");
@@ -632,7 +632,7 @@ function operation(builder: Builder, shared: ErrorResponses, route: RestRoute, o
       bodyFields = [field, ...field.message.fields];
     }
     op.requestBody = {
-      // An empty body is read as {} (J6).
+      // An empty body is read as {}.
       required: false,
       description: `JSON object.${maxBytes}`,
       content: { "application/json": { schema } },

@@ -1,5 +1,5 @@
 /**
- * The REST JSON dialect of the API (decisions J1–J6), between plain JSON and
+ * The REST JSON dialect of the API (docs/decisions.md#the-apis-shape), between plain JSON and
  * protobuf-es messages. protobuf-es' own toJson/fromJson speak the canonical
  * proto3 JSON mapping (camelCase, int64 as strings, omitted defaults,
  * "CHANNEL_MODE_CLAIMABLE"), which the contract does not, so these modules
@@ -60,7 +60,7 @@ export interface RequestInput {
   body: unknown;
   /** The HttpRule's body: "" (no body), "*" (the whole request) or a field name. */
   bodyField: string;
-  /** J6: unknown body keys are ignored on create and rejected on PATCH. */
+  /** docs/decisions.md#json-bodies: unknown body keys are ignored on create and rejected on PATCH. */
   rejectUnknownBodyFields: boolean;
 }
 
@@ -119,7 +119,7 @@ function bodyFieldOf(desc: DescMessage, name: string): DescField & { fieldKind: 
   return field;
 }
 
-/** J6 on PATCH: every key the request cannot take is listed at once, nested ones dotted. */
+/** Unknown fields on PATCH: every key the request cannot take is listed at once, nested ones dotted. */
 function rejectUnknownKeys(desc: DescMessage, body: Record<string, unknown>): void {
   const unknown: string[] = [];
   collectUnknownKeys(desc, body, "", unknown);
@@ -350,7 +350,7 @@ const CANONICAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
 const DECIMAL_NUMBER = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const BASE64 = /^([A-Za-z0-9+/_-]{4})*([A-Za-z0-9+/_-]{2}(==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
 
-/** A JSON body value: strict JSON types (J3: integers must be numbers, not numeric strings). */
+/** A JSON body value: strict JSON types (integers must be numbers, not numeric strings: docs/decisions.md#json-integers). */
 function scalarFromJson(field: DescField, type: ScalarType, json: unknown, path: string, shown = path): ScalarValue {
   const range = integerRange(type);
   if (range !== undefined) {

@@ -1,5 +1,5 @@
 /**
- * Enums in the REST JSON dialect (decision J2): short lowercase names without
+ * Enums in the REST JSON dialect (docs/decisions.md#json-enums): short lowercase names without
  * the enum's shared prefix, the zero value (`*_UNSPECIFIED`) as null.
  * Shared by the renderers and the request decoder.
  */

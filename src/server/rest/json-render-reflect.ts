@@ -1,5 +1,5 @@
 /**
- * The reference renderer of the REST JSON (decisions J1–J4), by generic
+ * The reference renderer of the REST JSON (docs/decisions.md#the-apis-shape), by generic
  * reflection over a protobuf-es message. It is the specification the compiled
  * renderer (json-render.ts) is tested against, and that renderer's fallback
  * for the field kinds it does not compile (maps, wrappers, Value, Duration…).
@@ -21,7 +21,7 @@ export const isWellKnown = (desc: DescMessage): boolean => desc.typeName.startsW
 
 const hasExplicitPresence = (field: DescField): boolean => field.presence === FeatureSet_FieldPresence.EXPLICIT;
 
-/** Renders a message as the contract's JSON object (J1–J4), by reflection. */
+/** Renders a message as its REST JSON object, by reflection. */
 export function renderMessageByReflection(schema: DescMessage, message: Message): JsonObject {
   return renderFields(reflect(schema, message));
 }
@@ -81,9 +81,9 @@ function renderMessageValue(m: ReflectMessage): JsonValue {
   return renderFields(m);
 }
 
-/** A scalar as JSON: J3 integers are numbers (even int64), bytes base64, non-finite floats null. */
+/** A scalar as JSON: integers are numbers (even int64), bytes base64, non-finite floats null. */
 export function renderScalar(type: ScalarType, value: ScalarValue): JsonValue {
-  if (typeof value === "bigint") return Number(value); // J3: integers are numbers, even int64
+  if (typeof value === "bigint") return Number(value); // Integers are JSON numbers, even int64 (docs/decisions.md#json-integers)
   if (typeof value === "number") {
     if ((type === ScalarType.DOUBLE || type === ScalarType.FLOAT) && !Number.isFinite(value)) return null;
     return value;

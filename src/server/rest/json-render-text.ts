@@ -228,7 +228,7 @@ function scalarCode(type: ScalarType, general: string): string {
     case ScalarType.SINT64:
     case ScalarType.FIXED64:
     case ScalarType.SFIXED64:
-      // J3: int64 as a number (renderScalar's Number(), written as JSON.stringify would).
+      // int64 as a number (renderScalar's Number(), written as JSON.stringify would).
       return `(typeof v === "bigint" ? text(Number(v)) : ${general})`;
     default:
       // int32 family, float, double: renderScalar keeps a finite number as it is.

@@ -1,5 +1,5 @@
 /**
- * The REST JSON renderer of the hot path (decisions J1–J4), compiled once per
+ * The REST JSON renderer of the hot path (docs/decisions.md#the-apis-shape), compiled once per
  * message type into an array of per-member writers that read properties
  * directly. Generic reflection (json-render-reflect.ts) cost a ReflectMessage,
  * a ReflectList and several descriptor checks per field of every message of a
@@ -60,7 +60,7 @@ export const NEEDS_REFLECTION = new NeedsReflection("needs the reference rendere
 
 const renderers = new WeakMap<DescMessage, Renderer>();
 
-/** Renders a message, or its init shape, as the contract's JSON object (J1–J4). */
+/** Renders a message, or its init shape, as its REST JSON object. */
 export function renderMessage(schema: DescMessage, message: object): JsonObject {
   return rendererOf(schema)(message as Source);
 }
@@ -213,7 +213,7 @@ export function oneofWriter(oneof: DescOneof): MemberWriter {
 export function scalarWriter(field: DescField & { scalar: ScalarType }): ValueWriter {
   const type = field.scalar;
   if ("longAsString" in field && field.longAsString) {
-    // A 64-bit field kept as a string reads back as a bigint (then a number, J3).
+    // A 64-bit field kept as a string reads back as a bigint (then a number).
     const unsigned = type === ScalarType.UINT64 || type === ScalarType.FIXED64;
     return (value) =>
       renderScalar(type, typeof value === "string" ? (unsigned ? protoInt64.uParse(value) : protoInt64.parse(value)) : (value as ScalarValue));

@@ -22,7 +22,7 @@
  *   matches zero or more non-empty segments and must be the last segment.
  *   So trailing slashes and `//` never match.
  * - Variable values are percent-decoded; a multi-segment value keeps `%2F`
- *   encoded so that its `/` separators stay unambiguous (as the spec says).
+ *   encoded so that its `/` separators stay unambiguous (as google.api.http's HttpRule says).
  *   A malformed escape means "no match", never an exception.
  */
 

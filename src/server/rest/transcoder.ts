@@ -1,7 +1,7 @@
 /**
  * Serves a matched REST route: reads and decodes the JSON request, runs the
  * method through the same call pipeline as gRPC and Connect, and renders the
- * response (or error) as the REST JSON of decisions J1–J6 and E1–E3.
+ * response (or error) as REST JSON (docs/decisions.md#the-apis-shape).
  */
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";

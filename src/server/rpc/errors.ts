@@ -99,7 +99,7 @@ export interface RestError {
   body: Record<string, JsonValue>;
 }
 
-/** The REST error body of decision E1: {error, message, suggestion, request_id, documentation_url, ...details}. */
+/** The REST error body (docs/decisions.md#error-body): {error, message, suggestion, request_id, documentation_url, ...details}. */
 export function toRestError(err: ApiError, requestId: string): RestError {
   return {
     status: err.status,

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (decision M8) for every state-changing RPC of an API-key
+ * Idempotency keys (docs/decisions.md#idempotency) for every state-changing RPC of an API-key
  * caller, whichever protocol it came in on: the key arrives as the
  * `Idempotency-Key` header (REST) or `idempotency-key` metadata (gRPC,
  * Connect), scoped to the caller's key id, and lives 24 hours.
@@ -42,7 +42,7 @@ import { rulesOf } from "./method-rules.js";
  * and while it still holds only one pooled connection per waiter.
  */
 export const LOCK_TIMEOUT_MS = 5_000;
-/** How long a stored response is replayed (decision M8). */
+/** How long a stored response is replayed. */
 export const WINDOW_SECONDS = 24 * 60 * 60;
 
 const HEADER = "idempotency-key";
@@ -78,7 +78,7 @@ export class Idempotency {
     const rules = rulesOf(method);
     if (!rules.mutates || rules.auth !== "api_key" || method.methodKind !== "unary") return call();
     const idempotencyKey = ctx.requestHeader.get(HEADER);
-    // No keyless de-duplication (M8): without the header every request runs.
+    // No keyless de-duplication: without the header every request runs.
     if (idempotencyKey === null) return call();
     if (!VALID_KEY.test(idempotencyKey)) {
       throw new ApiError("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters");

@@ -137,7 +137,7 @@ export class CallPipeline {
           };
         }
       }
-      // A method may declare a larger body limit than the default (CreatePdfJob: 10 MiB, M7);
+      // A method may declare a larger body limit than the default (CreatePdfJob: 10 MiB, docs/decisions.md#size-limits);
       // Connect takes one per service, so its service gets the largest.
       const readMaxBytes = Math.max(0, ...service.methods.map((m) => rulesOf(m).maxBodyBytes));
       // The generic ServiceImpl type cannot be expressed over a runtime service list.
