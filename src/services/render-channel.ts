@@ -12,8 +12,7 @@ import {
   type ChannelSummarySchema,
 } from "../../gen/agentbus/v1/channel_pb.js";
 import type { ActorRecord } from "../model/actors.js";
-import type { ChannelAccess, ChannelMode } from "../model/channels.js";
-import type { ChannelResource, ChannelSummary } from "../model/channels.js";
+import type { ChannelAccess, ChannelMode, ChannelResource, ChannelSummary } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { toProtoTimestamp } from "../model/time.js";
 
