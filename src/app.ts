@@ -4,13 +4,24 @@
  * CLI and by the integration tests, so both run exactly the same thing.
  */
 import { setMaxListeners } from "node:events";
+import { hostname } from "node:os";
 import type pg from "pg";
 import { PgNotifyBus } from "./bus/pg-notify-bus.js";
-import { LocalFanout, type WakeBus } from "./bus/wake-bus.js";
+import { LocalFanout } from "./bus/wake-bus.js";
+import type { WakeBus } from "./ports/wake-bus.js";
 import { componentReports, describeDatabase, isRedisBus, logComponents, type ComponentSources } from "./components.js";
 import type { Config } from "./platform/config.js";
 import { openDatabase, type Database } from "./database.js";
+import { ActorWebhooks } from "./domain/actor-webhooks.js";
+import { Actors } from "./domain/actors.js";
+import { ChannelAdmin } from "./domain/channel-admin.js";
+import { Channels } from "./domain/channels.js";
+import { ChannelHistory } from "./domain/history.js";
+import { AsyncJobs } from "./domain/jobs.js";
 import { Keys } from "./domain/keys.js";
+import { Membership } from "./domain/membership.js";
+import { Messages } from "./domain/messages.js";
+import { WebhookDeliveryLog } from "./domain/webhook-deliveries.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
 import { systemClock, type Clock } from "./model/time.js";
 import { openFetchers } from "./jobs/fetchers.js";
@@ -23,9 +34,14 @@ import { createHttpHandler } from "./server/http-handler.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
 import { CallPipeline } from "./server/rpc/pipeline.js";
-import { createServices } from "./services/index.js";
+import { createServices, type Domain } from "./services/index.js";
+import { PgActorStore } from "./store/actors.js";
+import { PgChannelStore } from "./store/channels.js";
 import { Db } from "./store/db.js";
-import { PgKeyRepository } from "./store/keys.js";
+import { PgHistoryStore } from "./store/history.js";
+import { PgKeyStore } from "./store/keys.js";
+import { PgMembershipStore } from "./store/membership.js";
+import { PgMessageStore } from "./store/messages.js";
 import { migrate } from "./store/migrate.js";
 import { closePool, createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
@@ -75,6 +91,40 @@ export interface Worker {
   readonly jobs: JobRunner;
   /** Stops the runner (running jobs wrap up), then the pool and the database. */
   close(): Promise<void>;
+}
+
+export interface DomainDependencies {
+  db: Db;
+  bus: WakeBus;
+  clock: Clock;
+  config: Config;
+  keys: Keys;
+}
+
+/** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */
+export function createDomain({ db, bus, clock, config, keys }: DomainDependencies): Domain {
+  const channelStore = new PgChannelStore(db);
+  const actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
+  const messages = new Messages(new PgMessageStore(db), channelStore, actors, clock, {
+    maxContentBytes: config.maxContentBytes,
+    bus,
+    afterCommit: (fn) => db.afterCommit(fn),
+    longPollMaxWaitSeconds: config.longPollMaxWaitSeconds,
+    longPollMaxWaiters: config.longPollMaxWaiters,
+    longPollMaxWaitersPerKey: config.longPollMaxWaitersPerKey,
+  });
+  return {
+    keys,
+    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
+    membership: new Membership(new PgMembershipStore(db), channelStore, clock),
+    history: new ChannelHistory(new PgHistoryStore(db), channelStore),
+    webhookDeliveries: new WebhookDeliveryLog(db, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
+    messages,
+    actors,
+    actorWebhooks: new ActorWebhooks(db, clock),
+    channelAdmin: new ChannelAdmin(channelStore),
+    jobs: new AsyncJobs(db, clock, `${hostname()}:${process.pid}`, config.jobsMaxQueuedPerKey),
+  };
 }
 
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
@@ -153,17 +203,15 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
-    const keys = new Keys(new PgKeyRepository(db), { clock, cacheTtlMs: 5_000 });
+    const keys = new Keys(new PgKeyStore(db), { clock, cacheTtlMs: 5_000 });
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const pipeline = new CallPipeline(
       createServices({
-        db,
-        bus,
+        domain: createDomain({ db, bus, clock, config, keys }),
         clock,
         config,
-        keys,
         mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock),
         pdfAvailable,
       }),

@@ -11,7 +11,7 @@
  */
 import path from "node:path";
 import type { RedisBus } from "./bus/redis-bus.js";
-import type { WakeBus } from "./bus/wake-bus.js";
+import type { WakeBus } from "./ports/wake-bus.js";
 import type { Config } from "./platform/config.js";
 import { jobKinds } from "./jobs/index.js";
 import type { Logger } from "./platform/logger.js";

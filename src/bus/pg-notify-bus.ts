@@ -6,7 +6,8 @@
  */
 import type pg from "pg";
 import { NotificationListener } from "../store/notification-listener.js";
-import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
+import { LocalFanout } from "./wake-bus.js";
+import type { WakeBus, WakeListener } from "../ports/wake-bus.js";
 
 const TOPIC = "agentbus_wake";
 

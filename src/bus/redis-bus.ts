@@ -14,7 +14,8 @@
  * A wake-up carries no data, so an extra one costs a read, never a wrong answer.
  */
 import { Redis } from "ioredis";
-import { LocalFanout, type WakeBus, type WakeListener } from "./wake-bus.js";
+import { LocalFanout } from "./wake-bus.js";
+import type { WakeBus, WakeListener } from "../ports/wake-bus.js";
 
 const TOPIC = "agentbus:wake";
 

@@ -6,43 +6,13 @@
  * may look it up or mention it.
  */
 import type { Caller } from "../model/caller.js";
-import type { ChannelView } from "./channel.js";
+import type { ActorRecord, ActorRef } from "../model/actors.js";
+import type { ChannelView } from "../model/channels.js";
 import { hasNulChar, validateAlias, validateText } from "./channels.js";
 import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
-import type { Micros } from "../model/time.js";
-import type { Db } from "../store/db.js";
-import {
-  ensureDefaultActor,
-  findActor,
-  findActorRef,
-  findDefaultActor,
-  findOwnActorByName,
-  insertActor,
-  insertActorAlias,
-  lockActorName,
-  resolveMentionRefs,
-} from "../store/actors.js";
-
-export interface ActorRef {
-  id: string;
-  name: string;
-}
-
-export interface ActorRecord {
-  id: string;
-  name: string;
-  description: string;
-  ownerId: string;
-  createdByKeyId: string;
-  metadata: { [key: string]: JsonValue };
-  isDefault: boolean;
-  /** Sorted by code point. */
-  aliases: string[];
-  createdAt: Micros;
-  updatedAt: Micros;
-}
+import type { ActorStore } from "../ports/actors.js";
 
 export interface CreateActorInput {
   name: string | undefined;
@@ -91,23 +61,27 @@ const actorForbidden = (ref: string) =>
 export class Actors {
   private readonly defaults = new Map<string, ActorRef>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly store: ActorStore,
+    /** Runs fn after the current transaction commits (at once outside one). */
+    private readonly afterCommit: (fn: () => void) => void,
+  ) {}
 
   /** The caller's default actor (cached per key in-process; it never changes). */
   async defaultActor(caller: Caller): Promise<ActorRef> {
     const cached = this.defaults.get(caller.keyId);
     if (cached) return cached;
-    const found = await findDefaultActor(this.db, caller.keyId);
+    const found = await this.store.findDefault(caller.keyId);
     if (found) {
       this.remember(caller.keyId, found);
       return found;
     }
     // Keys get their default actor when minted (and migration 0002 backfilled
     // older keys); this only repairs a key that somehow has none.
-    const ensured = await ensureDefaultActor(this.db, caller);
+    const ensured = await this.store.ensureDefault(caller);
     const ref = { id: ensured.id, name: ensured.name };
     // Cache only what is committed: a rolled-back insert must not be remembered.
-    this.db.afterCommit(() => this.remember(caller.keyId, ref));
+    this.afterCommit(() => this.remember(caller.keyId, ref));
     return ref;
   }
 
@@ -117,7 +91,7 @@ export class Actors {
    */
   async resolveOwn(caller: Caller, ref: string): Promise<ActorRef> {
     validateActorRef(ref, "actor");
-    const actor = await findActorRef(this.db, ref);
+    const actor = await this.store.findRef(ref);
     if (!actor) throw actorNotFound(ref);
     if (actor.createdByKeyId !== caller.keyId) throw actorForbidden(ref);
     return { id: actor.id, name: actor.name };
@@ -135,25 +109,19 @@ export class Actors {
   async resolveForClaim(caller: Caller, ref: string | undefined): Promise<ActorRef> {
     if (ref === undefined) return this.defaultActor(caller);
     validateActorRef(ref, "actor");
-    const byRef = await findActorRef(this.db, ref);
+    const byRef = await this.store.findRef(ref);
     if (byRef && byRef.createdByKeyId === caller.keyId) return { id: byRef.id, name: byRef.name };
-    const byName = await findOwnActorByName(this.db, caller.keyId, ref);
+    const byName = await this.store.findOwnByName(caller.keyId, ref);
     if (byName) return byName;
     if (byRef) throw actorForbidden(ref);
     if (UUID_SHAPED.test(ref)) throw actorNotFound(ref);
     const name = validateActorName(ref, "actor");
-    return this.db.transaction(async () => {
-      await lockActorName(this.db, caller.keyId, name);
-      const raced = await findOwnActorByName(this.db, caller.keyId, name);
-      if (raced) return raced;
-      const created = await insertActor(this.db, {
-        name,
-        description: "",
-        metadata: {},
-        ownerId: caller.ownerId,
-        createdByKeyId: caller.keyId,
-      });
-      return { id: created.id, name: created.name };
+    return this.store.findOrCreateOwnByName({
+      name,
+      description: "",
+      metadata: {},
+      ownerId: caller.ownerId,
+      createdByKeyId: caller.keyId,
     });
   }
 
@@ -178,7 +146,7 @@ export class Actors {
     // A ref with U+0000 cannot name an actor (PostgreSQL text cannot hold it): dropped like any unknown ref.
     const candidates = [...new Set(refs)].filter((ref) => !hasNulChar(ref));
     if (candidates.length === 0) return [];
-    return resolveMentionRefs(this.db, candidates, channel);
+    return this.store.resolveMentions(candidates, channel);
   }
 
   /** POST /v1/actors: a new actor owned by the caller. */
@@ -195,7 +163,7 @@ export class Actors {
         details: { field: "metadata", max_metadata_bytes: MAX_ACTOR_METADATA_BYTES, received_bytes: size },
       });
     }
-    return insertActor(this.db, {
+    return this.store.insert({
       name,
       description,
       metadata,
@@ -206,7 +174,7 @@ export class Actors {
 
   /** GET /v1/actors/{identifier}: any key, by id or alias. */
   async get(identifier: string): Promise<ActorRecord> {
-    const actor = await findActor(this.db, identifier);
+    const actor = await this.store.find(identifier);
     if (!actor) throw actorNotFound(identifier);
     return actor;
   }
@@ -219,22 +187,19 @@ export class Actors {
    */
   async addAlias(caller: Caller, actorRef: string, alias: string | undefined): Promise<ActorRecord> {
     const valid = validateAlias(alias);
-    const actor = await findActor(this.db, actorRef);
+    const actor = await this.store.find(actorRef);
     if (!actor) throw actorNotFound(actorRef);
     if (actor.createdByKeyId !== caller.keyId) {
       throw new ApiError("actor_forbidden", "Only the key that created this actor may add aliases to it", {
         suggestion: "Add aliases to your own actors, or create one with POST /v1/actors.",
       });
     }
-    return this.db.transaction(async () => {
-      const outcome = await insertActorAlias(this.db, actor.id, valid, nameKey(valid));
-      if (outcome === "conflict") {
-        throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
-      }
-      const updated = await findActor(this.db, actor.id);
-      if (!updated) throw actorNotFound(actorRef);
-      return updated;
-    });
+    const outcome = await this.store.addAlias(actor.id, valid, nameKey(valid));
+    if (outcome === "conflict") {
+      throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
+    }
+    if (!outcome) throw actorNotFound(actorRef);
+    return outcome;
   }
 
   private remember(keyId: string, ref: ActorRef): void {

@@ -4,40 +4,7 @@
  */
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import type { JsonValue } from "../model/json.js";
-import type { Micros } from "../model/time.js";
-
-export type ChannelMode = "broadcast" | "claimable";
-export type ChannelAccess = "open" | "restricted";
-
-export interface ChannelRecord {
-  id: string;
-  name: string;
-  mode: ChannelMode;
-  access: ChannelAccess;
-  discoverable: boolean;
-  description: string;
-  ownerId: string;
-  createdByKeyId: string;
-  metadataSchema: { [key: string]: JsonValue };
-  pinnedMessage: string | null;
-  webhookUrl: string | null;
-  /** Write-only: never rendered. */
-  webhookSecret: string | null;
-  ttlSeconds: number;
-  retentionDays: number;
-  maxMessages: number | null;
-  maxWritesPerMinute: number | null;
-  paused: boolean;
-  createdAt: Micros;
-  updatedAt: Micros;
-}
-
-/** A channel looked up on behalf of a caller, with the caller's standing in it. */
-export interface ChannelView extends ChannelRecord {
-  /** The caller owns the channel or has a member row. */
-  callerIsMember: boolean;
-}
+import type { ChannelRecord, ChannelView } from "../model/channels.js";
 
 export const isOwner = (channel: ChannelRecord, caller: Caller): boolean => channel.createdByKeyId === caller.keyId;
 

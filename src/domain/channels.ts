@@ -6,27 +6,25 @@
  * contract's 422 codes.
  */
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, assertOwner, type ChannelAccess, type ChannelMode, type ChannelRecord, type ChannelView } from "./channel.js";
+import { assertCanUse, assertOwner } from "./channel.js";
+import type {
+  ChannelAccess,
+  ChannelChanges,
+  ChannelMode,
+  ChannelPatch,
+  ChannelRecord,
+  ChannelResource,
+  ChannelSummary,
+  ChannelView,
+  NewChannel,
+} from "../model/channels.js";
 import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
-import type { Db } from "../store/db.js";
-import {
-  deleteChannel,
-  discoverChannels,
-  findChannelResource,
-  findChannelView,
-  insertChannel,
-  insertChannelAlias,
-  loadChannelResource,
-  lockChannel,
-  resolveChannelRefs,
-  updateChannel,
-  type ChannelChanges,
-} from "../store/channels.js";
+import type { ChannelStore } from "../ports/channels.js";
 
 
 // ---------------------------------------------------------------------------
@@ -253,24 +251,6 @@ export interface CreateChannelInput {
   maxWritesPerMinute: number | undefined;
 }
 
-/** A validated channel with every default applied; related channels still as given (ids or aliases). */
-export interface NewChannel {
-  name: string;
-  mode: ChannelMode;
-  access: ChannelAccess;
-  discoverable: boolean;
-  description: string;
-  metadataSchema: JsonObject;
-  pinnedMessage: string | null;
-  webhookUrl: string | null;
-  webhookSecret: string | null;
-  relatedChannels: string[];
-  ttlSeconds: number;
-  retentionDays: number;
-  maxMessages: number | null;
-  maxWritesPerMinute: number | null;
-}
-
 export interface ChannelDefaults {
   /** Whether an open channel is discoverable when its creator does not say (AGENTBUS_DEFAULT_DISCOVERABLE). */
   defaultDiscoverable: boolean;
@@ -342,25 +322,6 @@ export interface ChannelUpdateInput {
   paused: boolean | undefined;
   webhookUrl: string | undefined;
   webhookSecret: string | undefined;
-}
-
-/** What an update changes; a key that is present is applied (null = clear). */
-export interface ChannelPatch {
-  name?: string;
-  mode?: ChannelMode;
-  access?: ChannelAccess;
-  discoverable?: boolean;
-  description?: string;
-  metadataSchema?: JsonObject;
-  pinnedMessage?: string | null;
-  /** Still as given (ids or aliases); replaces the list. */
-  relatedChannels?: string[];
-  retentionDays?: number;
-  maxMessages?: number | null;
-  maxWritesPerMinute?: number | null;
-  paused?: boolean;
-  webhookUrl?: string | null;
-  webhookSecret?: string | null;
 }
 
 /** The mask's paths as ChannelUpdate fields (proto or JSON names), de-duplicated; 422 invalid_update_mask naming the others. */
@@ -524,28 +485,6 @@ export function parseDiscoveryCursor(cursor: string | undefined): Micros | undef
 // ---------------------------------------------------------------------------
 // Resources
 
-export interface RelatedChannelRef {
-  id: string;
-  name: string;
-  mode: ChannelMode;
-}
-
-/** A channel as GET renders it: the record plus aliases (sorted) and related channels (sorted by name). */
-export interface ChannelResource extends ChannelRecord {
-  aliases: string[];
-  relatedChannels: RelatedChannelRef[];
-}
-
-export interface ChannelSummary {
-  id: string;
-  name: string;
-  mode: ChannelMode;
-  access: ChannelAccess;
-  description: string;
-  createdAt: Micros;
-  isMember: boolean;
-}
-
 export interface DiscoveryPage {
   data: ChannelSummary[];
   limit: number;
@@ -557,7 +496,7 @@ export interface DiscoveryPage {
 
 export class Channels {
   constructor(
-    private readonly db: Db,
+    private readonly store: ChannelStore,
     private readonly defaults: ChannelDefaults,
   ) {}
 
@@ -566,15 +505,15 @@ export class Channels {
     const channel = validateCreateChannel(input, this.defaults);
     await checkMetadataSchema(channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
-    return this.db.transaction(async () => {
-      const id = await insertChannel(this.db, channel, relatedIds, caller);
-      return this.load(id);
-    });
+    const created = await this.store.create(channel, relatedIds, caller);
+    // Written and read in one transaction: a miss would mean it was deleted concurrently.
+    if (!created) throw channelNotFound(channel.name);
+    return created;
   }
 
   /** Any key for an open channel; the owner and members for a restricted one. */
   async get(caller: Caller, identifier: string): Promise<ChannelResource> {
-    const found = await findChannelResource(this.db, identifier, caller.keyId);
+    const found = await this.store.findResource(identifier, caller.keyId);
     if (!found) throw channelNotFound(identifier);
     assertCanUse(found, caller);
     return found;
@@ -584,7 +523,7 @@ export class Channels {
   async discover(caller: Caller, query: DiscoveryQuery): Promise<DiscoveryPage> {
     const before = parseDiscoveryCursor(query.cursor);
     const limit = clampDiscoveryLimit(query.limit);
-    const data = await discoverChannels(this.db, caller.keyId, before, limit);
+    const data = await this.store.discover(caller.keyId, before, limit);
     const last = data.at(-1);
     return { data, limit, nextCursor: data.length === limit && last ? formatTimestamp(last.createdAt) : null };
   }
@@ -596,20 +535,18 @@ export class Channels {
     const view = await this.ownedChannel(caller, identifier);
     const relatedIds =
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);
-    return this.db.transaction(async () => {
-      const current = await lockChannel(this.db, view.id);
-      if (!current) throw channelNotFound(identifier);
-      const changes = changedColumns(current.record, patch);
-      const links = relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined;
-      if (Object.keys(changes).length > 0 || links !== undefined) await updateChannel(this.db, view.id, changes, links);
-      return this.load(view.id);
-    });
+    const updated = await this.store.update(view.id, (current) => ({
+      changes: changedColumns(current.record, patch),
+      relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,
+    }));
+    if (!updated) throw channelNotFound(identifier);
+    return updated;
   }
 
   /** Owner only. Messages, history, members, links and aliases go with it; the aliases are free again. */
   async delete(caller: Caller, identifier: string): Promise<void> {
     const view = await this.ownedChannel(caller, identifier);
-    await deleteChannel(this.db, view.id);
+    await this.store.delete(view.id);
   }
 
   /**
@@ -620,17 +557,17 @@ export class Channels {
   async addAlias(caller: Caller, identifier: string, alias: string | undefined): Promise<ChannelResource> {
     const valid = validateAlias(alias);
     const view = await this.ownedChannel(caller, identifier);
-    return this.db.transaction(async () => {
-      const outcome = await insertChannelAlias(this.db, view.id, valid, nameKey(valid));
-      if (outcome === "conflict") {
-        throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
-      }
-      return this.load(view.id);
-    });
+    const outcome = await this.store.addAlias(view.id, valid, nameKey(valid));
+    if (outcome === "conflict") {
+      throw new ApiError("alias_conflict", `The alias '${valid}', or one that looks the same (case, spacing, full-width forms), is already taken`, { details: { alias: valid } });
+    }
+    // The channel was deleted concurrently.
+    if (!outcome) throw channelNotFound(view.id);
+    return outcome;
   }
 
   private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const view = await findChannelView(this.db, identifier, caller.keyId);
+    const view = await this.store.findView(identifier, caller.keyId);
     if (!view) throw channelNotFound(identifier);
     assertOwner(view, caller);
     return view;
@@ -639,7 +576,7 @@ export class Channels {
   /** Channel ids for ids or aliases, in order, de-duplicated; 404 channel_not_found naming the first unknown one. */
   private async resolveRelated(refs: readonly string[]): Promise<string[]> {
     if (refs.length === 0) return [];
-    const resolved = await resolveChannelRefs(this.db, refs);
+    const resolved = await this.store.resolveRefs(refs);
     const ids: string[] = [];
     refs.forEach((ref, i) => {
       const id = resolved[i];
@@ -649,13 +586,6 @@ export class Channels {
       if (!ids.includes(id)) ids.push(id);
     });
     return ids;
-  }
-
-  private async load(id: string): Promise<ChannelResource> {
-    const resource = await loadChannelResource(this.db, id);
-    // The row was read or written in the same transaction; a miss means it was deleted concurrently.
-    if (!resource) throw channelNotFound(id);
-    return resource;
   }
 }
 

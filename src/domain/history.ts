@@ -4,14 +4,13 @@
  * may read the channel (docs/decisions.md#channel-access).
  */
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, type ChannelView } from "./channel.js";
+import { assertCanUse } from "./channel.js";
 import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseCursor } from "./messages.js";
 import { formatTimestamp } from "../model/time.js";
-import type { Db } from "../store/db.js";
-import { listHistory, type HistoryRecord } from "../store/history.js";
-
-export type ChannelViewFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
+import type { HistoryRecord } from "../model/history.js";
+import type { ChannelStore } from "../ports/channels.js";
+import type { HistoryStore } from "../ports/history.js";
 
 export interface HistoryQuery {
   /** next_cursor of the previous page; "0" or absent: from the newest. */
@@ -28,8 +27,8 @@ export interface HistoryPage {
 
 export class ChannelHistory {
   constructor(
-    private readonly db: Db,
-    private readonly findChannel: ChannelViewFinder,
+    private readonly history: HistoryStore,
+    private readonly channels: ChannelStore,
   ) {}
 
   async list(caller: Caller, identifier: string, query: HistoryQuery): Promise<HistoryPage> {
@@ -38,10 +37,10 @@ export class ChannelHistory {
       throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
     }
     const before = parseCursor("cursor", query.cursor);
-    const channel = await this.findChannel(identifier, caller);
+    const channel = await this.channels.findView(identifier, caller.keyId);
     if (!channel) throw new ApiError("channel_not_found");
     assertCanUse(channel, caller);
-    const data = await listHistory(this.db, channel.id, before, limit);
+    const data = await this.history.list(channel.id, before, limit);
     const last = data.at(-1);
     return { data, limit, nextCursor: data.length === limit && last ? formatTimestamp(last.createdAt) : null };
   }

@@ -5,26 +5,11 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Caller } from "../model/caller.js";
+import type { KeyRecord } from "../model/keys.js";
+import type { KeyStore } from "../ports/keys.js";
 import { ApiError } from "../model/errors.js";
 import { displayName, nameKey } from "./labels.js";
-import type { Clock, Micros } from "../model/time.js";
-
-export interface KeyRecord {
-  keyId: string;
-  secretHash: Buffer;
-  agentLabel: string;
-  ownerId: string;
-  createdAt: Micros;
-  revokedAt: Micros | null;
-}
-
-export interface KeyRepository {
-  /** labelKey: nameKey(agentLabel), unique among active keys. */
-  insert(key: Omit<KeyRecord, "createdAt" | "revokedAt"> & { labelKey: string }): Promise<"inserted" | "label_in_use">;
-  findById(keyId: string): Promise<KeyRecord | undefined>;
-  /** Marks the key revoked; revoking twice is harmless. */
-  revoke(keyId: string): Promise<void>;
-}
+import type { Clock } from "../model/time.js";
 
 export interface IssuedKey {
   key: string;
@@ -53,7 +38,7 @@ export class Keys {
   private readonly cache = new Map<string, { record: KeyRecord; until: number }>();
 
   constructor(
-    private readonly repo: KeyRepository,
+    private readonly store: KeyStore,
     private readonly options: KeysOptions,
   ) {}
 
@@ -66,7 +51,7 @@ export class Keys {
     const agentLabel = displayName(given, "agent_label", "invalid_agent_label", MAX_AGENT_LABEL_LENGTH);
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
     const secret = randomBytes(24).toString("base64url");
-    const outcome = await this.repo.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel) });
+    const outcome = await this.store.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel) });
     if (outcome === "label_in_use") {
       throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}' or one that looks the same`, {
         details: { agent_label: agentLabel },
@@ -91,13 +76,13 @@ export class Keys {
   }
 
   async describe(caller: Caller): Promise<KeyRecord> {
-    const record = await this.repo.findById(caller.keyId);
+    const record = await this.store.findById(caller.keyId);
     if (!record) throw new ApiError("unauthorized", "Invalid API key");
     return record;
   }
 
   async revoke(caller: Caller): Promise<void> {
-    await this.repo.revoke(caller.keyId);
+    await this.store.revoke(caller.keyId);
     this.cache.delete(caller.keyId);
   }
 
@@ -105,7 +90,7 @@ export class Keys {
     const now = this.options.clock.now() / 1000;
     const cached = this.cache.get(keyId);
     if (cached && cached.until > now) return cached.record;
-    const record = await this.repo.findById(keyId);
+    const record = await this.store.findById(keyId);
     if (record && record.revokedAt === null) {
       this.cache.delete(keyId);
       this.cache.set(keyId, { record, until: now + this.options.cacheTtlMs });

@@ -4,7 +4,7 @@
  * before the re-read, so a message that lands between the read and the wait
  * still wakes the waiter: no wake-up is lost.
  */
-import type { WakeBus } from "../bus/wake-bus.js";
+import type { WakeBus } from "../ports/wake-bus.js";
 
 /**
  * Per-key count of the waits a process holds (long-polls and watch

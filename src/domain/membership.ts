@@ -6,34 +6,17 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, assertOwner, isOwner, type ChannelMode, type ChannelView } from "./channel.js";
+import type { AccessRequestRecord, ChannelEventRecord, InvitationRecord, MemberRecord } from "../model/membership.js";
+import { assertCanUse, assertOwner, isOwner } from "./channel.js";
+import type { ChannelView } from "../model/channels.js";
 import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
-import type { JsonValue } from "../model/json.js";
 import { isUuid } from "../model/ids.js";
 import { parseCursor } from "./messages.js";
 import { FixedWindowLimiter } from "./rate-limit.js";
 import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
-import { findChannelView } from "../store/channels.js";
-import type { Db } from "../store/db.js";
-import { enqueueMemberAdded } from "../store/webhooks.js";
-import {
-  countInvitationUse,
-  decideRequest,
-  deleteMember,
-  findInvitation,
-  insertEvent,
-  insertInvitation,
-  insertMember,
-  isActiveKey,
-  listEvents,
-  listInvitations,
-  listMembers,
-  listPendingRequests,
-  lockMembership,
-  revokeInvitation,
-  upsertPendingRequest,
-} from "../store/membership.js";
+import type { ChannelStore } from "../ports/channels.js";
+import type { ChangeTime, MembershipStore } from "../ports/membership.js";
 
 // ---------------------------------------------------------------------------
 // Limits
@@ -57,37 +40,6 @@ export const OPEN_CHANNEL_NOTE = "Channel is open; no access request needed — 
 
 // ---------------------------------------------------------------------------
 // Records
-
-export interface MemberRecord {
-  id: string;
-  channelId: string;
-  keyId: string;
-  grantedAt: Micros;
-  grantedViaInvitationId: string | null;
-}
-
-export interface InvitationChannel {
-  id: string;
-  name: string;
-  mode: ChannelMode;
-  description: string;
-}
-
-export interface InvitationRecord {
-  id: string;
-  ownerId: string;
-  createdByKeyId: string;
-  createdAt: Micros;
-  expiresAt: Micros;
-  revokedAt: Micros | null;
-  channel: InvitationChannel;
-  /** created_by_key_id of the channel (its owner key): may revoke. Not rendered. */
-  channelOwnerKeyId: string;
-  /** Keys that became members through it. */
-  uses: number;
-  /** Its creator may still invite: an active key that can use the channel. Not rendered (see state). */
-  creatorMayInvite: boolean;
-}
 
 export type InvitationState = "active" | "revoked" | "expired" | "invalidated";
 
@@ -115,17 +67,6 @@ export function invitationState(invitation: InvitationRecord, now: Micros): Invi
   return invitation.creatorMayInvite ? "active" : "invalidated";
 }
 
-export type AccessRequestStatus = "pending" | "approved" | "denied";
-
-export interface AccessRequestRecord {
-  id: string;
-  channelId: string;
-  requesterKeyId: string;
-  reason: string;
-  status: AccessRequestStatus;
-  createdAt: Micros;
-}
-
 export type AccessRequestOutcome =
   | { status: "pending"; requestId: string }
   | { status: "open"; note: string }
@@ -135,20 +76,6 @@ export interface AccessRequestDecision {
   status: "approved" | "denied";
   requestId: string;
   requesterKeyId: string;
-}
-
-export type ChannelEventType = "member_added" | "member_removed" | "invitation_resolved" | "invitation_revoked";
-
-export interface ChannelEventRecord {
-  id: string;
-  channelId: string;
-  eventType: ChannelEventType;
-  actorKeyId: string;
-  subjectKeyId: string | null;
-  invitationId: string | null;
-  metadata: { [key: string]: JsonValue };
-  createdAt: Micros;
-  expiresAt: Micros;
 }
 
 export interface EventsQuery {
@@ -230,7 +157,8 @@ export class Membership {
   private readonly lookupLimiter: FixedWindowLimiter;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: MembershipStore,
+    private readonly channels: ChannelStore,
     private readonly clock: Clock,
   ) {
     this.lookupLimiter = new FixedWindowLimiter(INVITATION_LOOKUP_LIMIT.count, INVITATION_LOOKUP_LIMIT.windowMs, clock);
@@ -240,7 +168,7 @@ export class Membership {
 
   async listMembers(caller: Caller, identifier: string): Promise<MemberRecord[]> {
     const channel = await this.ownedChannel(caller, identifier);
-    return listMembers(this.db, channel.id);
+    return this.store.listMembers(channel.id);
   }
 
   /**
@@ -250,19 +178,15 @@ export class Membership {
   async addMember(caller: Caller, identifier: string, keyId: string | undefined): Promise<MemberRecord> {
     const valid = validateKeyIdField(keyId);
     const channel = await this.ownedChannel(caller, identifier);
-    if (valid.length > MAX_KEY_ID_LENGTH || valid.includes("\u0000") || !(await isActiveKey(this.db, valid))) {
+    if (valid.length > MAX_KEY_ID_LENGTH || valid.includes("\u0000") || !(await this.store.isActiveKey(valid))) {
       throw new ApiError("invalid_key_id", `No active API key has key_id '${valid.slice(0, MAX_KEY_ID_LENGTH)}'`, {
         details: { field: "key_id" },
         suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
       });
     }
-    const now = this.clock.now();
-    return this.db.transaction(async () => {
-      await this.lockMembership(channel, identifier);
-      const { member, created } = await insertMember(this.db, channel.id, valid, now, null);
-      if (created) await this.record(channel.id, "member_added", caller.keyId, valid, null, now);
-      return member;
-    });
+    const added = await this.store.addMember(channel.id, valid, caller.keyId, this.changeTime());
+    if (!added) throw channelNotFound(identifier);
+    return added.member;
   }
 
   /** Removes a member (not the owner); fine when it was not one. member_removed only when a row went. */
@@ -276,22 +200,19 @@ export class Membership {
       throw new ApiError("cannot_remove_owner", "The owner's key cannot be removed from its channel", { details: { key_id: keyId } });
     }
     if (keyId.includes("\u0000")) return;
-    const now = this.clock.now();
-    await this.db.transaction(async () => {
-      await this.lockMembership(channel, identifier);
-      if (await deleteMember(this.db, channel.id, keyId)) await this.record(channel.id, "member_removed", caller.keyId, keyId, null, now);
-    });
+    const removed = await this.store.removeMember(channel.id, keyId, caller.keyId, this.changeTime());
+    if (removed === undefined) throw channelNotFound(identifier);
   }
 
   // --- Invitations ----------------------------------------------------------
 
   /** Any key that can use the channel: open → anyone, restricted → owner and members. Expires in 24 h. */
   async createInvitation(caller: Caller, identifier: string): Promise<InvitationView> {
-    const channel = await findChannelView(this.db, identifier, caller.keyId);
+    const channel = await this.channels.findView(identifier, caller.keyId);
     if (!channel) throw channelNotFound(identifier);
     assertCanUse(channel, caller);
     const now = this.clock.now();
-    const created = await insertInvitation(this.db, {
+    const created = await this.store.insertInvitation({
       id: newInvitationId(),
       channelId: channel.id,
       ownerId: caller.ownerId,
@@ -318,11 +239,9 @@ export class Membership {
       });
     }
     const found = await this.findInvitation(invitationId);
-    const now = this.clock.now();
-    return this.db.transaction(async () => {
-      if (!(await lockMembership(this.db, found.channel.id))) throw invitationNotFound();
-      // Read again under the lock: a revoke that committed meanwhile counts.
-      const invitation = await this.findInvitation(invitationId);
+    const at = this.changeTime();
+    const now = at.now;
+    const resolved = await this.store.resolveInvitation(found.channel.id, invitationId, caller.keyId, at, (invitation) => {
       if (invitation.revokedAt !== null) {
         throw new ApiError("invitation_revoked", undefined, { details: { invitation_id: invitation.id } });
       }
@@ -335,16 +254,10 @@ export class Membership {
       if (!invitation.creatorMayInvite) {
         throw new ApiError("invitation_invalidated", undefined, { details: { invitation_id: invitation.id } });
       }
-      const channelId = invitation.channel.id;
-      const { created } = await insertMember(this.db, channelId, caller.keyId, now, invitation.id);
-      await this.record(channelId, "invitation_resolved", caller.keyId, caller.keyId, invitation.id, now);
-      if (created) {
-        await this.record(channelId, "member_added", caller.keyId, caller.keyId, invitation.id, now);
-        await countInvitationUse(this.db, invitation.id);
-        return this.view({ ...invitation, uses: invitation.uses + 1 }, now);
-      }
-      return this.view(invitation, now);
     });
+    if (!resolved) throw invitationNotFound();
+    const { invitation, created } = resolved;
+    return this.view(created ? { ...invitation, uses: invitation.uses + 1 } : invitation, now);
   }
 
   /**
@@ -355,21 +268,17 @@ export class Membership {
   async revokeInvitation(caller: Caller, invitationId: string): Promise<InvitationView> {
     const found = await this.findInvitation(invitationId);
     if (caller.keyId !== found.createdByKeyId && caller.keyId !== found.channelOwnerKeyId) {
-      const channel = await findChannelView(this.db, found.channel.id, caller.keyId);
+      const channel = await this.channels.findView(found.channel.id, caller.keyId);
       if (!channel) throw invitationNotFound();
       assertCanUse(channel, caller);
       throw new ApiError("forbidden", "Only the invitation's creator or the channel owner may revoke it", {
         suggestion: "Use the key that created the invitation or the key that owns the channel.",
       });
     }
-    const now = this.clock.now();
-    return this.db.transaction(async () => {
-      if (!(await lockMembership(this.db, found.channel.id))) throw invitationNotFound();
-      if (await revokeInvitation(this.db, found.id, now)) {
-        await this.record(found.channel.id, "invitation_revoked", caller.keyId, null, found.id, now);
-      }
-      return this.view(await this.findInvitation(found.id), now);
-    });
+    const at = this.changeTime();
+    const revoked = await this.store.revokeInvitation(found.channel.id, found.id, caller.keyId, at);
+    if (!revoked) throw invitationNotFound();
+    return this.view(revoked, at.now);
   }
 
   /** The channel's invitations, newest first, every state included (owner only). */
@@ -378,7 +287,7 @@ export class Membership {
     const after = parseInvitationsCursor(query.cursor);
     const channel = await this.ownedChannel(caller, identifier);
     const now = this.clock.now();
-    const data = (await listInvitations(this.db, channel.id, after, limit)).map((i) => this.view(i, now));
+    const data = (await this.store.listInvitations(channel.id, after, limit)).map((i) => this.view(i, now));
     const last = data.at(-1);
     return { data, limit, nextCursor: data.length === limit && last ? formatInvitationsCursor(last) : null };
   }
@@ -392,13 +301,11 @@ export class Membership {
   async requestAccess(caller: Caller, identifier: string, reason: string | undefined): Promise<AccessRequestOutcome> {
     const valid = validateReason(reason);
     for (let attempt = 0; ; attempt++) {
-      const channel = await findChannelView(this.db, identifier, caller.keyId);
+      const channel = await this.channels.findView(identifier, caller.keyId);
       if (!channel) throw channelNotFound(identifier);
       if (channel.access === "open") return { status: "open", note: OPEN_CHANNEL_NOTE };
       if (channel.callerIsMember || isOwner(channel, caller)) return { status: "already_member" };
-      const outcome = await this.db.transaction(() =>
-        upsertPendingRequest(this.db, { channelId: channel.id, requesterKeyId: caller.keyId, reason: valid, createdAt: this.clock.now() }),
-      );
+      const outcome = await this.store.upsertPendingRequest({ channelId: channel.id, requesterKeyId: caller.keyId, reason: valid, createdAt: this.clock.now() });
       if (outcome === "gone") throw channelNotFound(identifier);
       if (outcome !== "retry") return { status: "pending", requestId: outcome.id };
       // The pending request we collided with was decided in between: look again
@@ -410,7 +317,7 @@ export class Membership {
   /** Pending requests, oldest first (owner only). */
   async listAccessRequests(caller: Caller, identifier: string): Promise<AccessRequestRecord[]> {
     const channel = await this.ownedChannel(caller, identifier);
-    return listPendingRequests(this.db, channel.id);
+    return this.store.listPendingRequests(channel.id);
   }
 
   /**
@@ -421,27 +328,15 @@ export class Membership {
   async decideAccessRequest(caller: Caller, identifier: string, requestId: string, status: "approved" | "denied"): Promise<AccessRequestDecision> {
     const channel = await this.ownedChannel(caller, identifier);
     if (!isUuid(requestId)) throw accessRequestNotFound(requestId);
-    const now = this.clock.now();
-    return this.db.transaction(async () => {
-      await this.lockMembership(channel, identifier);
-      const result = await decideRequest(this.db, channel.id, requestId, { status, byKeyId: caller.keyId, at: now });
-      if (result === "not_found") throw accessRequestNotFound(requestId);
-      if ("current" in result) {
-        throw new ApiError("access_request_resolved", `Access request already ${result.current}`, {
-          details: { access_request_id: requestId, status: result.current },
-        });
-      }
-      const requester = result.decided.requesterKeyId;
-      if (status === "approved") {
-        const { created } = await insertMember(this.db, channel.id, requester, now, null);
-        if (created) {
-          await this.record(channel.id, "member_added", caller.keyId, requester, null, now);
-          // The channel's webhook hears of the approval; queued in this transaction.
-          await enqueueMemberAdded(this.db, { channelId: channel.id, memberKeyId: requester, approvedByKeyId: caller.keyId }, now);
-        }
-      }
-      return { status, requestId: result.decided.id, requesterKeyId: requester };
-    });
+    const result = await this.store.decideRequest(channel.id, requestId, { status, byKeyId: caller.keyId, at: this.changeTime() });
+    if (result === "channel_gone") throw channelNotFound(identifier);
+    if (result === "not_found") throw accessRequestNotFound(requestId);
+    if ("current" in result) {
+      throw new ApiError("access_request_resolved", `Access request already ${result.current}`, {
+        details: { access_request_id: requestId, status: result.current },
+      });
+    }
+    return { status, requestId: result.decided.id, requesterKeyId: result.decided.requesterKeyId };
   }
 
   // --- Events (owner only) -------------------------------------------------
@@ -451,7 +346,7 @@ export class Membership {
     const limit = validateEventsLimit(query.limit);
     const since = parseCursor("since", query.since);
     const channel = await this.ownedChannel(caller, identifier);
-    const data = await listEvents(this.db, channel.id, since, limit, this.clock.now());
+    const data = await this.store.listEvents(channel.id, since, limit, this.clock.now());
     const last = data.at(-1);
     const given = query.since === undefined || query.since === "" ? null : query.since;
     return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : given };
@@ -460,33 +355,21 @@ export class Membership {
   // --- Helpers -------------------------------------------------------------
 
   private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = await findChannelView(this.db, identifier, caller.keyId);
+    const channel = await this.channels.findView(identifier, caller.keyId);
     if (!channel) throw channelNotFound(identifier);
     assertOwner(channel, caller);
     return channel;
   }
 
-  /** The channel's membership lock; 404 when the channel was deleted meanwhile. */
-  private async lockMembership(channel: ChannelView, identifier: string): Promise<void> {
-    if (!(await lockMembership(this.db, channel.id))) throw channelNotFound(identifier);
-  }
-
   private async findInvitation(invitationId: string): Promise<InvitationRecord> {
     if (invitationId === "" || invitationId.length > MAX_INVITATION_ID_LENGTH || invitationId.includes("\u0000")) throw invitationNotFound();
-    const found = await findInvitation(this.db, invitationId);
+    const found = await this.store.findInvitation(invitationId);
     if (!found) throw invitationNotFound();
     return found;
   }
 
-  private record(
-    channelId: string,
-    eventType: ChannelEventType,
-    actorKeyId: string,
-    subjectKeyId: string | null,
-    invitationId: string | null,
-    now: Micros,
-  ): Promise<void> {
-    return insertEvent(this.db, { channelId, eventType, actorKeyId, subjectKeyId, invitationId, now, ttlSeconds: EVENT_TTL_SECONDS });
+  private changeTime(): ChangeTime {
+    return { now: this.clock.now(), eventTtlSeconds: EVENT_TTL_SECONDS };
   }
 
   private view(invitation: InvitationRecord, now: Micros): InvitationView {

@@ -1,38 +1,6 @@
 /** A message as the rules see it. */
-import type { JsonValue } from "../model/json.js";
+import type { Claim, MessageRecord } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
-
-export interface ActorRef {
-  id: string;
-  name: string;
-}
-
-export interface Acknowledgement extends ActorRef {
-  occurredAt: Micros;
-}
-
-export interface Claim {
-  keyId: string;
-  actor: ActorRef;
-  claimedAt: Micros;
-  leaseToken: string | null;
-  leaseExpiresAt: Micros | null;
-}
-
-export interface MessageRecord {
-  id: string;
-  channelId: string;
-  authorKeyId: string;
-  actor: ActorRef | null;
-  actorLabel: string | null;
-  content: string;
-  metadata: { [key: string]: JsonValue };
-  mentions: ActorRef[];
-  createdAt: Micros;
-  expiresAt: Micros;
-  claim: Claim | null;
-  acknowledgedBy: Acknowledgement[];
-}
 
 /**
  * The claim that still holds at `now`: a lease that ran out before anyone

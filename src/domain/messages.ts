@@ -5,15 +5,19 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, type ChannelView } from "./channel.js";
+import { assertCanUse } from "./channel.js";
+import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { isUuid } from "../model/ids.js";
 import { violationsOffThread } from "./json-schema-thread.js";
-import { effectiveClaim, type ActorRef, type MessageRecord } from "./message.js";
+import { effectiveClaim } from "./message.js";
+import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
-import type { ListFilter, MessageInspection, MessageStore } from "../store/messages.js";
-import type { WakeBus } from "../bus/wake-bus.js";
+import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
+import type { ChannelStore } from "../ports/channels.js";
+import type { MessageStore } from "../ports/messages.js";
+import type { WakeBus } from "../ports/wake-bus.js";
 import { readOrWait, WaiterSlots } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
@@ -23,8 +27,6 @@ export interface ActorDirectory {
   resolveForClaim(caller: Caller, ref: string | undefined): Promise<ActorRef>;
   resolveMentions(refs: readonly string[], channel: ChannelView): Promise<ActorRef[]>;
 }
-
-export type ChannelFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
 
 export interface MessagesOptions {
   maxContentBytes: number;
@@ -92,7 +94,7 @@ const byteLength = (text: string) => Buffer.byteLength(text, "utf8");
 export class Messages {
   constructor(
     private readonly store: MessageStore,
-    private readonly findChannel: ChannelFinder,
+    private readonly channels: ChannelStore,
     private readonly actors: ActorDirectory,
     private readonly clock: Clock,
     private readonly options: MessagesOptions,
@@ -392,7 +394,7 @@ export class Messages {
 
   /** The channel, if it exists and the caller may read and write it. */
   private async usableChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = await this.findChannel(identifier, caller);
+    const channel = await this.channels.findView(identifier, caller.keyId);
     if (!channel) throw new ApiError("channel_not_found");
     assertCanUse(channel, caller);
     return channel;

@@ -5,7 +5,8 @@
  * channel_access_denied first.
  */
 import type { Caller } from "../model/caller.js";
-import { assertOwner, type ChannelView } from "./channel.js";
+import { assertOwner } from "./channel.js";
+import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
 import type { Db } from "../store/db.js";

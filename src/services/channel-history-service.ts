@@ -4,7 +4,7 @@ import type { HistoryMessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import type { ChannelHistory } from "../domain/history.js";
 import { toProtoTimestamp } from "../model/time.js";
 import { callerOf } from "../server/rpc/context.js";
-import type { HistoryRecord } from "../store/history.js";
+import type { HistoryRecord } from "../model/history.js";
 import type { ChannelHandlers } from "./handlers.js";
 import { renderMessage } from "./render-message.js";
 

@@ -4,23 +4,20 @@
  * 501 / Unimplemented with error code not_implemented.
  */
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
-import type { WakeBus } from "../bus/wake-bus.js";
 import type { Config } from "../platform/config.js";
-import { ActorWebhooks } from "../domain/actor-webhooks.js";
-import { Actors } from "../domain/actors.js";
-import { ChannelAdmin } from "../domain/channel-admin.js";
-import { Channels } from "../domain/channels.js";
-import { ChannelHistory } from "../domain/history.js";
-import { Membership } from "../domain/membership.js";
-import { Messages } from "../domain/messages.js";
+import type { ActorWebhooks } from "../domain/actor-webhooks.js";
+import type { Actors } from "../domain/actors.js";
+import type { ChannelAdmin } from "../domain/channel-admin.js";
+import type { Channels } from "../domain/channels.js";
+import type { ChannelHistory } from "../domain/history.js";
+import type { AsyncJobs } from "../domain/jobs.js";
+import type { Membership } from "../domain/membership.js";
+import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
-import { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
+import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import { findChannelView } from "../store/channels.js";
-import type { Db } from "../store/db.js";
-import { MessageStore } from "../store/messages.js";
 import { actorService } from "./actor-service.js";
 import { adminService } from "./admin-service.js";
 import { channelHistoryHandlers } from "./channel-history-service.js";
@@ -31,44 +28,41 @@ import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
 import { webhookDeliveryHandlers } from "./webhook-delivery-service.js";
 
+/** The use cases the handlers call, wired to their adapters by the composition root (app.ts). */
+export interface Domain {
+  keys: Keys;
+  channels: Channels;
+  membership: Membership;
+  history: ChannelHistory;
+  webhookDeliveries: WebhookDeliveryLog;
+  messages: Messages;
+  actors: Actors;
+  actorWebhooks: ActorWebhooks;
+  channelAdmin: ChannelAdmin;
+  jobs: AsyncJobs;
+}
+
 export interface ServiceDependencies {
-  db: Db;
-  bus: WakeBus;
+  domain: Domain;
   clock: Clock;
   config: Config;
-  keys: Keys;
   mintLimiter: FixedWindowLimiter;
   /** Defaults to "the configured Chromium is installed" (a process without a renderer of its own). */
   pdfAvailable?: PdfAvailability;
 }
 
-export function createServices(deps: ServiceDependencies): ServiceEntry[] {
-  const actors = new Actors(deps.db);
-  const messages = new Messages(
-    new MessageStore(deps.db),
-    (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId),
-    actors,
-    deps.clock,
-    {
-      maxContentBytes: deps.config.maxContentBytes,
-      bus: deps.bus,
-      afterCommit: (fn) => deps.db.afterCommit(fn),
-      longPollMaxWaitSeconds: deps.config.longPollMaxWaitSeconds,
-      longPollMaxWaiters: deps.config.longPollMaxWaiters,
-      longPollMaxWaitersPerKey: deps.config.longPollMaxWaitersPerKey,
-    },
-  );
+export function createServices({ domain, clock, config, mintLimiter, pdfAvailable }: ServiceDependencies): ServiceEntry[] {
   return [
-    keyService(deps.keys, deps.mintLimiter),
+    keyService(domain.keys, mintLimiter),
     serviceEntry(ChannelService, {
-      ...channelHandlers(new Channels(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable })),
-      ...membershipHandlers(new Membership(deps.db, deps.clock)),
-      ...channelHistoryHandlers(new ChannelHistory(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
-      ...webhookDeliveryHandlers(new WebhookDeliveryLog(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
+      ...channelHandlers(domain.channels),
+      ...membershipHandlers(domain.membership),
+      ...channelHistoryHandlers(domain.history),
+      ...webhookDeliveryHandlers(domain.webhookDeliveries),
     }),
-    messageService(messages, deps.clock),
-    actorService(actors, new ActorWebhooks(deps.db, deps.clock)),
-    adminService(new ChannelAdmin(deps.db)),
-    jobService(deps),
+    messageService(domain.messages, clock),
+    actorService(domain.actors, domain.actorWebhooks),
+    adminService(domain.channelAdmin),
+    jobService(domain.jobs, { config, pdfAvailable }),
   ];
 }

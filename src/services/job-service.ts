@@ -7,19 +7,17 @@
  */
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { hostname } from "node:os";
 import { JobKind, JobStatus, type JobSchema } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { Config } from "../platform/config.js";
 import { ApiError } from "../model/errors.js";
-import { AsyncJobs } from "../domain/jobs.js";
-import { toProtoTimestamp, type Clock } from "../model/time.js";
+import type { AsyncJobs } from "../domain/jobs.js";
+import { toProtoTimestamp } from "../model/time.js";
 import { RESULT_SCHEMAS } from "../jobs/async-job.js";
 import { validatePdfRequest } from "../pdf/input.js";
 import { chromiumInstalled } from "../pdf/chromium.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import type { Db } from "../store/db.js";
 import type { JobKindName, JobRecord, JobStatusName } from "../store/jobs.js";
 import { jobPostingJobHandlers } from "./job-posting-handlers.js";
 import { transcriptJobHandlers } from "./transcript-handlers.js";
@@ -102,8 +100,7 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { pdfAvailable: PdfAvai
   };
 }
 
-export function jobService(deps: { db: Db; clock: Clock; config: Config; pdfAvailable?: PdfAvailability }): ServiceEntry {
-  const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`, deps.config.jobsMaxQueuedPerKey);
+export function jobService(jobs: AsyncJobs, deps: { config: Config; pdfAvailable?: PdfAvailability | undefined }): ServiceEntry {
   return serviceEntry(JobService, {
     ...jobHandlers(jobs),
     ...pdfJobHandlers(jobs, { pdfAvailable: deps.pdfAvailable ?? (() => chromiumInstalled(deps.config.chromiumPath)) }),

@@ -14,16 +14,8 @@ import {
   type MemberSchema,
 } from "../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome as ProtoOutcome } from "../../gen/agentbus/v1/channel_service_pb.js";
-import type {
-  AccessRequestRecord,
-  AccessRequestStatus,
-  ChannelEventRecord,
-  ChannelEventType,
-  InvitationState,
-  InvitationView,
-  MemberRecord,
-  Membership,
-} from "../domain/membership.js";
+import type { AccessRequestRecord, AccessRequestStatus, ChannelEventRecord, ChannelEventType, MemberRecord } from "../model/membership.js";
+import type { InvitationState, InvitationView, Membership } from "../domain/membership.js";
 import { toProtoTimestamp } from "../model/time.js";
 import { callerOf, clientAddressKey, httpStatusKey } from "../server/rpc/context.js";
 import type { ChannelHandlers } from "./handlers.js";

@@ -7,7 +7,7 @@ import {
   type ListMessagesResponseSchema,
 } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { MessageRecord } from "../domain/message.js";
+import type { MessageRecord } from "../model/messages.js";
 import type { Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
 import { callerOf, streamOpenKey } from "../server/rpc/context.js";

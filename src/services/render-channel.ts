@@ -11,9 +11,8 @@ import {
   type ChannelSchema,
   type ChannelSummarySchema,
 } from "../../gen/agentbus/v1/channel_pb.js";
-import type { ActorRecord } from "../domain/actors.js";
-import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
-import type { ChannelResource, ChannelSummary } from "../domain/channels.js";
+import type { ActorRecord } from "../model/actors.js";
+import type { ChannelAccess, ChannelMode, ChannelResource, ChannelSummary } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { toProtoTimestamp } from "../model/time.js";
 

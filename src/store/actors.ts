@@ -1,5 +1,6 @@
 /** SQL for actors and their aliases (one global namespace, separate from channel aliases). */
-import type { ActorRecord, ActorRef } from "../domain/actors.js";
+import type { ActorOwnership, ActorRecord, ActorRef, KeyIdentity, NewActor } from "../model/actors.js";
+import type { ActorStore, MentionScope } from "../ports/actors.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 import type { Db } from "./db.js";
@@ -35,17 +36,6 @@ const toActorRecord = (row: ActorRow): ActorRecord => ({
   updatedAt: row.updated_at,
 });
 
-/** An actor as the resolvers need it. */
-export interface ActorOwnership extends ActorRef {
-  createdByKeyId: string;
-}
-
-export interface KeyIdentity {
-  keyId: string;
-  agentLabel: string;
-  ownerId: string;
-}
-
 /**
  * Creates the key's default actor (named after its agent label) unless it has
  * one; returns it either way. No unique violation is ever raised, so this is
@@ -68,14 +58,6 @@ export async function ensureDefaultActor(db: Db, key: KeyIdentity): Promise<Acto
 export async function findDefaultActor(db: Db, keyId: string): Promise<ActorRef | undefined> {
   const { rows } = await db.query<ActorRef>("SELECT id, name FROM actors WHERE created_by_key_id = $1 AND is_default", [keyId]);
   return rows[0];
-}
-
-export interface NewActor {
-  name: string;
-  description: string;
-  metadata: { [key: string]: JsonValue };
-  ownerId: string;
-  createdByKeyId: string;
 }
 
 export async function insertActor(db: Db, actor: NewActor): Promise<ActorRecord> {
@@ -148,7 +130,7 @@ export async function lockActorName(db: Db, keyId: string, name: string): Promis
 export async function resolveMentionRefs(
   db: Db,
   refs: readonly string[],
-  channel: { id: string; access: string; createdByKeyId: string },
+  channel: MentionScope,
 ): Promise<ActorRef[]> {
   const { rows } = await db.query<ActorRef>(
     `SELECT a.id, a.name
@@ -184,4 +166,54 @@ export async function insertActorAlias(db: Db, actorId: string, alias: string, a
   if (rows[0]?.inserted) return "added";
   const holder = await db.query<{ actor_id: string }>("SELECT actor_id FROM actor_aliases WHERE alias = $1", [alias]);
   return holder.rows[0]?.actor_id === actorId ? "exists" : "conflict";
+}
+
+export class PgActorStore implements ActorStore {
+  constructor(private readonly db: Db) {}
+
+  findDefault(keyId: string): Promise<ActorRef | undefined> {
+    return findDefaultActor(this.db, keyId);
+  }
+
+  ensureDefault(key: KeyIdentity): Promise<ActorRef & { created: boolean }> {
+    return ensureDefaultActor(this.db, key);
+  }
+
+  findRef(ref: string): Promise<ActorOwnership | undefined> {
+    return findActorRef(this.db, ref);
+  }
+
+  findOwnByName(keyId: string, name: string): Promise<ActorRef | undefined> {
+    return findOwnActorByName(this.db, keyId, name);
+  }
+
+  findOrCreateOwnByName(actor: NewActor): Promise<ActorRef> {
+    return this.db.transaction(async () => {
+      await lockActorName(this.db, actor.createdByKeyId, actor.name);
+      const raced = await findOwnActorByName(this.db, actor.createdByKeyId, actor.name);
+      if (raced) return raced;
+      const created = await insertActor(this.db, actor);
+      return { id: created.id, name: created.name };
+    });
+  }
+
+  insert(actor: NewActor): Promise<ActorRecord> {
+    return insertActor(this.db, actor);
+  }
+
+  find(identifier: string): Promise<ActorRecord | undefined> {
+    return findActor(this.db, identifier);
+  }
+
+  resolveMentions(refs: readonly string[], channel: MentionScope): Promise<ActorRef[]> {
+    return resolveMentionRefs(this.db, refs, channel);
+  }
+
+  addAlias(actorId: string, alias: string, aliasKey: string): Promise<ActorRecord | "conflict" | undefined> {
+    return this.db.transaction(async () => {
+      const outcome = await insertActorAlias(this.db, actorId, alias, aliasKey);
+      if (outcome === "conflict") return outcome;
+      return findActor(this.db, actorId);
+    });
+  }
 }

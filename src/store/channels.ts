@@ -1,7 +1,16 @@
-/** SQL for channels: lookup by id or alias on behalf of a caller, create, discovery, update, delete, aliases. */
+/** SQL for channels: lookup by id or alias on behalf of a caller, create, discovery, update, delete, aliases, pause. */
 import type { Caller } from "../model/caller.js";
-import type { ChannelAccess, ChannelMode, ChannelRecord, ChannelView } from "../domain/channel.js";
-import type { ChannelResource, ChannelSummary, NewChannel, RelatedChannelRef } from "../domain/channels.js";
+import type {
+  ChannelChanges,
+  ChannelRecord,
+  ChannelResource,
+  ChannelSummary,
+  ChannelView,
+  LockedChannel,
+  NewChannel,
+  RelatedChannelRef,
+} from "../model/channels.js";
+import type { ChannelStore, ChannelUpdate } from "../ports/channels.js";
 import type { JsonValue } from "../model/json.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
@@ -221,7 +230,7 @@ export async function discoverChannels(db: Db, callerKeyId: string, before: Micr
 }
 
 /** Locks the channel row for an update and reads it with its related channel ids; undefined when gone. */
-export async function lockChannel(db: Db, id: string): Promise<{ record: ChannelRecord; relatedIds: string[] } | undefined> {
+export async function lockChannel(db: Db, id: string): Promise<LockedChannel | undefined> {
   const { rows } = await db.query<ChannelRow & { related_ids: string[] }>(
     `SELECT ${CHANNEL_COLUMNS},
        ARRAY(SELECT l.related_channel_id::text FROM channel_links l WHERE l.channel_id = c.id) AS related_ids
@@ -230,23 +239,6 @@ export async function lockChannel(db: Db, id: string): Promise<{ record: Channel
   );
   const row = rows[0];
   return row && { record: toChannelRecord(row), relatedIds: row.related_ids };
-}
-
-/** Column changes of an update (only the keys present are written). */
-export interface ChannelChanges {
-  name?: string;
-  mode?: ChannelMode;
-  access?: ChannelAccess;
-  discoverable?: boolean;
-  description?: string;
-  metadataSchema?: { [key: string]: JsonValue };
-  pinnedMessage?: string | null;
-  retentionDays?: number;
-  maxMessages?: number | null;
-  maxWritesPerMinute?: number | null;
-  paused?: boolean;
-  webhookUrl?: string | null;
-  webhookSecret?: string | null;
 }
 
 const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
@@ -316,4 +308,85 @@ export async function insertChannelAlias(db: Db, channelId: string, alias: strin
   const holder = await db.query<{ channel_id: string }>("SELECT channel_id FROM channel_aliases WHERE alias = $1", [alias]);
   const holderId = holder.rows[0]?.channel_id;
   return holderId === channelId ? "exists" : "conflict";
+}
+
+/**
+ * Sets paused on the channel named by id or alias; returns its id, or
+ * undefined when there is none. The channel row is locked like a write
+ * locks it, so a message being posted either commits before the pause or
+ * sees it. updated_at moves only when the value changes, so pausing a
+ * paused channel changes nothing.
+ */
+export async function setChannelPaused(db: Db, identifier: string, paused: boolean): Promise<string | undefined> {
+  if (hasNul(identifier)) return undefined;
+  const { rows } = await db.query<{ id: string }>(
+    `WITH target AS (
+       SELECT c.id, c.paused FROM channels c
+       WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
+       LIMIT 1
+       FOR NO KEY UPDATE
+     ), changed AS (
+       UPDATE channels c SET paused = $3, updated_at = greatest(clock_timestamp(), c.updated_at + interval '1 microsecond')
+       FROM target t WHERE c.id = t.id AND t.paused <> $3
+     )
+     SELECT id FROM target`,
+    [isUuid(identifier) ? identifier : null, identifier, paused],
+  );
+  return rows[0]?.id;
+}
+
+export class PgChannelStore implements ChannelStore {
+  constructor(private readonly db: Db) {}
+
+  findView(identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
+    return findChannelView(this.db, identifier, callerKeyId);
+  }
+
+  findResource(identifier: string, callerKeyId: string): Promise<(ChannelResource & ChannelView) | undefined> {
+    return findChannelResource(this.db, identifier, callerKeyId);
+  }
+
+  resolveRefs(refs: readonly string[]): Promise<Array<string | null>> {
+    return resolveChannelRefs(this.db, refs);
+  }
+
+  create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined> {
+    return this.db.transaction(async () => {
+      const id = await insertChannel(this.db, channel, relatedIds, owner);
+      return loadChannelResource(this.db, id);
+    });
+  }
+
+  discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+    return discoverChannels(this.db, callerKeyId, before, limit);
+  }
+
+  update(id: string, plan: (current: LockedChannel) => ChannelUpdate): Promise<ChannelResource | undefined> {
+    return this.db.transaction(async () => {
+      const current = await lockChannel(this.db, id);
+      if (!current) return undefined;
+      const { changes, relatedIds } = plan(current);
+      if (Object.keys(changes).length > 0 || relatedIds !== undefined) await updateChannel(this.db, id, changes, relatedIds);
+      return loadChannelResource(this.db, id);
+    });
+  }
+
+  delete(id: string): Promise<void> {
+    return deleteChannel(this.db, id);
+  }
+
+  addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined> {
+    return this.db.transaction(async () => {
+      const outcome = await insertChannelAlias(this.db, id, alias, aliasKey);
+      if (outcome === "conflict") return outcome;
+      return loadChannelResource(this.db, id);
+    });
+  }
+
+  setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined> {
+    return this.db.transaction(async () => {
+      const id = await setChannelPaused(this.db, identifier, paused);
+      return id === undefined ? undefined : loadChannelResource(this.db, id);
+    });
+  }
 }

@@ -1,13 +1,9 @@
 /** SQL for message_history: the history page of a channel (docs/decisions.md#expiry-and-history). */
-import type { MessageRecord } from "../domain/message.js";
+import type { HistoryRecord } from "../model/history.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
+import type { HistoryStore } from "../ports/history.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
-
-export interface HistoryRecord extends MessageRecord {
-  archivedAt: Micros;
-  reason: "expired" | "retracted";
-}
 
 /**
  * One page, newest first: $1 channel, $2 before (exclusive; 'infinity' for
@@ -26,4 +22,12 @@ export async function listHistory(db: Db, channelId: string, before: Micros | nu
     "history_page",
   );
   return rows.map((row) => ({ ...toRecord(row), archivedAt: row.archived_at, reason: row.reason }));
+}
+
+export class PgHistoryStore implements HistoryStore {
+  constructor(private readonly db: Db) {}
+
+  list(channelId: string, before: Micros | null, limit: number): Promise<HistoryRecord[]> {
+    return listHistory(this.db, channelId, before, limit);
+  }
 }

@@ -1,5 +1,6 @@
 /** SQL for api_keys. */
-import type { KeyRecord, KeyRepository } from "../domain/keys.js";
+import type { KeyRecord, NewKey } from "../model/keys.js";
+import type { KeyStore } from "../ports/keys.js";
 import type { Micros } from "../model/time.js";
 import { ensureDefaultActor } from "./actors.js";
 import type { Db } from "./db.js";
@@ -15,7 +16,7 @@ interface KeyRow {
 
 const UNIQUE_VIOLATION = "23505";
 
-export class PgKeyRepository implements KeyRepository {
+export class PgKeyStore implements KeyStore {
   constructor(private readonly db: Db) {}
 
   /**
@@ -24,7 +25,7 @@ export class PgKeyRepository implements KeyRepository {
    * db.transaction, which is a savepoint inside a caller's transaction, so
    * the caller's transaction survives it.
    */
-  async insert(key: Omit<KeyRecord, "createdAt" | "revokedAt"> & { labelKey: string }): Promise<"inserted" | "label_in_use"> {
+  async insert(key: NewKey): Promise<"inserted" | "label_in_use"> {
     try {
       await this.db.transaction(async () => {
         await this.db.query(

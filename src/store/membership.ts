@@ -9,6 +9,8 @@
  * That one order everywhere keeps these transactions free of deadlocks, and
  * serialises a channel's events so each is stamped after the previous one.
  */
+import type { ChannelMode } from "../model/channels.js";
+import type { JsonValue } from "../model/json.js";
 import type {
   AccessRequestRecord,
   AccessRequestStatus,
@@ -16,11 +18,13 @@ import type {
   ChannelEventType,
   InvitationRecord,
   MemberRecord,
-} from "../domain/membership.js";
-import type { ChannelMode } from "../domain/channel.js";
-import type { JsonValue } from "../model/json.js";
+  NewAccessRequest,
+  NewInvitation,
+} from "../model/membership.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
+import type { ChangeTime, MembershipStore } from "../ports/membership.js";
 import type { Db } from "./db.js";
+import { enqueueMemberAdded } from "./webhooks.js";
 
 /**
  * Namespace of the per-channel membership locks (the two-int4 form of
@@ -167,7 +171,7 @@ const toInvitation = (r: InvitationRow): InvitationRecord => ({
  */
 export async function insertInvitation(
   db: Db,
-  invitation: { id: string; channelId: string; ownerId: string; createdByKeyId: string; createdAt: Micros; expiresAt: Micros },
+  invitation: NewInvitation,
 ): Promise<InvitationRecord | undefined> {
   const { rows } = await db.query<InvitationRow>(
     `WITH c AS (
@@ -269,7 +273,7 @@ const toAccessRequest = (r: AccessRequestRow): AccessRequestRecord => ({
  */
 export async function upsertPendingRequest(
   db: Db,
-  request: { channelId: string; requesterKeyId: string; reason: string; createdAt: Micros },
+  request: NewAccessRequest,
 ): Promise<{ id: string } | "gone" | "retry"> {
   const { rows } = await db.query<{ id: string | null; channel_exists: boolean }>(
     `WITH c AS (
@@ -399,4 +403,126 @@ export async function listEvents(db: Db, channelId: string, since: Micros | null
     "list_channel_events",
   );
   return rows.map(toEvent);
+}
+
+export class PgMembershipStore implements MembershipStore {
+  constructor(private readonly db: Db) {}
+
+  listMembers(channelId: string): Promise<MemberRecord[]> {
+    return listMembers(this.db, channelId);
+  }
+
+  isActiveKey(keyId: string): Promise<boolean> {
+    return isActiveKey(this.db, keyId);
+  }
+
+  addMember(channelId: string, keyId: string, byKeyId: string, at: ChangeTime): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, channelId))) return undefined;
+      const added = await insertMember(this.db, channelId, keyId, at.now, null);
+      if (added.created) await this.record(channelId, "member_added", byKeyId, keyId, null, at);
+      return added;
+    });
+  }
+
+  removeMember(channelId: string, keyId: string, byKeyId: string, at: ChangeTime): Promise<boolean | undefined> {
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, channelId))) return undefined;
+      const removed = await deleteMember(this.db, channelId, keyId);
+      if (removed) await this.record(channelId, "member_removed", byKeyId, keyId, null, at);
+      return removed;
+    });
+  }
+
+  insertInvitation(invitation: NewInvitation): Promise<InvitationRecord | undefined> {
+    return insertInvitation(this.db, invitation);
+  }
+
+  findInvitation(id: string): Promise<InvitationRecord | undefined> {
+    return findInvitation(this.db, id);
+  }
+
+  listInvitations(channelId: string, after: { createdAt: Micros; id: string } | null, limit: number): Promise<InvitationRecord[]> {
+    return listInvitations(this.db, channelId, after, limit);
+  }
+
+  resolveInvitation(
+    channelId: string,
+    invitationId: string,
+    keyId: string,
+    at: ChangeTime,
+    admit: (invitation: InvitationRecord) => void,
+  ): Promise<{ invitation: InvitationRecord; created: boolean } | undefined> {
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, channelId))) return undefined;
+      // Read again under the lock: a revoke that committed meanwhile counts.
+      const invitation = await findInvitation(this.db, invitationId);
+      if (!invitation) return undefined;
+      admit(invitation);
+      const target = invitation.channel.id;
+      const { created } = await insertMember(this.db, target, keyId, at.now, invitation.id);
+      await this.record(target, "invitation_resolved", keyId, keyId, invitation.id, at);
+      if (created) {
+        await this.record(target, "member_added", keyId, keyId, invitation.id, at);
+        await countInvitationUse(this.db, invitation.id);
+      }
+      return { invitation, created };
+    });
+  }
+
+  revokeInvitation(channelId: string, invitationId: string, byKeyId: string, at: ChangeTime): Promise<InvitationRecord | undefined> {
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, channelId))) return undefined;
+      if (await revokeInvitation(this.db, invitationId, at.now)) {
+        await this.record(channelId, "invitation_revoked", byKeyId, null, invitationId, at);
+      }
+      return findInvitation(this.db, invitationId);
+    });
+  }
+
+  upsertPendingRequest(request: NewAccessRequest): Promise<{ id: string } | "gone" | "retry"> {
+    return this.db.transaction(() => upsertPendingRequest(this.db, request));
+  }
+
+  listPendingRequests(channelId: string): Promise<AccessRequestRecord[]> {
+    return listPendingRequests(this.db, channelId);
+  }
+
+  decideRequest(
+    channelId: string,
+    requestId: string,
+    decision: { status: "approved" | "denied"; byKeyId: string; at: ChangeTime },
+  ): Promise<{ decided: AccessRequestRecord } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
+    return this.db.transaction(async () => {
+      if (!(await lockMembership(this.db, channelId))) return "channel_gone";
+      const now = decision.at.now;
+      const result = await decideRequest(this.db, channelId, requestId, { status: decision.status, byKeyId: decision.byKeyId, at: now });
+      if (result === "not_found" || "current" in result) return result;
+      if (decision.status === "approved") {
+        const requester = result.decided.requesterKeyId;
+        const { created } = await insertMember(this.db, channelId, requester, now, null);
+        if (created) {
+          await this.record(channelId, "member_added", decision.byKeyId, requester, null, decision.at);
+          // W1: the channel's webhook hears of the approval; queued in this transaction.
+          await enqueueMemberAdded(this.db, { channelId, memberKeyId: requester, approvedByKeyId: decision.byKeyId }, now);
+        }
+      }
+      return result;
+    });
+  }
+
+  listEvents(channelId: string, since: Micros | null, limit: number, now: Micros): Promise<ChannelEventRecord[]> {
+    return listEvents(this.db, channelId, since, limit, now);
+  }
+
+  private record(
+    channelId: string,
+    eventType: ChannelEventType,
+    actorKeyId: string,
+    subjectKeyId: string | null,
+    invitationId: string | null,
+    at: ChangeTime,
+  ): Promise<void> {
+    return insertEvent(this.db, { channelId, eventType, actorKeyId, subjectKeyId, invitationId, now: at.now, ttlSeconds: at.eventTtlSeconds });
+  }
 }

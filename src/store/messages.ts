@@ -9,10 +9,20 @@
  * condition so the hot path is a single round trip; when nothing matches,
  * inspect() tells the caller why.
  */
-import type { ChannelAccess, ChannelMode } from "../domain/channel.js";
+import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
-import type { Acknowledgement, ActorRef, MessageRecord } from "../domain/message.js";
+import type {
+  Acknowledgement,
+  CreateOutcome,
+  ListFilter,
+  MessageInspection,
+  MessageRecord,
+  NewClaim,
+  NewMessage,
+} from "../model/messages.js";
+import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
+import type { MessageStore } from "../ports/messages.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 
@@ -93,22 +103,6 @@ export function toRecord(row: MessageRow): MessageRecord {
   };
 }
 
-export interface NewMessage {
-  channelId: string;
-  authorKeyId: string;
-  actor: ActorRef | null;
-  actorLabel: string | null;
-  content: string;
-  metadata: { [key: string]: JsonValue };
-  mentions: ActorRef[];
-}
-
-export type CreateOutcome =
-  | { outcome: "created"; message: MessageRecord }
-  | { outcome: "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded"; retryAfter: number | null };
-
-export type ListFilter = "all" | "unclaimed" | "claimed";
-
 interface PendingWrite {
   input: NewMessage;
   resolve: (outcome: CreateOutcome) => void;
@@ -117,15 +111,6 @@ interface PendingWrite {
 
 /** Enough to amortise a commit; small enough to keep one batch's latency low. */
 const MAX_BATCH = 64;
-
-/** Why a claim, ack or release matched nothing. */
-export interface MessageInspection {
-  message: MessageRecord;
-  mode: ChannelMode;
-  access: ChannelAccess;
-  channelOwnerKeyId: string;
-  callerIsMember: boolean;
-}
 
 /**
  * The read and claim statements, exported so the query-plan tests EXPLAIN
@@ -161,7 +146,7 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
 
-export class MessageStore {
+export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
 
   /**
@@ -288,7 +273,7 @@ export class MessageStore {
   /** Claims (optionally with a lease) when the message is claimable by this caller right now. */
   async claim(
     messageId: string,
-    claim: { keyId: string; actor: ActorRef; metadata: { [key: string]: JsonValue } | null; leaseToken: string | null; leaseExpiresAt: Micros | null },
+    claim: NewClaim,
     now: Micros,
   ): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(

@@ -14,7 +14,7 @@ import type { Micros } from "../model/time.js";
 import { formatTimestamp } from "../model/time.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
-import type { MessageRecord } from "../domain/message.js";
+import type { MessageRecord } from "../model/messages.js";
 
 export type WebhookEvent = "message.created" | "mention" | "member_added";
 export type DeliveryStatus = "delivered" | "failed" | "deferred";

@@ -4,7 +4,7 @@
  */
 import { createHmac } from "node:crypto";
 import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
-import type { MessageRecord } from "../domain/message.js";
+import type { MessageRecord } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 // The REST renderer, called through its public functions so the webhook body
 // is byte for byte what GET /v1/messages… shows (and gets its speed-ups).

@@ -6,14 +6,16 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Actors, type ActorRef } from "../../src/domain/actors.js";
+import { Actors } from "../../src/domain/actors.js";
+import type { ActorRef } from "../../src/model/actors.js";
 import type { Caller } from "../../src/model/caller.js";
-import type { ChannelView } from "../../src/domain/channel.js";
+import type { ChannelView } from "../../src/model/channels.js";
 import { Channels, type CreateChannelInput } from "../../src/domain/channels.js";
 import { ApiError } from "../../src/model/errors.js";
-import { findChannelView } from "../../src/store/channels.js";
+import { PgActorStore } from "../../src/store/actors.js";
+import { findChannelView, PgChannelStore } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
-import { PgKeyRepository } from "../../src/store/keys.js";
+import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 
@@ -231,7 +233,7 @@ describe("Actors resolvers", () => {
 
   const newKey = async (label: string): Promise<Caller> => {
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
-    const outcome = await new PgKeyRepository(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label, labelKey: label });
+    const outcome = await new PgKeyStore(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label, labelKey: label });
     expect(outcome).toBe("inserted");
     return { keyId, agentLabel: label, ownerId: label };
   };
@@ -256,8 +258,8 @@ describe("Actors resolvers", () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     db = new Db(database.pool);
-    actors = new Actors(db);
-    channels = new Channels(db, { defaultDiscoverable: true });
+    actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
+    channels = new Channels(new PgChannelStore(db), { defaultDiscoverable: true });
     alice = await newKey("alice");
     bob = await newKey("bob");
     carol = await newKey("carol");
@@ -282,7 +284,7 @@ describe("Actors resolvers", () => {
       const caller = { keyId, agentLabel: "orphan", ownerId: "orphan" };
       const actor = await actors.defaultActor(caller);
       expect(actor.name).toBe("orphan");
-      expect(await new Actors(db).defaultActor(caller)).toEqual(actor);
+      expect(await new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn)).defaultActor(caller)).toEqual(actor);
     });
   });
 

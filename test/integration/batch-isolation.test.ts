@@ -5,7 +5,8 @@
  * that keeps them out of the API, so the test holds the store to its own word.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MessageStore, type CreateOutcome, type NewMessage } from "../../src/store/messages.js";
+import { PgMessageStore } from "../../src/store/messages.js";
+import type { CreateOutcome, NewMessage } from "../../src/model/messages.js";
 import { Db } from "../../src/store/db.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds } from "../support/load.js";
@@ -34,7 +35,7 @@ const POISONS: Array<Pick<NewMessage, "content" | "metadata">> = [
 describe("batched message writes", () => {
   it("store every valid message of a burst when other rows of the same batch fail in the database", async () => {
     const channelId = await createChannel(server.url, key, { mode: "broadcast", max_messages: 10_000 });
-    const store = new MessageStore(new Db(server.app.pool));
+    const store = new PgMessageStore(new Db(server.app.pool));
     const base = { channelId, authorKeyId: keyIdOf(key), actor: null, actorLabel: null, mentions: [] };
     const writes = Array.from({ length: 160 }, (_, i) => {
       const poisoned = i % 5 === 3;

@@ -10,8 +10,9 @@ import { ChannelAccess, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js"
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { Channels, type CreateChannelInput } from "../../src/domain/channels.js";
+import { PgChannelStore } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
-import { PgKeyRepository } from "../../src/store/keys.js";
+import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase } from "../support/database.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 
@@ -771,9 +772,9 @@ describe("created_at of concurrent creates", () => {
     const database = await createTestDatabase();
     try {
       const db = new Db(database.pool);
-      const channels = new Channels(db, { defaultDiscoverable: true });
+      const channels = new Channels(new PgChannelStore(db), { defaultDiscoverable: true });
       const caller = { keyId: "ak_AAAAAAAAAAAAAAAA", agentLabel: "serial", ownerId: "serial" };
-      await new PgKeyRepository(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial", labelKey: "serial" });
+      await new PgKeyStore(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial", labelKey: "serial" });
       const input = (name: string): CreateChannelInput => ({
         name, mode: "broadcast", access: undefined, discoverable: undefined, description: undefined, metadataSchema: undefined,
         pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,

@@ -20,7 +20,7 @@ import { systemClock } from "../../src/model/time.js";
 import { callerOf, httpStatusKey } from "../../src/server/rpc/context.js";
 import { CallPipeline, serviceEntry } from "../../src/server/rpc/pipeline.js";
 import { Db } from "../../src/store/db.js";
-import { PgKeyRepository } from "../../src/store/keys.js";
+import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 const LOCK_TIMEOUT_MS = 400;
@@ -48,7 +48,7 @@ beforeAll(async () => {
   database = await createTestDatabase({ max: 20 });
   db = new Db(database.pool);
   await db.query("CREATE TABLE effects (id uuid PRIMARY KEY, key_id text NOT NULL, name text NOT NULL)");
-  const keys = new Keys(new PgKeyRepository(db), { clock: systemClock, cacheTtlMs: 5_000 });
+  const keys = new Keys(new PgKeyStore(db), { clock: systemClock, cacheTtlMs: 5_000 });
   key = (await keys.issue(`idem-${randomUUID()}`)).key;
   otherKey = (await keys.issue(`idem-${randomUUID()}`)).key;
   pipeline = new CallPipeline(

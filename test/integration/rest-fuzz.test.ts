@@ -17,7 +17,7 @@ import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
-import type { WakeBus } from "../../src/bus/wake-bus.js";
+import type { WakeBus } from "../../src/ports/wake-bus.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { errorCatalog } from "../../src/model/errors.js";
 import { Keys } from "../../src/domain/keys.js";
@@ -25,9 +25,10 @@ import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
 import { systemClock } from "../../src/model/time.js";
 import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
+import { createDomain } from "../../src/app.js";
 import { createServices } from "../../src/services/index.js";
 import { Db } from "../../src/store/db.js";
-import { PgKeyRepository } from "../../src/store/keys.js";
+import { PgKeyStore } from "../../src/store/keys.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { grpcFrame, RawGrpcClient, type RawGrpcAnswer } from "../support/grpc-raw.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
@@ -171,16 +172,14 @@ beforeAll(async () => {
     OPENAI_API_KEY: "sk-fuzz",
     OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
   });
-  // The same service list the server builds its routes from (app.ts → createServices → http-handler).
+  // The same service list the server builds its routes from (app.ts → createDomain, createServices → http-handler).
   const db = new Db(server.app.pool);
   const bus: WakeBus = { publish() {}, subscribe: () => () => {}, subscriptions: 0, close: async () => {} };
   const config = loadConfig({ DATABASE_URL: server.databaseUrl });
   const services = createServices({
-    db,
-    bus,
+    domain: createDomain({ db, bus, clock: systemClock, config, keys: new Keys(new PgKeyStore(db), { clock: systemClock, cacheTtlMs: 0 }) }),
     clock: systemClock,
     config,
-    keys: new Keys(new PgKeyRepository(db), { clock: systemClock, cacheTtlMs: 0 }),
     mintLimiter: new FixedWindowLimiter(0, 3_600_000, systemClock),
   });
   serviceList = services.map((s) => s.service);

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgNotifyBus } from "../../src/bus/pg-notify-bus.js";
 import { RedisBus } from "../../src/bus/redis-bus.js";
-import { LocalFanout, type WakeBus } from "../../src/bus/wake-bus.js";
+import { LocalFanout } from "../../src/bus/wake-bus.js";
+import type { WakeBus } from "../../src/ports/wake-bus.js";
 import { createTestDatabase } from "../support/database.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 

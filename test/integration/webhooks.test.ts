@@ -16,7 +16,7 @@ import { systemClock } from "../../src/model/time.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createOutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { Db } from "../../src/store/db.js";
-import { MessageStore } from "../../src/store/messages.js";
+import { PgMessageStore } from "../../src/store/messages.js";
 import { claimDue } from "../../src/store/webhooks.js";
 import { WebhookDispatcher } from "../../src/webhooks/dispatcher.js";
 import { verifySignature, WebhookReceiver } from "../fakes/webhook-receiver.js";
@@ -545,7 +545,7 @@ describe("the outbox", () => {
     const key = await mintKey(server.url);
     const ch = await createChannel(server.url, key, { webhook_url: "https://example.com/never" });
     const db = new Db(server.app.pool);
-    const store = new MessageStore(db);
+    const store = new PgMessageStore(db);
     const keyId = keyIdOf(key);
     await expect(
       db.transaction(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChannelRecord } from "../../src/domain/channel.js";
+import type { ChannelRecord } from "../../src/model/channels.js";
 import { buildChannelPatch, changedColumns, clampDiscoveryLimit, parseDiscoveryCursor, parseUpdateMask, sameJson, validateAlias, validateCreateChannel, type ChannelUpdateInput, type CreateChannelInput } from "../../src/domain/channels.js";
 import { ApiError } from "../../src/model/errors.js";
 import { formatTimestamp } from "../../src/model/time.js";

@@ -1,0 +1,117 @@
+/** Channels as stored and read back: the record, the caller's view of it, and the shapes of create, update and discovery. */
+import type { JsonObject, JsonValue } from "./json.js";
+import type { Micros } from "./time.js";
+
+export type ChannelMode = "broadcast" | "claimable";
+export type ChannelAccess = "open" | "restricted";
+
+export interface ChannelRecord {
+  id: string;
+  name: string;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  discoverable: boolean;
+  description: string;
+  ownerId: string;
+  createdByKeyId: string;
+  metadataSchema: { [key: string]: JsonValue };
+  pinnedMessage: string | null;
+  webhookUrl: string | null;
+  /** Write-only: never rendered. */
+  webhookSecret: string | null;
+  ttlSeconds: number;
+  retentionDays: number;
+  maxMessages: number | null;
+  maxWritesPerMinute: number | null;
+  paused: boolean;
+  createdAt: Micros;
+  updatedAt: Micros;
+}
+
+/** A channel looked up on behalf of a caller, with the caller's standing in it. */
+export interface ChannelView extends ChannelRecord {
+  /** The caller owns the channel or has a member row. */
+  callerIsMember: boolean;
+}
+
+/** A validated channel with every default applied; related channels still as given (ids or aliases). */
+export interface NewChannel {
+  name: string;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  discoverable: boolean;
+  description: string;
+  metadataSchema: JsonObject;
+  pinnedMessage: string | null;
+  webhookUrl: string | null;
+  webhookSecret: string | null;
+  relatedChannels: string[];
+  ttlSeconds: number;
+  retentionDays: number;
+  maxMessages: number | null;
+  maxWritesPerMinute: number | null;
+}
+
+/** What an update changes; a key that is present is applied (null = clear). */
+export interface ChannelPatch {
+  name?: string;
+  mode?: ChannelMode;
+  access?: ChannelAccess;
+  discoverable?: boolean;
+  description?: string;
+  metadataSchema?: JsonObject;
+  pinnedMessage?: string | null;
+  /** Still as given (ids or aliases); replaces the list. */
+  relatedChannels?: string[];
+  retentionDays?: number;
+  maxMessages?: number | null;
+  maxWritesPerMinute?: number | null;
+  paused?: boolean;
+  webhookUrl?: string | null;
+  webhookSecret?: string | null;
+}
+
+/** Column changes of an update (only the keys present are written). */
+export interface ChannelChanges {
+  name?: string;
+  mode?: ChannelMode;
+  access?: ChannelAccess;
+  discoverable?: boolean;
+  description?: string;
+  metadataSchema?: { [key: string]: JsonValue };
+  pinnedMessage?: string | null;
+  retentionDays?: number;
+  maxMessages?: number | null;
+  maxWritesPerMinute?: number | null;
+  paused?: boolean;
+  webhookUrl?: string | null;
+  webhookSecret?: string | null;
+}
+
+/** A channel row locked for an update, with the ids of its related channels. */
+export interface LockedChannel {
+  record: ChannelRecord;
+  relatedIds: string[];
+}
+
+export interface RelatedChannelRef {
+  id: string;
+  name: string;
+  mode: ChannelMode;
+}
+
+/** A channel as GET renders it: the record plus aliases (sorted) and related channels (sorted by name). */
+export interface ChannelResource extends ChannelRecord {
+  aliases: string[];
+  relatedChannels: RelatedChannelRef[];
+}
+
+export interface ChannelSummary {
+  id: string;
+  name: string;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  description: string;
+  createdAt: Micros;
+  isMember: boolean;
+}

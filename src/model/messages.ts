@@ -1,0 +1,66 @@
+/** Live messages as stored and read back, and what a write or a refused claim reports. */
+import type { ActorRef } from "./actors.js";
+import type { ChannelAccess, ChannelMode } from "./channels.js";
+import type { JsonValue } from "./json.js";
+import type { Micros } from "./time.js";
+
+export interface Acknowledgement extends ActorRef {
+  occurredAt: Micros;
+}
+
+export interface Claim {
+  keyId: string;
+  actor: ActorRef;
+  claimedAt: Micros;
+  leaseToken: string | null;
+  leaseExpiresAt: Micros | null;
+}
+
+export interface MessageRecord {
+  id: string;
+  channelId: string;
+  authorKeyId: string;
+  actor: ActorRef | null;
+  actorLabel: string | null;
+  content: string;
+  metadata: { [key: string]: JsonValue };
+  mentions: ActorRef[];
+  createdAt: Micros;
+  expiresAt: Micros;
+  claim: Claim | null;
+  acknowledgedBy: Acknowledgement[];
+}
+
+export interface NewMessage {
+  channelId: string;
+  authorKeyId: string;
+  actor: ActorRef | null;
+  actorLabel: string | null;
+  content: string;
+  metadata: { [key: string]: JsonValue };
+  mentions: ActorRef[];
+}
+
+export type CreateOutcome =
+  | { outcome: "created"; message: MessageRecord }
+  | { outcome: "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded"; retryAfter: number | null };
+
+export type ListFilter = "all" | "unclaimed" | "claimed";
+
+/** A claim to take: plain (no lease) or leased until leaseExpiresAt. */
+export interface NewClaim {
+  keyId: string;
+  actor: ActorRef;
+  metadata: { [key: string]: JsonValue } | null;
+  leaseToken: string | null;
+  leaseExpiresAt: Micros | null;
+}
+
+/** Why a claim, ack or release matched nothing. */
+export interface MessageInspection {
+  message: MessageRecord;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  channelOwnerKeyId: string;
+  callerIsMember: boolean;
+}

@@ -1,0 +1,27 @@
+/** What the message use cases need from storage. */
+import type { ActorRef } from "../model/actors.js";
+import type { CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../model/messages.js";
+import type { Micros } from "../model/time.js";
+
+export interface MessageStore {
+  /** Writes a message, or tells why the channel refused it. */
+  create(input: NewMessage): Promise<CreateOutcome>;
+  /** Live messages after `since`, oldest first. */
+  list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]>;
+  /** Claims when the message is claimable by this key right now; undefined when not. */
+  claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined>;
+  /** Adds the actor to acknowledged_by unless it is already there; undefined when nothing changed. */
+  ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined>;
+  /** Clears the claim when this key and actor hold it; undefined when they do not. */
+  release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined>;
+  /** Extends a live lease held by this key; undefined when there is none. */
+  heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined>;
+  /** The key holding a lease token, if any. */
+  leaseHolder(leaseToken: string): Promise<{ keyId: string; messageId: string } | undefined>;
+  /** created_at of the channel's newest message ever written, or null. */
+  channelHead(channelId: string): Promise<Micros | null>;
+  /** The message with its channel's mode and the caller's standing. */
+  inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined>;
+  /** Moves an unclaimed (or lapsed) message to history; false when it is claimed. */
+  retract(message: MessageRecord, now: Micros): Promise<boolean>;
+}

@@ -1,0 +1,145 @@
+/** ChannelStore over Maps, with the member rows that decide a caller's standing (shared with FakeMembershipStore). */
+import { randomUUID } from "node:crypto";
+import type { Caller } from "../../../src/model/caller.js";
+import type {
+  ChannelRecord,
+  ChannelResource,
+  ChannelSummary,
+  ChannelView,
+  LockedChannel,
+  NewChannel,
+} from "../../../src/model/channels.js";
+import type { MemberRecord } from "../../../src/model/membership.js";
+import type { Micros } from "../../../src/model/time.js";
+import type { ChannelStore, ChannelUpdate } from "../../../src/ports/channels.js";
+
+export class FakeChannelStore implements ChannelStore {
+  readonly channels = new Map<string, ChannelRecord>();
+  /** alias → channel id */
+  readonly aliases = new Map<string, string>();
+  /** alias key (normal form) → alias */
+  readonly aliasKeys = new Map<string, string>();
+  readonly links = new Map<string, string[]>();
+  /** `${channelId} ${keyId}` → member row */
+  readonly members = new Map<string, MemberRecord>();
+  private lastStamp = 0;
+
+  /** Strictly increasing, like created_at under the create lock. */
+  stamp(): Micros {
+    this.lastStamp = Math.max(Date.now() * 1000, this.lastStamp + 1);
+    return this.lastStamp;
+  }
+
+  isMember(channelId: string, keyId: string): boolean {
+    return this.members.has(`${channelId} ${keyId}`);
+  }
+
+  private byIdentifier(identifier: string): ChannelRecord | undefined {
+    return this.channels.get(identifier) ?? this.channels.get(this.aliases.get(identifier) ?? "");
+  }
+
+  private view(record: ChannelRecord, callerKeyId: string): ChannelView {
+    return { ...record, callerIsMember: record.createdByKeyId === callerKeyId || this.isMember(record.id, callerKeyId) };
+  }
+
+  private resource(record: ChannelRecord): ChannelResource {
+    const aliases = [...this.aliases].filter(([, id]) => id === record.id).map(([alias]) => alias).sort();
+    const relatedChannels = (this.links.get(record.id) ?? [])
+      .map((id) => this.channels.get(id))
+      .filter((c): c is ChannelRecord => c !== undefined)
+      .map((c) => ({ id: c.id, name: c.name, mode: c.mode }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { ...record, aliases, relatedChannels };
+  }
+
+  async findView(identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
+    const record = this.byIdentifier(identifier);
+    return record && this.view(record, callerKeyId);
+  }
+
+  async findResource(identifier: string, callerKeyId: string): Promise<(ChannelResource & ChannelView) | undefined> {
+    const record = this.byIdentifier(identifier);
+    return record && { ...this.resource(record), callerIsMember: this.view(record, callerKeyId).callerIsMember };
+  }
+
+  async resolveRefs(refs: readonly string[]): Promise<Array<string | null>> {
+    return refs.map((ref) => this.byIdentifier(ref)?.id ?? null);
+  }
+
+  async create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined> {
+    const { relatedChannels: _given, ...fields } = channel;
+    const at = this.stamp();
+    const record: ChannelRecord = {
+      ...fields,
+      id: randomUUID(),
+      ownerId: owner.ownerId,
+      createdByKeyId: owner.keyId,
+      paused: false,
+      createdAt: at,
+      updatedAt: at,
+    };
+    this.channels.set(record.id, record);
+    this.links.set(record.id, [...relatedIds]);
+    this.members.set(`${record.id} ${owner.keyId}`, { id: randomUUID(), channelId: record.id, keyId: owner.keyId, grantedAt: at, grantedViaInvitationId: null });
+    return this.resource(record);
+  }
+
+  async discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+    return [...this.channels.values()]
+      .filter((c) => c.discoverable && (before === undefined || c.createdAt < before))
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .slice(0, limit)
+      .map((c) => ({
+        id: c.id,
+        name: c.name,
+        mode: c.mode,
+        access: c.access,
+        description: c.description,
+        createdAt: c.createdAt,
+        isMember: this.view(c, callerKeyId).callerIsMember,
+      }));
+  }
+
+  async update(id: string, plan: (current: LockedChannel) => ChannelUpdate): Promise<ChannelResource | undefined> {
+    const current = this.channels.get(id);
+    if (!current) return undefined;
+    const { changes, relatedIds } = plan({ record: current, relatedIds: [...(this.links.get(id) ?? [])] });
+    if (Object.keys(changes).length === 0 && relatedIds === undefined) return this.resource(current);
+    const updated = { ...current, ...changes, updatedAt: this.stamp() } as ChannelRecord;
+    this.channels.set(id, updated);
+    if (relatedIds !== undefined) this.links.set(id, relatedIds.filter((r) => r !== id && this.channels.has(r)));
+    return this.resource(updated);
+  }
+
+  async delete(id: string): Promise<void> {
+    this.channels.delete(id);
+    this.links.delete(id);
+    for (const [alias, owner] of this.aliases) {
+      if (owner === id) this.aliases.delete(alias);
+    }
+    for (const [key, alias] of this.aliasKeys) {
+      if (!this.aliases.has(alias)) this.aliasKeys.delete(key);
+    }
+    for (const [key, member] of this.members) {
+      if (member.channelId === id) this.members.delete(key);
+    }
+  }
+
+  async addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined> {
+    const held = this.aliasKeys.get(aliasKey);
+    if (held !== undefined && (held !== alias || this.aliases.get(alias) !== id)) return "conflict";
+    const record = this.channels.get(id);
+    if (!record) return undefined;
+    this.aliases.set(alias, id);
+    this.aliasKeys.set(aliasKey, alias);
+    return this.resource(record);
+  }
+
+  async setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined> {
+    const record = this.byIdentifier(identifier);
+    if (!record) return undefined;
+    const updated = record.paused === paused ? record : { ...record, paused, updatedAt: this.stamp() };
+    this.channels.set(record.id, updated);
+    return this.resource(updated);
+  }
+}

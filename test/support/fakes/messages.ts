@@ -1,0 +1,109 @@
+/** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
+import { randomUUID } from "node:crypto";
+import type { ActorRef } from "../../../src/model/actors.js";
+import type { CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../../../src/model/messages.js";
+import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
+import type { MessageStore } from "../../../src/ports/messages.js";
+import type { FakeChannelStore } from "./channels.js";
+
+/** A lease that ran out before any acknowledgement no longer holds. */
+const lapsed = (m: MessageRecord, now: Micros) =>
+  m.claim !== null && m.claim.leaseExpiresAt !== null && m.claim.leaseExpiresAt <= now && m.acknowledgedBy.length === 0;
+const claimed = (m: MessageRecord, now: Micros) => m.claim !== null && !lapsed(m, now);
+
+export class FakeMessageStore implements MessageStore {
+  readonly messages = new Map<string, MessageRecord>();
+  private readonly heads = new Map<string, Micros>();
+
+  constructor(private readonly channels: FakeChannelStore) {}
+
+  private accessible(m: MessageRecord, keyId: string): boolean {
+    const channel = this.channels.channels.get(m.channelId);
+    return channel !== undefined && (channel.access === "open" || channel.createdByKeyId === keyId || this.channels.isMember(channel.id, keyId));
+  }
+
+  async create(input: NewMessage): Promise<CreateOutcome> {
+    const channel = this.channels.channels.get(input.channelId);
+    if (!channel) return { outcome: "channel_not_found", retryAfter: null };
+    if (channel.paused) return { outcome: "channel_paused", retryAfter: null };
+    const createdAt = this.channels.stamp();
+    const message: MessageRecord = {
+      ...input,
+      id: randomUUID(),
+      createdAt,
+      expiresAt: createdAt + channel.ttlSeconds * MICROS_PER_SECOND,
+      claim: null,
+      acknowledgedBy: [],
+    };
+    this.messages.set(message.id, message);
+    this.heads.set(channel.id, createdAt);
+    return { outcome: "created", message };
+  }
+
+  async list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]> {
+    return [...this.messages.values()]
+      .filter((m) => m.channelId === channelId && m.createdAt > (since ?? -Infinity) && m.expiresAt > now)
+      .filter((m) => filter === "all" || (filter === "claimed") === claimed(m, now))
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .slice(0, limit);
+  }
+
+  async claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined> {
+    const m = this.messages.get(messageId);
+    const channel = m && this.channels.channels.get(m.channelId);
+    if (!m || !channel || m.expiresAt <= now || claimed(m, now) || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
+    const updated = { ...m, claim: { keyId: claim.keyId, actor: claim.actor, claimedAt: now, leaseToken: claim.leaseToken, leaseExpiresAt: claim.leaseExpiresAt } };
+    this.messages.set(messageId, updated);
+    return updated;
+  }
+
+  async ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+    const m = this.messages.get(messageId);
+    if (!m || m.expiresAt <= now || m.acknowledgedBy.some((a) => a.id === actor.id) || !this.accessible(m, keyId)) return undefined;
+    const updated: MessageRecord = {
+      ...m,
+      acknowledgedBy: [...m.acknowledgedBy, { ...actor, occurredAt: now }],
+      claim: m.claim && { ...m.claim, leaseToken: null, leaseExpiresAt: null },
+    };
+    this.messages.set(messageId, updated);
+    return updated;
+  }
+
+  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+    const m = this.messages.get(messageId);
+    if (!m || m.expiresAt <= now || !claimed(m, now) || m.claim?.keyId !== keyId || m.claim.actor.id !== actor.id) return undefined;
+    const updated = { ...m, claim: null };
+    this.messages.set(messageId, updated);
+    return updated;
+  }
+
+  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
+    const m = [...this.messages.values()].find((x) => x.claim?.leaseToken === leaseToken);
+    if (!m?.claim || m.claim.keyId !== keyId || (m.claim.leaseExpiresAt ?? 0) <= now || m.expiresAt <= now) return undefined;
+    this.messages.set(m.id, { ...m, claim: { ...m.claim, leaseExpiresAt: until } });
+    return { leaseToken, expiresAt: until };
+  }
+
+  async leaseHolder(leaseToken: string): Promise<{ keyId: string; messageId: string } | undefined> {
+    const m = [...this.messages.values()].find((x) => x.claim?.leaseToken === leaseToken);
+    return m?.claim ? { keyId: m.claim.keyId, messageId: m.id } : undefined;
+  }
+
+  async channelHead(channelId: string): Promise<Micros | null> {
+    return this.heads.get(channelId) ?? null;
+  }
+
+  async inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined> {
+    const m = this.messages.get(messageId);
+    const channel = m && this.channels.channels.get(m.channelId);
+    if (!m || !channel) return undefined;
+    return { message: m, mode: channel.mode, access: channel.access, channelOwnerKeyId: channel.createdByKeyId, callerIsMember: this.channels.isMember(channel.id, keyId) };
+  }
+
+  async retract(message: MessageRecord, now: Micros): Promise<boolean> {
+    const m = this.messages.get(message.id);
+    if (!m || claimed(m, now)) return false;
+    this.messages.delete(message.id);
+    return true;
+  }
+}

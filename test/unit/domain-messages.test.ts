@@ -1,0 +1,145 @@
+/** Messages and ChannelHistory use cases against in-memory stores. */
+import { beforeEach, describe, expect, it } from "vitest";
+import { Actors } from "../../src/domain/actors.js";
+import { Channels, type CreateChannelInput } from "../../src/domain/channels.js";
+import { ChannelHistory } from "../../src/domain/history.js";
+import { Messages, type ListInput } from "../../src/domain/messages.js";
+import type { Caller } from "../../src/model/caller.js";
+import { ApiError } from "../../src/model/errors.js";
+import { AdjustableClock } from "../support/clock.js";
+import { FakeActorStore } from "../support/fakes/actors.js";
+import { FakeChannelStore } from "../support/fakes/channels.js";
+import { FakeHistoryStore } from "../support/fakes/history.js";
+import { FakeMessageStore } from "../support/fakes/messages.js";
+import { FakeWakeBus } from "../support/fakes/wake-bus.js";
+
+const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
+const alice = caller("alice");
+const bob = caller("bob");
+
+const channelInput = (fields: Partial<CreateChannelInput>): CreateChannelInput => ({
+  name: "work",
+  mode: "claimable",
+  access: undefined,
+  discoverable: undefined,
+  description: undefined,
+  metadataSchema: undefined,
+  pinnedMessage: undefined,
+  webhookUrl: undefined,
+  webhookSecret: undefined,
+  relatedChannels: [],
+  ttlSeconds: undefined,
+  retentionDays: undefined,
+  maxMessages: undefined,
+  maxWritesPerMinute: undefined,
+  ...fields,
+});
+
+const post = (content: string) => ({ content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
+const listAll = (fields: Partial<ListInput> = {}): ListInput => ({ since: undefined, cursor: undefined, limit: undefined, status: "all", ...fields });
+
+const refusal = async (promise: Promise<unknown>): Promise<ApiError> => {
+  const err = await promise.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ApiError);
+  return err as ApiError;
+};
+
+let channelStore: FakeChannelStore;
+let store: FakeMessageStore;
+let bus: FakeWakeBus;
+let clock: AdjustableClock;
+let channels: Channels;
+let messages: Messages;
+let channelId: string;
+
+beforeEach(async () => {
+  channelStore = new FakeChannelStore();
+  store = new FakeMessageStore(channelStore);
+  bus = new FakeWakeBus();
+  clock = new AdjustableClock();
+  channels = new Channels(channelStore, { defaultDiscoverable: true });
+  const actors = new Actors(new FakeActorStore((id, key) => channelStore.isMember(id, key)), (fn) => fn());
+  messages = new Messages(store, channelStore, actors, clock, {
+    maxContentBytes: 1024,
+    bus,
+    afterCommit: (fn) => fn(),
+    longPollMaxWaitSeconds: 0,
+    longPollMaxWaiters: 10,
+    longPollMaxWaitersPerKey: 2,
+  });
+  channelId = (await channels.create(alice, channelInput({}))).id;
+});
+
+describe("Messages", () => {
+  it("lists posted messages oldest first", async () => {
+    await messages.create(alice, channelId, post("one"));
+    await messages.create(alice, channelId, post("two"));
+    const page = await messages.list(bob, channelId, listAll());
+    expect(page.data.map((m) => m.content)).toEqual(["one", "two"]);
+  });
+
+  it("lists only the messages after the cursor it returned", async () => {
+    const { nextCursor } = await messages.create(alice, channelId, post("seen"));
+    await messages.create(alice, channelId, post("new"));
+    const page = await messages.list(bob, channelId, listAll({ since: nextCursor }));
+    expect(page.data.map((m) => m.content)).toEqual(["new"]);
+  });
+
+  it("announces a post on the wake-up bus", async () => {
+    await messages.create(alice, channelId, post("wake"));
+    expect(bus.published).toEqual([channelId]);
+  });
+
+  it("refuses a post to a paused channel with channel_paused and Retry-After", async () => {
+    await channelStore.setPaused(channelId, true);
+    const err = await refusal(messages.create(alice, channelId, post("held")));
+    expect([err.code, err.headers["Retry-After"]]).toEqual(["channel_paused", "30"]);
+  });
+
+  it("refuses a post by a stranger to a restricted channel with channel_access_denied", async () => {
+    const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));
+    expect((await refusal(messages.create(bob, restricted.id, post("hi")))).code).toBe("channel_access_denied");
+  });
+
+  it("lets one key claim a message and refuses another key with already_claimed", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    expect((await messages.claim(alice, message.id, undefined, undefined)).status).toBe("claimed");
+    expect((await refusal(messages.claim(bob, message.id, undefined, undefined))).code).toBe("already_claimed");
+  });
+
+  it("tells the holder that claims again that it already holds the claim", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    await messages.claim(alice, message.id, undefined, undefined);
+    expect((await messages.claim(alice, message.id, undefined, undefined)).status).toBe("already_claimed");
+  });
+
+  it("lets another key claim a message whose lease ran out", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    await messages.claimWithLease(alice, message.id, undefined, 30, undefined);
+    clock.advanceSeconds(31);
+    expect((await messages.claim(bob, message.id, undefined, undefined)).status).toBe("claimed");
+  });
+
+  it("refuses a claim in a broadcast channel with channel_not_claimable", async () => {
+    const broadcast = await channels.create(alice, channelInput({ name: "news", mode: "broadcast" }));
+    const { message } = await messages.create(alice, broadcast.id, post("fyi"));
+    expect((await refusal(messages.claim(bob, message.id, undefined, undefined))).code).toBe("channel_not_claimable");
+  });
+});
+
+describe("ChannelHistory", () => {
+  it("refuses a stranger to a restricted channel with channel_access_denied", async () => {
+    const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));
+    const history = new ChannelHistory(new FakeHistoryStore(), channelStore);
+    expect((await refusal(history.list(bob, restricted.id, { cursor: undefined, limit: undefined }))).code).toBe("channel_access_denied");
+  });
+
+  it("returns a next_cursor only when the page is full", async () => {
+    const historyStore = new FakeHistoryStore();
+    const { message } = await messages.create(alice, channelId, post("old"));
+    historyStore.records.push({ ...message, archivedAt: message.createdAt + 1, reason: "retracted" });
+    const history = new ChannelHistory(historyStore, channelStore);
+    expect((await history.list(bob, channelId, { cursor: undefined, limit: 1 })).nextCursor).not.toBeNull();
+    expect((await history.list(bob, channelId, { cursor: undefined, limit: 2 })).nextCursor).toBeNull();
+  });
+});
