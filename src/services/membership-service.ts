@@ -25,7 +25,7 @@ import type {
   Membership,
 } from "../domain/membership.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf, clientAddressKey, httpStatusKey } from "../server/rpc/context.js";
+import { callerOf, clientAddressKey, httpStatusKey } from "../protocol/context.js";
 import type { ChannelHandlers } from "./handlers.js";
 import { modeToProto } from "./render-channel.js";
 

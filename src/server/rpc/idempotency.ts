@@ -30,7 +30,7 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
 import type { Db } from "../../store/db.js";
 import { PgIdempotencyStore } from "../../store/idempotency.js";
-import { callerOf, httpStatusKey } from "./context.js";
+import { callerOf, httpStatusKey } from "../../protocol/context.js";
 import { rulesOf } from "./method-rules.js";
 
 /**
