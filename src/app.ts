@@ -25,6 +25,7 @@ import { Metrics } from "./server/metrics.js";
 import { CallPipeline } from "./server/rpc/pipeline.js";
 import { createServices } from "./services/index.js";
 import { Db } from "./store/db.js";
+import { PgIdempotencyStore } from "./store/idempotency.js";
 import { PgKeyRepository } from "./store/keys.js";
 import { migrate } from "./store/migrate.js";
 import { closePool, createPool } from "./store/pool.js";
@@ -167,7 +168,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         pdfAvailable,
       }),
       {
-        db,
+        idempotencyStore: new PgIdempotencyStore(db),
         keys,
         adminToken: config.adminToken,
         rateLimiter: new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock),

@@ -21,6 +21,7 @@ import { callerOf, httpStatusKey } from "../../src/protocol/context.js";
 import { CallPipeline } from "../../src/server/rpc/pipeline.js";
 import { serviceEntry } from "../../src/protocol/service-entry.js";
 import { Db } from "../../src/store/db.js";
+import { PgIdempotencyStore } from "../../src/store/idempotency.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
@@ -77,7 +78,7 @@ beforeAll(async () => {
       serviceEntry(KeyService, {}),
     ],
     {
-      db,
+      idempotencyStore: new PgIdempotencyStore(db),
       keys,
       adminToken: undefined,
       rateLimiter: new FixedWindowLimiter(0, 60_000, systemClock),

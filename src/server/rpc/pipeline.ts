@@ -12,7 +12,7 @@ import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
 import type { Keys } from "../../domain/keys.js";
 import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
-import type { Db } from "../../store/db.js";
+import type { IdempotencyStore } from "../../ports/idempotency.js";
 import { callerKey } from "../../protocol/context.js";
 import type { ServiceEntry, StreamHandler, UnaryHandler } from "../../protocol/service-entry.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
@@ -21,7 +21,8 @@ import { rulesOf } from "./method-rules.js";
 import { assertValidRequest } from "./validate-request.js";
 
 export interface PipelineOptions {
-  db: Db;
+  /** Where Idempotency-Key records live; handlers' writes join its transactions. */
+  idempotencyStore: IdempotencyStore;
   keys: Keys;
   adminToken: string | undefined;
   rateLimiter: FixedWindowLimiter;
@@ -39,7 +40,7 @@ export class CallPipeline {
     readonly services: readonly ServiceEntry[],
     readonly options: PipelineOptions,
   ) {
-    this.idempotency = new Idempotency(options.db, options.idempotency);
+    this.idempotency = new Idempotency(options.idempotencyStore, options.idempotency);
     for (const { service, handlers } of services) {
       for (const method of service.methods) {
         const handler = handlers[method.localName];
