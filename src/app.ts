@@ -39,6 +39,7 @@ import { PgActorStore } from "./store/actors.js";
 import { PgChannelStore } from "./store/channels.js";
 import { Db } from "./store/db.js";
 import { PgHistoryStore } from "./store/history.js";
+import { PgIdempotencyStore } from "./store/idempotency.js";
 import { PgKeyStore } from "./store/keys.js";
 import { PgMembershipStore } from "./store/membership.js";
 import { PgMessageStore } from "./store/messages.js";
@@ -216,7 +217,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         pdfAvailable,
       }),
       {
-        db,
+        idempotencyStore: new PgIdempotencyStore(db),
         keys,
         adminToken: config.adminToken,
         rateLimiter: new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock),

@@ -11,7 +11,7 @@ import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { isUuid } from "../model/ids.js";
 import { violationsOffThread } from "./json-schema-thread.js";
-import { effectiveClaim } from "./message.js";
+import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
 import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";

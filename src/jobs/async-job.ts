@@ -39,21 +39,14 @@
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { exponential } from "agenda";
 import { hostname } from "node:os";
-import { JobPostingResultSchema, PdfResultSchema, TranscriptResultSchema } from "../../gen/agentbus/v1/job_pb.js";
 import type { JsonValue } from "../model/json.js";
 import { JobFailure } from "../model/job-failure.js";
 import { resultExpiry } from "../domain/jobs.js";
+import { RESULT_SCHEMAS } from "../protocol/job-results.js";
 import { errorFields } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import { agendaJobName, claimJob, completeJob, enqueueJob, failJob, releaseJob, type JobKindName } from "../store/jobs.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
-
-/** The result message of each kind (the Job's `result` oneof). */
-export const RESULT_SCHEMAS = {
-  pdf: PdfResultSchema,
-  job_posting: JobPostingResultSchema,
-  transcript: TranscriptResultSchema,
-} as const;
 
 export type ResultInit<K extends JobKindName> = MessageInitShape<(typeof RESULT_SCHEMAS)[K]>;
 

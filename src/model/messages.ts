@@ -64,3 +64,18 @@ export interface MessageInspection {
   channelOwnerKeyId: string;
   callerIsMember: boolean;
 }
+
+/**
+ * What a claim record means at `now`: the rules, the rendering and the store
+ * all have to agree on it, so it lives with the record. A lease that ran out
+ * before anyone acknowledged the message no longer holds
+ * (docs/decisions.md#leases-and-retract).
+ */
+export function effectiveClaim(message: MessageRecord, now: Micros): Claim | null {
+  const { claim } = message;
+  if (!claim) return null;
+  if (claim.leaseExpiresAt !== null && claim.leaseExpiresAt <= now && message.acknowledgedBy.length === 0) return null;
+  return claim;
+}
+
+export const isActive = (message: MessageRecord, now: Micros): boolean => message.expiresAt > now;

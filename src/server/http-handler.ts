@@ -19,7 +19,7 @@ import { landing, LANDING_CSP, renderLandingHtml, wantsHtml } from "./docs/landi
 import { renderLlmsTxt } from "./docs/llms.js";
 import { checkHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
-import { clientAddressKey, requestIdKey } from "./rpc/context.js";
+import { clientAddressKey, requestIdKey } from "../protocol/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";

@@ -5,8 +5,8 @@ import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
 import type { ActorWebhooks } from "../domain/actor-webhooks.js";
 import type { Actors } from "../domain/actors.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf } from "../server/rpc/context.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { callerOf } from "../protocol/context.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import type { ActorWebhookRecord } from "../store/webhooks.js";
 import { renderActor } from "./render-channel.js";
 

@@ -1,7 +1,7 @@
 /** AdminService handlers: operator actions, behind X-Admin-Token (checked by the call pipeline). */
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import type { ChannelAdmin } from "../domain/channel-admin.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { renderChannel } from "./render-channel.js";
 
 export function adminService(admin: ChannelAdmin): ServiceEntry {

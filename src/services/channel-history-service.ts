@@ -3,10 +3,10 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HistoryMessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import type { ChannelHistory } from "../domain/history.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf } from "../server/rpc/context.js";
+import { callerOf } from "../protocol/context.js";
 import type { HistoryRecord } from "../model/history.js";
 import type { ChannelHandlers } from "./handlers.js";
-import { renderMessage } from "./render-message.js";
+import { renderMessage } from "../protocol/render-message.js";
 
 /**
  * Every Message field as it stood when the message was archived (a lease

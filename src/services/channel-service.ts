@@ -4,7 +4,7 @@
  * service's methods; services/index.ts merges them into one entry.
  */
 import type { Channels } from "../domain/channels.js";
-import { callerOf } from "../server/rpc/context.js";
+import { callerOf } from "../protocol/context.js";
 import type { ChannelHandlers } from "./handlers.js";
 import { accessFromProto, modeFromProto, renderChannel, renderChannelSummary } from "./render-channel.js";
 

@@ -17,7 +17,7 @@ import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { actorService } from "./actor-service.js";
 import { adminService } from "./admin-service.js";
 import { channelHistoryHandlers } from "./channel-history-service.js";

@@ -1,8 +1,8 @@
 /** POST /v1/jobs/parse (docs/decisions.md#parse-jobs): validated (422s, then 503 llm_not_configured), then queued. */
 import type { AsyncJobs } from "../domain/jobs.js";
 import { validateParseRequest } from "../parsing/input.js";
-import { callerOf } from "../server/rpc/context.js";
-import type { JobHandlers } from "./job-service.js";
+import { callerOf } from "../protocol/context.js";
+import type { JobHandlers } from "./handlers.js";
 
 export function jobPostingJobHandlers(jobs: AsyncJobs, options: { llmConfigured: boolean }): JobHandlers {
   return {

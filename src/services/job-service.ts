@@ -6,23 +6,21 @@
  * AsyncJobs.submit).
  */
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { JobKind, JobStatus, type JobSchema } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import type { Config } from "../platform/config.js";
 import { ApiError } from "../model/errors.js";
 import type { AsyncJobs } from "../domain/jobs.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { RESULT_SCHEMAS } from "../jobs/async-job.js";
+import { RESULT_SCHEMAS } from "../protocol/job-results.js";
 import { validatePdfRequest } from "../pdf/input.js";
 import { chromiumInstalled } from "../pdf/chromium.js";
-import { callerOf } from "../server/rpc/context.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { callerOf } from "../protocol/context.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import type { JobKindName, JobRecord, JobStatusName } from "../store/jobs.js";
+import type { JobHandlers } from "./handlers.js";
 import { jobPostingJobHandlers } from "./job-posting-handlers.js";
 import { transcriptJobHandlers } from "./transcript-handlers.js";
-
-export type JobHandlers = Partial<ServiceImpl<typeof JobService>>;
 
 const KINDS: Record<JobKindName, JobKind> = { pdf: JobKind.PDF, job_posting: JobKind.JOB_POSTING, transcript: JobKind.TRANSCRIPT };
 const STATUSES: Record<JobStatusName, JobStatus> = {

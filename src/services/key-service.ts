@@ -4,8 +4,8 @@ import { ApiError } from "../model/errors.js";
 import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf, clientAddressKey } from "../server/rpc/context.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
+import { callerOf, clientAddressKey } from "../protocol/context.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 
 export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter): ServiceEntry {
   return serviceEntry(KeyService, {

@@ -17,7 +17,7 @@ import { AccessRequestOutcome as ProtoOutcome } from "../../gen/agentbus/v1/chan
 import type { AccessRequestRecord, AccessRequestStatus, ChannelEventRecord, ChannelEventType, MemberRecord } from "../model/membership.js";
 import type { InvitationState, InvitationView, Membership } from "../domain/membership.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf, clientAddressKey, httpStatusKey } from "../server/rpc/context.js";
+import { callerOf, clientAddressKey, httpStatusKey } from "../protocol/context.js";
 import type { ChannelHandlers } from "./handlers.js";
 import { modeToProto } from "./render-channel.js";
 

@@ -10,10 +10,10 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageRecord } from "../model/messages.js";
 import type { Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
-import { callerOf, streamOpenKey } from "../server/rpc/context.js";
-import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import { shareResponse } from "../server/rpc/shared-response.js";
-import { renderMessage } from "./render-message.js";
+import { callerOf, streamOpenKey } from "../protocol/context.js";
+import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
+import { shareResponse } from "../protocol/shared-response.js";
+import { renderMessage } from "../protocol/render-message.js";
 
 const claimStatus = {
   claimed: ClaimStatus.CLAIMED,

@@ -1,8 +1,8 @@
 /** POST /v1/video/transcript and /v1/youtube/transcript (docs/decisions.md#transcript-jobs): the video id and language checked, then queued. */
 import type { AsyncJobs } from "../domain/jobs.js";
-import { callerOf } from "../server/rpc/context.js";
+import { callerOf } from "../protocol/context.js";
 import { validateTranscriptRequest } from "../transcripts/input.js";
-import type { JobHandlers } from "./job-service.js";
+import type { JobHandlers } from "./handlers.js";
 
 export function transcriptJobHandlers(jobs: AsyncJobs, options: { videoBaseUrl: string }): JobHandlers {
   return {

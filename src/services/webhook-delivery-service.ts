@@ -10,7 +10,7 @@ const STATUSES: Record<DeliveryStatus, WebhookDeliveryStatus> = {
 };
 import { toProtoTimestamp } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
-import { callerOf } from "../server/rpc/context.js";
+import { callerOf } from "../protocol/context.js";
 import type { DeliveryLogRecord } from "../store/webhooks.js";
 import type { ChannelHandlers } from "./handlers.js";
 

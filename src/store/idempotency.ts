@@ -1,35 +1,10 @@
 /**
- * SQL for idempotency_records (docs/decisions.md#idempotency). Both calls must run inside the
- * transaction that also runs the handler (see server/rpc/idempotency.ts):
- * the placeholder row's primary key is what makes a concurrent duplicate
- * wait, and it only exists, with its response, if the handler's writes
- * commit too.
+ * SQL for idempotency_records (docs/decisions.md#idempotency). claim and complete must run
+ * inside the transaction that also runs the handler (see
+ * ports/idempotency.ts and server/rpc/idempotency.ts).
  */
+import type { ClaimParams, ClaimResult, IdempotencyStore } from "../ports/idempotency.js";
 import type { Db } from "./db.js";
-
-/** A live record found under the caller's key, after any running first request ended. */
-export interface StoredOutcome {
-  requestHash: Buffer;
-  /** Encoded response; null only for a placeholder, which is never committed. */
-  response: Buffer | null;
-  status: number | null;
-}
-
-/**
- * claimed: this transaction holds the key, run the handler. stored: replay or
- * refuse. in_progress: the wait timed out; the transaction is aborted and
- * must be rolled back.
- */
-export type ClaimResult = { outcome: "claimed" } | { outcome: "stored"; stored: StoredOutcome } | { outcome: "in_progress" };
-
-export interface ClaimParams {
-  keyId: string;
-  idempotencyKey: string;
-  requestHash: Buffer;
-  windowSeconds: number;
-  /** How long to wait for a transaction holding the same key before giving up. */
-  lockTimeoutMs: number;
-}
 
 const LOCK_NOT_AVAILABLE = "55P03";
 
@@ -39,8 +14,13 @@ interface RecordRow {
   status: number | null;
 }
 
-export class PgIdempotencyStore {
+export class PgIdempotencyStore implements IdempotencyStore {
   constructor(private readonly db: Db) {}
+
+  /** A transaction of the shared Db, which every store's queries join while it runs. */
+  transaction<T>(work: () => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
 
   /**
    * Inserts the placeholder for (keyId, idempotencyKey), or finds the live

@@ -8,8 +8,8 @@ import type { MessageRecord } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 // The REST renderer, called through its public functions so the webhook body
 // is byte for byte what GET /v1/messages… shows (and gets its speed-ups).
-import { renderMessageJson } from "../server/rest/json-codec.js";
-import { renderMessage } from "../services/render-message.js";
+import { renderMessageJson } from "../protocol/json-render-text.js";
+import { renderMessage } from "../protocol/render-message.js";
 import type { WebhookEvent } from "../store/webhooks.js";
 
 export const USER_AGENT = "agentbus-webhook/1";

@@ -17,9 +17,11 @@ import { ApiError } from "../../src/model/errors.js";
 import { Keys } from "../../src/domain/keys.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
 import { systemClock } from "../../src/model/time.js";
-import { callerOf, httpStatusKey } from "../../src/server/rpc/context.js";
-import { CallPipeline, serviceEntry } from "../../src/server/rpc/pipeline.js";
+import { callerOf, httpStatusKey } from "../../src/protocol/context.js";
+import { CallPipeline } from "../../src/server/rpc/pipeline.js";
+import { serviceEntry } from "../../src/protocol/service-entry.js";
 import { Db } from "../../src/store/db.js";
+import { PgIdempotencyStore } from "../../src/store/idempotency.js";
 import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
@@ -76,7 +78,7 @@ beforeAll(async () => {
       serviceEntry(KeyService, {}),
     ],
     {
-      db,
+      idempotencyStore: new PgIdempotencyStore(db),
       keys,
       adminToken: undefined,
       rateLimiter: new FixedWindowLimiter(0, 60_000, systemClock),

@@ -21,14 +21,9 @@ import {
 } from "../../gen/agentbus/v1/message_service_pb.js";
 import { ApiError } from "../../src/model/errors.js";
 import { parseTimestamp, toProtoTimestamp } from "../../src/model/time.js";
-import {
-  decodeRequest,
-  enumFromJson,
-  enumJsonNames,
-  enumToJson,
-  renderMessage,
-  type RequestInput,
-} from "../../src/server/rest/json-codec.js";
+import { decodeRequest, type RequestInput } from "../../src/server/rest/json-codec.js";
+import { enumFromJson, enumJsonNames, enumToJson } from "../../src/protocol/json-enums.js";
+import { renderMessage } from "../../src/protocol/json-render.js";
 
 const timestamp = (text: string) => create(TimestampSchema, toProtoTimestamp(parseTimestamp(text) ?? Number.NaN));
 

@@ -34,7 +34,9 @@ import { describe, expect, it } from "vitest";
 import { JobSchema } from "../../gen/agentbus/v1/job_pb.js";
 import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { ListMessagesResponseSchema } from "../../gen/agentbus/v1/message_service_pb.js";
-import { renderMessage, renderMessageByReflection, renderMessageJson } from "../../src/server/rest/json-codec.js";
+import { renderMessage } from "../../src/protocol/json-render.js";
+import { renderMessageByReflection } from "../../src/protocol/json-render-reflect.js";
+import { renderMessageJson } from "../../src/protocol/json-render-text.js";
 
 const genDir = fileURLToPath(new URL("../../gen/", import.meta.url));
 

@@ -8,13 +8,13 @@ import { ApiError } from "../../src/model/errors.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
 import { systemClock } from "../../src/model/time.js";
 import type { Keys } from "../../src/domain/keys.js";
-import type { Db } from "../../src/store/db.js";
+import type { IdempotencyStore } from "../../src/ports/idempotency.js";
 import { CallPipeline } from "../../src/server/rpc/pipeline.js";
 
 describe("CallPipeline", () => {
   it("answers 501 not_implemented for a method without a handler", async () => {
     const pipeline = new CallPipeline([{ service: KeyService, handlers: {} }], {
-      db: {} as Db,
+      idempotencyStore: {} as IdempotencyStore,
       keys: {} as Keys,
       adminToken: undefined,
       rateLimiter: new FixedWindowLimiter(0, 60_000, systemClock),

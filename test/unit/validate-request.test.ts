@@ -5,7 +5,7 @@ import { CreateChannelRequestSchema, UpdateChannelRequestSchema } from "../../ge
 import { ClaimMessageRequestSchema, CreateMessageRequestSchema, ListMessagesRequestSchema } from "../../gen/agentbus/v1/message_service_pb.js";
 import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { ApiError, errorCatalog } from "../../src/model/errors.js";
-import { renderMessageJson } from "../../src/server/rest/json-codec.js";
+import { renderMessageJson } from "../../src/protocol/json-render-text.js";
 import { assertValidRequest, findInvalidValue } from "../../src/server/rpc/validate-request.js";
 
 const LONE_HIGH = "\ud800";

@@ -5,7 +5,7 @@
  * route the server does not serve, or render a field the server renders
  * differently.
  *
- * Schemas follow the renderer (json-render*.ts), not proto3's canonical JSON:
+ * Schemas follow the renderer (src/protocol/json-render*.ts), not proto3's canonical JSON:
  * snake_case keys, every field present (required, unset → null), int64 as
  * JSON numbers, enums as short lowercase names with the zero value as null,
  * timestamps with exactly six fractional digits, a oneof as one key named
@@ -17,9 +17,9 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescM
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { errorCatalog, isErrorCode, type ErrorCode } from "../../model/errors.js";
 import type { JsonObject } from "../../model/json.js";
-import { enumJsonNames } from "../rest/json-enums.js";
+import { enumJsonNames } from "../../protocol/json-enums.js";
 import { acceptsText, fieldErrorCode, overlaps, resolveFieldPath } from "../rest/json-codec.js";
-import { isWellKnown } from "../rest/json-render-reflect.js";
+import { isWellKnown } from "../../protocol/json-render-reflect.js";
 import { RestRoutes, type RestRoute } from "../rest/routes.js";
 import { rulesOf, type MethodRules } from "../rpc/method-rules.js";
 

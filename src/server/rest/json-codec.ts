@@ -5,8 +5,9 @@
  * "CHANNEL_MODE_CLAIMABLE"), which the contract does not, so these modules
  * walk the descriptors themselves:
  *
- * - Rendering (json-render.ts, compiled per message type; the reference
- *   implementation by reflection is json-render-reflect.ts): snake_case keys in
+ * - Rendering (src/protocol/json-render.ts, compiled per message type; the
+ *   reference implementation by reflection is json-render-reflect.ts beside
+ *   it, shared with the webhook payloads): snake_case keys in
  *   declaration order, every field present (null / [] / {}), integers as
  *   numbers, short lowercase enum names with UNSPECIFIED as null, timestamps
  *   with exactly six fractional digits, and a oneof as one key named after
@@ -32,15 +33,9 @@ import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampS
 import { ApiError } from "../../model/errors.js";
 import { parseTimestamp, toProtoTimestamp } from "../../model/time.js";
 import { assertStorableText, fieldErrorCode } from "../rpc/validate-request.js";
-import { enumFromJson, enumJsonNames } from "./json-enums.js";
-import { isWellKnown } from "./json-render-reflect.js";
+import { enumFromJson, enumJsonNames } from "../../protocol/json-enums.js";
+import { isWellKnown } from "../../protocol/json-render-reflect.js";
 
-export type { JsonValue } from "../../model/json.js";
-export type { JsonObject } from "../../model/json.js";
-export { enumFromJson, enumJsonNames, enumToJson } from "./json-enums.js";
-export { renderMessage } from "./json-render.js";
-export { renderMessageJson } from "./json-render-text.js";
-export { renderMessageByReflection } from "./json-render-reflect.js";
 export { fieldErrorCode } from "../rpc/validate-request.js";
 
 const TYPE_TIMESTAMP = TimestampSchema.typeName;

@@ -10,13 +10,13 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
 import { ApiError } from "../../model/errors.js";
 import { rulesOf } from "../rpc/method-rules.js";
-import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../rpc/context.js";
+import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
-import { serialiseOnce } from "../rpc/shared-response.js";
+import { serialiseOnce } from "../../protocol/shared-response.js";
 import { toRestError } from "../rpc/errors.js";
 import { RestCallContext } from "./call-context.js";
 import { decodeRequest } from "./json-codec.js";
-import { renderMessageJson } from "./json-render-text.js";
+import { renderMessageJson } from "../../protocol/json-render-text.js";
 import type { RestRoute } from "./routes.js";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -54,7 +54,7 @@ function sendJsonBody(res: NodeResponse, status: number, body: Buffer, headers: 
   res.end(body);
 }
 
-/** The REST JSON of a response; a shared response is serialised once (see shared-response.ts). */
+/** The REST JSON of a response; a shared response is serialised once (see src/protocol/shared-response.ts). */
 function jsonBodyOf(method: DescMethod, response: object): Buffer {
   return serialiseOnce(response, (r) => Buffer.from(renderMessageJson(method.output, r), "utf8"));
 }

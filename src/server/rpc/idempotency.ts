@@ -28,9 +28,8 @@ import { create, fromBinary, toBinary, toJson, type DescMethod, type Message } f
 import type { HandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
-import type { Db } from "../../store/db.js";
-import { PgIdempotencyStore } from "../../store/idempotency.js";
-import { callerOf, httpStatusKey } from "./context.js";
+import type { IdempotencyStore } from "../../ports/idempotency.js";
+import { callerOf, httpStatusKey } from "../../protocol/context.js";
 import { rulesOf } from "./method-rules.js";
 
 /**
@@ -55,15 +54,13 @@ export interface IdempotencyOptions {
 }
 
 export class Idempotency {
-  private readonly store: PgIdempotencyStore;
   private readonly lockTimeoutMs: number;
   private readonly windowSeconds: number;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: IdempotencyStore,
     options: IdempotencyOptions = {},
   ) {
-    this.store = new PgIdempotencyStore(db);
     this.lockTimeoutMs = options.lockTimeoutMs ?? LOCK_TIMEOUT_MS;
     this.windowSeconds = options.windowSeconds ?? WINDOW_SECONDS;
   }
@@ -87,7 +84,7 @@ export class Idempotency {
     ctx.responseHeader.set("Idempotency-Key", idempotencyKey);
     const requestHash = hashRequest(method, request);
 
-    return this.db.transaction(async () => {
+    return this.store.transaction(async () => {
       const claim = await this.store.claim({
         keyId,
         idempotencyKey,

@@ -6,40 +6,23 @@
  * Connect routes and the REST transcoder are thin adapters over this, so a
  * rule added here holds on every protocol.
  */
-import { create, type DescMessage, type DescMethod, type DescService, type Message, type MessageShape } from "@bufbuild/protobuf";
-import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { create, type DescMessage, type DescMethod, type Message, type MessageShape } from "@bufbuild/protobuf";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
 import type { Keys } from "../../domain/keys.js";
 import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
-import type { Db } from "../../store/db.js";
-import { callerKey } from "./context.js";
+import type { IdempotencyStore } from "../../ports/idempotency.js";
+import { callerKey } from "../../protocol/context.js";
+import type { ServiceEntry, StreamHandler, UnaryHandler } from "../../protocol/service-entry.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
 import { rulesOf } from "./method-rules.js";
 import { assertValidRequest } from "./validate-request.js";
 
-export type UnaryHandler = (request: Message, ctx: HandlerContext) => Promise<unknown> | unknown;
-export type StreamHandler = (request: Message, ctx: HandlerContext) => AsyncIterable<unknown>;
-
-/** A service implementation: handlers by method localName; missing ones answer not_implemented. */
-export type ServiceHandlers = Partial<Record<string, UnaryHandler | StreamHandler>>;
-
-export interface ServiceEntry {
-  service: DescService;
-  handlers: ServiceHandlers;
-}
-
-/**
- * Pairs a service with its handlers, typed against the service's descriptor
- * (requests in, response init shapes out). Missing methods answer not_implemented.
- */
-export function serviceEntry<S extends DescService>(service: S, handlers: Partial<ServiceImpl<S>>): ServiceEntry {
-  return { service, handlers: handlers as ServiceHandlers };
-}
-
 export interface PipelineOptions {
-  db: Db;
+  /** Where Idempotency-Key records live; handlers' writes join its transactions. */
+  idempotencyStore: IdempotencyStore;
   keys: Keys;
   adminToken: string | undefined;
   rateLimiter: FixedWindowLimiter;
@@ -57,7 +40,7 @@ export class CallPipeline {
     readonly services: readonly ServiceEntry[],
     readonly options: PipelineOptions,
   ) {
-    this.idempotency = new Idempotency(options.db, options.idempotency);
+    this.idempotency = new Idempotency(options.idempotencyStore, options.idempotency);
     for (const { service, handlers } of services) {
       for (const method of service.methods) {
         const handler = handlers[method.localName];

@@ -4,8 +4,8 @@
  * them itself.
  */
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { Caller } from "../../model/caller.js";
-import { ApiError } from "../../model/errors.js";
+import type { Caller } from "../model/caller.js";
+import { ApiError } from "../model/errors.js";
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
 export const requestIdKey = createContextKey<string>("", { description: "request id" });

@@ -12,8 +12,8 @@
 import { ScalarType, isMessage, toJson, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { isReflectMessage, reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protobuf/reflect";
 import { EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, TimestampSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
-import type { JsonObject, JsonValue } from "../../model/json.js";
-import { formatTimestamp, fromProtoTimestamp } from "../../model/time.js";
+import type { JsonObject, JsonValue } from "../model/json.js";
+import { formatTimestamp, fromProtoTimestamp } from "../model/time.js";
 import { enumToJson } from "./json-enums.js";
 
 

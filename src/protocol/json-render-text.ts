@@ -19,8 +19,8 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { scalarZeroValue } from "@bufbuild/protobuf/reflect";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import type { JsonValue } from "../../model/json.js";
-import { formatTimestamp } from "../../model/time.js";
+import type { JsonValue } from "../model/json.js";
+import { formatTimestamp } from "../model/time.js";
 import { enumJsonLookup } from "./json-enums.js";
 import {
   EDITION_PROTO3,

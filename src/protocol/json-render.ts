@@ -32,11 +32,11 @@ import {
 } from "@bufbuild/protobuf";
 import { scalarZeroValue, type ScalarValue } from "@bufbuild/protobuf/reflect";
 import { Edition, EmptySchema, FeatureSet_FieldPresence, FieldMaskSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
-import type { JsonValue } from "../../model/json.js";
-import { MICROS_PER_SECOND, formatTimestamp, type Micros } from "../../model/time.js";
+import type { JsonValue } from "../model/json.js";
+import { MICROS_PER_SECOND, formatTimestamp, type Micros } from "../model/time.js";
 import { enumJsonLookup } from "./json-enums.js";
 import { isWellKnown, renderMessageByReflection, renderScalar } from "./json-render-reflect.js";
-import type { JsonObject } from "../../model/json.js";
+import type { JsonObject } from "../model/json.js";
 
 /** A message, or its init shape: the renderers only read properties. */
 export type Source = Record<string, unknown>;

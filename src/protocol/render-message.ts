@@ -1,7 +1,7 @@
 /** Domain messages to their protobuf shapes. */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
-import { effectiveClaim } from "../domain/message.js";
+import { effectiveClaim } from "../model/messages.js";
 import type { MessageRecord } from "../model/messages.js";
 import { toProtoTimestamp, type Micros } from "../model/time.js";
 
