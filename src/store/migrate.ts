@@ -22,10 +22,12 @@
  * The rule for migrations that need a function: a migration runs against the
  * schema as it was at its number, before the files are applied, so it must
  * be self-contained. A backfill that needs a function's logic carries its
- * own inline copy (a DO block or a CREATE OR REPLACE of its own), which is
- * historical text from then on, not the current source: 0002, 0003, 0006,
- * 0007 and 0012 created the functions and triggers now under sql/, and their
- * text stays as applied (the checksum check below refuses edits).
+ * own inline copy (a DO block, or a CREATE OR REPLACE since the file has
+ * already created it in every database migrated since), which is historical
+ * text from then on, not the current source. So do 0002, 0003, 0006, 0007
+ * and 0012, which created the functions and triggers now under sql/: their
+ * text stays as applied (the checksum check below refuses edits), and a
+ * reader looks in sql/ for what runs.
  */
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
