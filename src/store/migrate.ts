@@ -17,7 +17,11 @@
  * drops the objects whose file is gone. To change a function, edit its file;
  * to add one, add a file; to remove one, delete the file. (A new signature
  * is a new function beside the old one: drop the old signature in a numbered
- * migration.)
+ * migration.) A release leaves the files alone on a database that holds a
+ * migration it does not know, so an older replica started during a rolling
+ * update cannot put back the text a newer one replaced; that takes the newer
+ * release to have a new migration (an empty one will do), else the release
+ * that migrated last wins.
  *
  * The rule for migrations that need a function: a migration runs against the
  * schema as it was at its number, before the files are applied, so it must
@@ -113,6 +117,13 @@ const OBJECT_FOLDERS: readonly { folder: string; kind: SqlObjectKind; creates: R
  * its kind), so the file name alone says where an object's text is.
  */
 export async function loadSqlObjects(dir: string = SQL_DIR): Promise<SqlObject[]> {
+  // A missing directory is a broken build or image, not "no functions":
+  // taken as empty, it would drop every function the database has.
+  await readdir(dir).catch((err: unknown) => {
+    throw new Error(`The function and trigger files are missing: ${dir} cannot be read (a build copies them with scripts/copy-assets.mjs)`, {
+      cause: err,
+    });
+  });
   const objects: SqlObject[] = [];
   for (const { folder, kind, creates } of OBJECT_FOLDERS) {
     const names = (await readdir(join(dir, folder)).catch(ignoreMissing)).filter((n) => n.endsWith(".sql")).sort();

@@ -1,7 +1,6 @@
 import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Writable } from "node:stream";
 import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
@@ -24,23 +23,28 @@ async function emptyDatabase(): Promise<TestDatabase> {
   return db;
 }
 
-/** A scratch copy of the real migrations, plus extra files, that a test may edit. */
-async function scratchMigrations(extra: Record<string, string> = {}): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), "agentbus-migrations-"));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  await cp(MIGRATIONS_DIR, dir, { recursive: true });
-  for (const [name, sql] of Object.entries(extra)) await writeFile(path.join(dir, name), sql);
-  return dir;
-}
-
-/** A scratch copy of src/store/sql, with files replaced or added (path relative to it → text). */
-async function scratchSql(files: Record<string, string> = {}): Promise<string> {
+/** A scratch copy of a directory that a test may edit, with files added or replaced (path relative to it → text). */
+async function scratchCopy(source: string, files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), "agentbus-sql-"));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  await cp(SQL_DIR, dir, { recursive: true });
+  await cp(source, dir, { recursive: true });
   for (const [file, sql] of Object.entries(files)) await writeFile(path.join(dir, file), sql);
   return dir;
 }
+
+/** The real migrations, plus extra files. */
+const scratchMigrations = (extra: Record<string, string> = {}) => scratchCopy(MIGRATIONS_DIR, extra);
+/** src/store/sql, with function or trigger files added or replaced. */
+const scratchSql = (files: Record<string, string> = {}) => scratchCopy(SQL_DIR, files);
+
+/** Edits agentbus_webhook_destination in a scratch copy: destinations come out upper-cased. */
+async function upperCaseDestinations(sqlDir: string): Promise<void> {
+  const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
+  await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+}
+
+const destinationOf = async (db: TestDatabase, url: string): Promise<string> =>
+  (await db.pool.query<{ d: string }>("SELECT agentbus_webhook_destination($1) AS d", [url])).rows[0]!.d;
 
 /** Our functions (not an extension's) and triggers (not a constraint's), as kind/name. */
 async function objectsInDatabase(pool: pg.Pool): Promise<string[]> {
@@ -313,14 +317,12 @@ describe("functions and triggers (src/store/sql)", () => {
     const db = await emptyDatabase();
     const sqlDir = await scratchSql();
     await migrate(db.pool, { sqlDir });
-    const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
-    await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+    await upperCaseDestinations(sqlDir);
     const logs: string[] = [];
 
     await migrate(db.pool, { sqlDir, log: (msg) => logs.push(msg) });
 
-    const { rows } = await db.pool.query<{ d: string }>("SELECT agentbus_webhook_destination('https://Hooks.example:8443/x') AS d");
-    expect(rows[0]!.d).toBe("HOOKS.EXAMPLE:8443");
+    expect(await destinationOf(db, "https://Hooks.example:8443/x")).toBe("HOOKS.EXAMPLE:8443");
     expect(logs).toEqual([expect.stringMatching(/^applied functions\/agentbus_webhook_destination\.sql \(\d+ ms\)$/)]);
   });
 
@@ -346,8 +348,7 @@ describe("functions and triggers (src/store/sql)", () => {
     const db = await emptyDatabase();
     const sqlDir = await scratchSql();
     await migrate(db.pool, { sqlDir });
-    const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
-    await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+    await upperCaseDestinations(sqlDir);
     await writeFile(
       path.join(sqlDir, "functions/zz_broken.sql"),
       "CREATE OR REPLACE FUNCTION zz_broken() RETURNS integer LANGUAGE sql AS $$ SELECT no_such_column FROM api_keys $$;",
@@ -355,8 +356,7 @@ describe("functions and triggers (src/store/sql)", () => {
 
     await expect(migrate(db.pool, { sqlDir })).rejects.toThrow(/rolled back \(at functions\/zz_broken\.sql\).*no_such_column/);
 
-    const { rows } = await db.pool.query<{ d: string }>("SELECT agentbus_webhook_destination('https://Hooks.example/x') AS d");
-    expect(rows[0]!.d).toBe("hooks.example");
+    expect(await destinationOf(db, "https://Hooks.example/x")).toBe("hooks.example");
     expect(await recordedObjects(db)).toEqual(Object.fromEntries((await loadSqlObjects()).map((o) => [o.file, o.checksum])));
   });
 
@@ -368,18 +368,27 @@ describe("functions and triggers (src/store/sql)", () => {
     await expect(loadSqlObjects(sqlDir)).rejects.toThrow(/functions\/probe_named\.sql must hold exactly one CREATE OR REPLACE FUNCTION probe_named \(found: probe_other\)/);
   });
 
+  it("refuses to run without the sql directory rather than drop every function", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool);
+    const sqlDir = path.join(await scratchSql(), "missing");
+
+    await expect(migrate(db.pool, { sqlDir })).rejects.toThrow(/function and trigger files are missing/);
+
+    const files = (await loadSqlObjects()).map((o) => `${o.kind}/${o.name}`).sort();
+    expect(await objectsInDatabase(db.pool)).toEqual(files);
+  });
+
   it("leaves the functions of a database that a newer release migrated", async () => {
     const db = await emptyDatabase();
     await migrate(db.pool, { dir: await scratchMigrations({ "9003_newer.sql": "SELECT 1;" }) });
     const sqlDir = await scratchSql();
-    const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
-    await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+    await upperCaseDestinations(sqlDir);
     const logs: string[] = [];
 
     await migrate(db.pool, { sqlDir, log: (msg) => logs.push(msg) });
 
-    const { rows } = await db.pool.query<{ d: string }>("SELECT agentbus_webhook_destination('https://Hooks.example/x') AS d");
-    expect(rows[0]!.d).toBe("hooks.example");
+    expect(await destinationOf(db, "https://Hooks.example/x")).toBe("hooks.example");
     expect(logs).toContain("not applying this release's functions and triggers to a database migrated by a newer release");
   });
 });
@@ -397,8 +406,7 @@ describe("upgrading a database migrated before src/store/sql existed", () => {
     // A file that has moved on from the text its migration created, so the
     // comparison shows the upgrade applied the files, not only the migrations.
     const sqlDir = await scratchSql();
-    const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
-    await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+    await upperCaseDestinations(sqlDir);
     const fresh = await emptyDatabase();
     await migrate(fresh.pool, { sqlDir });
     const objects = await loadSqlObjects(sqlDir);
@@ -446,8 +454,7 @@ describe("upgrading a database migrated before src/store/sql existed", () => {
       AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
       AGENTBUS_WORKERS: "false",
     });
-    const quiet = new Writable({ write: (_chunk, _enc, done) => done() });
-    const app = await startApp({ config, logger: createLogger(config.logLevel, quiet) });
+    const app = await startApp({ config, logger: createLogger("silent") });
     cleanups.push(() => app.close());
     const key = await mintKey(app.url);
     const id = await createChannel(app.url, key);
