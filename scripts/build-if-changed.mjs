@@ -12,7 +12,9 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "
 import path from "node:path";
 
 const STAMP = "dist/.build-stamp";
-// What the build reads: tsconfig.build.json compiles src and gen; the
+// What the build reads: tsconfig.build.json compiles src and gen, and
+// copy-assets.mjs copies the .sql under src/store (walked with the rest of
+// src, so an edited function file triggers a build too); the
 // scripts and the npm files decide how (and with which compiler).
 const INPUTS = ["src", "gen", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json", "scripts/copy-assets.mjs", "scripts/build-if-changed.mjs"];
 

@@ -1,10 +1,16 @@
-import { appendFile, cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadMigrations, migrate, MIGRATIONS_DIR } from "../../src/store/migrate.js";
+import { startApp } from "../../src/app.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { loadMigrations, loadSqlObjects, migrate, MIGRATIONS_DIR, SQL_DIR, type SqlObject } from "../../src/store/migrate.js";
 import { createPool } from "../../src/store/pool.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createChannel, listMessages, postMessage } from "../support/fixtures.js";
+import { mintKey } from "../support/server.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -17,13 +23,62 @@ async function emptyDatabase(): Promise<TestDatabase> {
   return db;
 }
 
-/** A scratch copy of the real migrations, plus extra files, that a test may edit. */
-async function scratchMigrations(extra: Record<string, string> = {}): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), "agentbus-migrations-"));
+/** A scratch copy of a directory that a test may edit, with files added or replaced (path relative to it → text). */
+async function scratchCopy(source: string, files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), "agentbus-sql-"));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  await cp(MIGRATIONS_DIR, dir, { recursive: true });
-  for (const [name, sql] of Object.entries(extra)) await writeFile(path.join(dir, name), sql);
+  await cp(source, dir, { recursive: true });
+  for (const [file, sql] of Object.entries(files)) await writeFile(path.join(dir, file), sql);
   return dir;
+}
+
+/** The real migrations, plus extra files. */
+const scratchMigrations = (extra: Record<string, string> = {}) => scratchCopy(MIGRATIONS_DIR, extra);
+/** src/store/sql, with function or trigger files added or replaced. */
+const scratchSql = (files: Record<string, string> = {}) => scratchCopy(SQL_DIR, files);
+
+/** Edits agentbus_webhook_destination in a scratch copy: destinations come out upper-cased. */
+async function upperCaseDestinations(sqlDir: string): Promise<void> {
+  const file = path.join(sqlDir, "functions/agentbus_webhook_destination.sql");
+  await writeFile(file, (await readFile(file, "utf8")).replace("SELECT lower(", "SELECT upper("));
+}
+
+const destinationOf = async (db: TestDatabase, url: string): Promise<string> =>
+  (await db.pool.query<{ d: string }>("SELECT agentbus_webhook_destination($1) AS d", [url])).rows[0]!.d;
+
+/** Our functions (not an extension's) and triggers (not a constraint's), as kind/name. */
+async function objectsInDatabase(pool: pg.Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ object: string }>(
+    `SELECT 'function/' || p.proname AS object FROM pg_proc p
+     WHERE p.pronamespace = current_schema()::regnamespace
+       AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+     UNION ALL
+     SELECT 'trigger/' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+     WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace
+     ORDER BY 1`,
+  );
+  return rows.map((r) => r.object);
+}
+
+/** The catalog's own rendering of an object (every overload of a function), comparable across databases. */
+async function definitionOf(client: pg.Pool | pg.PoolClient, o: Pick<SqlObject, "kind" | "name">): Promise<string[]> {
+  const { rows } = await client.query<{ def: string }>(
+    o.kind === "function"
+      ? "SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace ORDER BY p.oid"
+      : "SELECT pg_get_triggerdef(t.oid) AS def FROM pg_trigger t WHERE t.tgname = $1 AND NOT t.tgisinternal ORDER BY t.oid",
+    [o.name],
+  );
+  return rows.map((r) => r.def);
+}
+
+async function definitions(pool: pg.Pool, objects: SqlObject[]): Promise<Record<string, string[]>> {
+  const entries = await Promise.all(objects.map(async (o) => [o.file, await definitionOf(pool, o)] as const));
+  return Object.fromEntries(entries);
+}
+
+async function recordedObjects(db: TestDatabase): Promise<Record<string, string>> {
+  const { rows } = await db.pool.query<{ file: string; checksum: string }>("SELECT file, checksum FROM schema_objects ORDER BY file");
+  return Object.fromEntries(rows.map((r) => [r.file, r.checksum]));
 }
 
 async function appliedVersions(db: TestDatabase): Promise<number[]> {
@@ -118,7 +173,8 @@ describe("0010 agent label normal forms", () => {
     const dir = await scratchMigrations();
     const before = (await loadMigrations(dir)).filter((m) => m.version >= 10);
     for (const m of before) await rm(path.join(dir, m.name));
-    await migrate(db.pool, { dir });
+    // As a release before 0010 migrated it: with no function step.
+    await migrate(db.pool, { dir, sqlDir: false });
     const insert = (keyId: string, label: string, at: string, revoked = false) =>
       db.pool.query(
         `INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, created_at, revoked_at)
@@ -154,7 +210,8 @@ describe("0011 alias normal forms", () => {
     const db = await emptyDatabase();
     const dir = await scratchMigrations();
     for (const m of (await loadMigrations(dir)).filter((m) => m.version >= 11)) await rm(path.join(dir, m.name));
-    await migrate(db.pool, { dir });
+    // As a release before 0011 migrated it: with no function step.
+    await migrate(db.pool, { dir, sqlDir: false });
     await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('k1', '\\x00', 'a', 'a')");
     const { rows: [channel] } = await db.pool.query<{ id: string }>(
       `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
@@ -204,5 +261,205 @@ describe("api_keys", () => {
     await db.pool.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = 'k1'");
     await insertKey(db, "k2", "worker");
     await expect(insertKey(db, "k3", "worker")).rejects.toMatchObject({ code: "23505" });
+  });
+});
+
+describe("functions and triggers (src/store/sql)", () => {
+  it("leaves in the database exactly the functions and triggers that have a file", async () => {
+    const db = await emptyDatabase();
+
+    await migrate(db.pool);
+
+    const files = (await loadSqlObjects()).map((o) => `${o.kind}/${o.name}`).sort();
+    expect(await objectsInDatabase(db.pool)).toEqual(files);
+  });
+
+  it("leaves each function and trigger as its file defines it", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool);
+    const objects = await loadSqlObjects();
+    const client = await db.pool.connect();
+    try {
+      for (const o of objects) {
+        // Applying the file again changes nothing when the database already holds its text.
+        const before = await definitionOf(client, o);
+        await client.query("BEGIN");
+        await client.query(o.sql);
+        const after = await definitionOf(client, o);
+        await client.query("ROLLBACK");
+        expect({ file: o.file, definition: before }).toEqual({ file: o.file, definition: after });
+      }
+    } finally {
+      client.release();
+    }
+  });
+
+  it("records the checksum of every file it applied", async () => {
+    const db = await emptyDatabase();
+
+    await migrate(db.pool);
+
+    const objects = await loadSqlObjects();
+    expect(await recordedObjects(db)).toEqual(Object.fromEntries(objects.map((o) => [o.file, o.checksum])));
+  });
+
+  it("applies no file again when none changed", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool);
+    const logs: string[] = [];
+
+    await migrate(db.pool, { log: (msg) => logs.push(msg) });
+
+    expect(logs).toEqual([]);
+  });
+
+  it("reapplies a changed file, and only that one", async () => {
+    const db = await emptyDatabase();
+    const sqlDir = await scratchSql();
+    await migrate(db.pool, { sqlDir });
+    await upperCaseDestinations(sqlDir);
+    const logs: string[] = [];
+
+    await migrate(db.pool, { sqlDir, log: (msg) => logs.push(msg) });
+
+    expect(await destinationOf(db, "https://Hooks.example:8443/x")).toBe("HOOKS.EXAMPLE:8443");
+    expect(logs).toEqual([expect.stringMatching(/^applied functions\/agentbus_webhook_destination\.sql \(\d+ ms\)$/)]);
+  });
+
+  it("drops the function and trigger whose files were deleted", async () => {
+    const db = await emptyDatabase();
+    const sqlDir = await scratchSql({
+      "functions/probe_touch.sql": "CREATE OR REPLACE FUNCTION probe_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END; $$;",
+      "triggers/probe_touch_keys.sql": "CREATE OR REPLACE TRIGGER probe_touch_keys BEFORE UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION probe_touch();",
+    });
+    await migrate(db.pool, { sqlDir });
+    expect(await objectsInDatabase(db.pool)).toEqual(expect.arrayContaining(["function/probe_touch", "trigger/probe_touch_keys"]));
+    await rm(path.join(sqlDir, "functions/probe_touch.sql"));
+    await rm(path.join(sqlDir, "triggers/probe_touch_keys.sql"));
+
+    await migrate(db.pool, { sqlDir });
+
+    const files = (await loadSqlObjects()).map((o) => `${o.kind}/${o.name}`).sort();
+    expect(await objectsInDatabase(db.pool)).toEqual(files);
+    expect(Object.keys(await recordedObjects(db))).not.toContain("functions/probe_touch.sql");
+  });
+
+  it("rolls back every file when one fails, naming it", async () => {
+    const db = await emptyDatabase();
+    const sqlDir = await scratchSql();
+    await migrate(db.pool, { sqlDir });
+    await upperCaseDestinations(sqlDir);
+    await writeFile(
+      path.join(sqlDir, "functions/zz_broken.sql"),
+      "CREATE OR REPLACE FUNCTION zz_broken() RETURNS integer LANGUAGE sql AS $$ SELECT no_such_column FROM api_keys $$;",
+    );
+
+    await expect(migrate(db.pool, { sqlDir })).rejects.toThrow(/rolled back \(at functions\/zz_broken\.sql\).*no_such_column/);
+
+    expect(await destinationOf(db, "https://Hooks.example/x")).toBe("hooks.example");
+    expect(await recordedObjects(db)).toEqual(Object.fromEntries((await loadSqlObjects()).map((o) => [o.file, o.checksum])));
+  });
+
+  it("refuses a file that does not define the object it is named after", async () => {
+    const sqlDir = await scratchSql({
+      "functions/probe_named.sql": "CREATE OR REPLACE FUNCTION probe_other() RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;",
+    });
+
+    await expect(loadSqlObjects(sqlDir)).rejects.toThrow(/functions\/probe_named\.sql must hold exactly one CREATE OR REPLACE FUNCTION probe_named \(found: probe_other\)/);
+  });
+
+  it("refuses to run without the sql directory rather than drop every function", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool);
+    const sqlDir = path.join(await scratchSql(), "missing");
+
+    await expect(migrate(db.pool, { sqlDir })).rejects.toThrow(/function and trigger files are missing/);
+
+    const files = (await loadSqlObjects()).map((o) => `${o.kind}/${o.name}`).sort();
+    expect(await objectsInDatabase(db.pool)).toEqual(files);
+  });
+
+  it("leaves the functions of a database that a newer release migrated", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool, { dir: await scratchMigrations({ "9003_newer.sql": "SELECT 1;" }) });
+    const sqlDir = await scratchSql();
+    await upperCaseDestinations(sqlDir);
+    const logs: string[] = [];
+
+    await migrate(db.pool, { sqlDir, log: (msg) => logs.push(msg) });
+
+    expect(await destinationOf(db, "https://Hooks.example/x")).toBe("hooks.example");
+    expect(logs).toContain("not applying this release's functions and triggers to a database migrated by a newer release");
+  });
+});
+
+describe("upgrading a database migrated before src/store/sql existed", () => {
+  /** A database as the field has it: the numbered migrations applied by the previous migrator, which had no function step. */
+  async function databaseOfPreviousRelease(): Promise<TestDatabase> {
+    const db = await emptyDatabase();
+    await migrate(db.pool, { sqlDir: false });
+    return db;
+  }
+
+  it("ends with the functions and triggers of a freshly migrated database, as the files define them", async () => {
+    const old = await databaseOfPreviousRelease();
+    // A file that has moved on from the text its migration created, so the
+    // comparison shows the upgrade applied the files, not only the migrations.
+    const sqlDir = await scratchSql();
+    await upperCaseDestinations(sqlDir);
+    const fresh = await emptyDatabase();
+    await migrate(fresh.pool, { sqlDir });
+    const objects = await loadSqlObjects(sqlDir);
+
+    expect(await migrate(old.pool, { sqlDir })).toEqual([]);
+
+    expect(await objectsInDatabase(old.pool)).toEqual(await objectsInDatabase(fresh.pool));
+    expect(await definitions(old.pool, objects)).toEqual(await definitions(fresh.pool, objects));
+    expect((await definitions(old.pool, objects))["functions/agentbus_webhook_destination.sql"]![0]).toContain("SELECT upper(");
+    expect(await recordedObjects(old)).toEqual(await recordedObjects(fresh));
+  });
+
+  it("keeps its messages, and the service posts and reads messages over it", async () => {
+    const db = await databaseOfPreviousRelease();
+    // What the previous release wrote: a key, a channel with a webhook and a message through the write function.
+    await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, label_key) VALUES ('ak_old', '\\x00', 'old', 'old', 'old')");
+    const channel = await db.pool.query<{ id: string }>(
+      `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, webhook_url, ttl_seconds, retention_days, created_at, updated_at)
+       VALUES ('old', 'broadcast', 'open', true, 'old', 'ak_old', 'https://hooks.example/old', 3600, 7, clock_timestamp(), clock_timestamp()) RETURNING id`,
+    );
+    const channelId = channel.rows[0]!.id;
+    const post = () =>
+      db.pool.query<{ outcome: string; message_id: string }>(
+        "SELECT * FROM agentbus_create_messages($1, ARRAY['ak_old'], ARRAY[NULL::uuid], ARRAY[NULL], ARRAY['old'], ARRAY['before'], ARRAY['{}'::jsonb], ARRAY['[]'::jsonb])",
+        [channelId],
+      );
+    const before = await post();
+
+    await migrate(db.pool);
+
+    const kept = await db.pool.query("SELECT id, content FROM messages WHERE channel_id = $1", [channelId]);
+    expect(kept.rows).toEqual([{ id: before.rows[0]!.message_id, content: "before" }]);
+    // The write function as the files define it: a second message, its outbox row woken by the trigger.
+    const after = await post();
+    expect(after.rows[0]!.outcome).toBe("created");
+    const outbox = await db.pool.query("SELECT message_id FROM webhook_outbox WHERE channel_id = $1 ORDER BY created_at", [channelId]);
+    expect(outbox.rows).toEqual([{ message_id: before.rows[0]!.message_id }, { message_id: after.rows[0]!.message_id }]);
+
+    const config = loadConfig({
+      DATABASE_URL: db.url,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      AGENTBUS_KEY_MINT_LIMIT: "0",
+      AGENTBUS_RATE_LIMIT: "0",
+      AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
+      AGENTBUS_WORKERS: "false",
+    });
+    const app = await startApp({ config, logger: createLogger("silent") });
+    cleanups.push(() => app.close());
+    const key = await mintKey(app.url);
+    const id = await createChannel(app.url, key);
+    const posted = await postMessage(app.url, key, id, { content: "after the upgrade" });
+    const page = await listMessages(app.url, key, id);
+    expect(page.data.map((m) => [m.id, m.content])).toEqual([[posted.id, "after the upgrade"]]);
   });
 });
