@@ -17,6 +17,8 @@ import type { Keys } from "../domain/keys.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
+import type { JobStore } from "../ports/jobs.js";
+import type { WebhookStore } from "../ports/webhooks.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
 import { findChannelView } from "../store/channels.js";
 import type { Db } from "../store/db.js";
@@ -33,6 +35,8 @@ import { webhookDeliveryHandlers } from "./webhook-delivery-service.js";
 
 export interface ServiceDependencies {
   db: Db;
+  jobStore: JobStore;
+  webhookStore: WebhookStore;
   bus: WakeBus;
   clock: Clock;
   config: Config;
@@ -64,10 +68,10 @@ export function createServices(deps: ServiceDependencies): ServiceEntry[] {
       ...channelHandlers(new Channels(deps.db, { defaultDiscoverable: deps.config.defaultDiscoverable })),
       ...membershipHandlers(new Membership(deps.db, deps.clock)),
       ...channelHistoryHandlers(new ChannelHistory(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
-      ...webhookDeliveryHandlers(new WebhookDeliveryLog(deps.db, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
+      ...webhookDeliveryHandlers(new WebhookDeliveryLog(deps.webhookStore, (identifier, caller) => findChannelView(deps.db, identifier, caller.keyId))),
     }),
     messageService(messages, deps.clock),
-    actorService(actors, new ActorWebhooks(deps.db, deps.clock)),
+    actorService(actors, new ActorWebhooks(deps.webhookStore, deps.clock)),
     adminService(new ChannelAdmin(deps.db)),
     jobService(deps),
   ];

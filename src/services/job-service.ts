@@ -18,8 +18,8 @@ import { validatePdfRequest } from "../pdf/input.js";
 import { chromiumInstalled } from "../pdf/chromium.js";
 import { callerOf } from "../server/rpc/context.js";
 import { serviceEntry, type ServiceEntry } from "../server/rpc/pipeline.js";
-import type { Db } from "../store/db.js";
-import type { JobKindName, JobRecord, JobStatusName } from "../store/jobs.js";
+import type { JobStore } from "../ports/jobs.js";
+import type { JobKindName, JobRecord, JobStatusName } from "../model/jobs.js";
 import { jobPostingJobHandlers } from "./job-posting-handlers.js";
 import { transcriptJobHandlers } from "./transcript-handlers.js";
 
@@ -101,8 +101,8 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { pdfAvailable: PdfAvai
   };
 }
 
-export function jobService(deps: { db: Db; clock: Clock; config: Config; pdfAvailable?: PdfAvailability }): ServiceEntry {
-  const jobs = new AsyncJobs(deps.db, deps.clock, `${hostname()}:${process.pid}`, deps.config.jobsMaxQueuedPerKey);
+export function jobService(deps: { jobStore: JobStore; clock: Clock; config: Config; pdfAvailable?: PdfAvailability }): ServiceEntry {
+  const jobs = new AsyncJobs(deps.jobStore, deps.clock, `${hostname()}:${process.pid}`, deps.config.jobsMaxQueuedPerKey);
   return serviceEntry(JobService, {
     ...jobHandlers(jobs),
     ...pdfJobHandlers(jobs, { pdfAvailable: deps.pdfAvailable ?? (() => chromiumInstalled(deps.config.chromiumPath)) }),

@@ -7,31 +7,10 @@
  * all: no crash between the two can leave a row queued forever.
  */
 import type { JsonValue } from "../model/json.js";
+import { agendaJobName, type ClaimedJob, type JobErrorRecord, type JobKindName, type JobRecord, type JobStatusName, type NewJob, type PdfDownloadRow } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
+import type { JobStore } from "../ports/jobs.js";
 import type { Db } from "./db.js";
-
-export const JOB_KINDS = ["pdf", "job_posting", "transcript"] as const;
-export type JobKindName = (typeof JOB_KINDS)[number];
-export type JobStatusName = "queued" | "processing" | "completed" | "failed";
-
-export interface JobErrorRecord {
-  error: string;
-  message: string;
-}
-
-export interface JobRecord {
-  id: number;
-  kind: JobKindName;
-  ownerKeyId: string;
-  status: JobStatusName;
-  /** The kind's result as stored (proto JSON); null until completed and once purged. */
-  result: { [key: string]: JsonValue } | null;
-  error: JobErrorRecord | null;
-  createdAt: Micros;
-  updatedAt: Micros;
-  completedAt: Micros | null;
-  expiresAt: Micros | null;
-}
 
 interface JobRow {
   id: number;
@@ -61,12 +40,6 @@ const toJobRecord = (row: JobRow): JobRecord => ({
   expiresAt: row.expires_at,
 });
 
-/**
- * The Agenda job name of a kind: the kind itself. Stored in agenda_jobs, so
- * never renamed while jobs are queued.
- */
-export const agendaJobName = (kind: JobKindName): string => kind;
-
 /** The channel Agenda's PostgreSQL backend LISTENs on (its default, which the runner keeps). */
 export const AGENDA_NOTIFY_CHANNEL = "agenda:jobs";
 
@@ -92,12 +65,12 @@ const ENQUEUE_SQL = `WITH queued AS (
     'timestamp', now(), 'source', $3::text)::text)
   FROM queued q`;
 
-export async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
+async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
   await db.query(ENQUEUE_SQL, [agendaJobName(kind), jobId, source], "jobs_enqueue");
 }
 
 /** Inserts a queued job; returns its id. Call enqueueJob() in the same transaction. */
-export async function insertJob(db: Db, job: { kind: JobKindName; ownerKeyId: string; input: JsonValue; now: Micros }): Promise<number> {
+async function insertJob(db: Db, job: NewJob): Promise<number> {
   const at = formatTimestamp(job.now);
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO jobs (kind, owner_key_id, status, input, created_at, updated_at)
@@ -109,7 +82,7 @@ export async function insertJob(db: Db, job: { kind: JobKindName; ownerKeyId: st
 }
 
 /** The job if it exists and belongs to the key (A5: anyone else's is as unknown as a missing one). */
-export async function findJob(db: Db, id: number, ownerKeyId: string): Promise<JobRecord | undefined> {
+async function findJob(db: Db, id: number, ownerKeyId: string): Promise<JobRecord | undefined> {
   const { rows } = await db.query<JobRow>(
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND owner_key_id = $2`,
     [id, ownerKeyId],
@@ -118,16 +91,8 @@ export async function findJob(db: Db, id: number, ownerKeyId: string): Promise<J
   return rows[0] ? toJobRecord(rows[0]) : undefined;
 }
 
-export interface PdfDownloadRow {
-  kind: JobKindName;
-  status: JobStatusName;
-  expiresAt: Micros | null;
-  /** Read only while the result is live at `now`. */
-  pdf: Buffer | null;
-}
-
 /** A job of the key with its PDF bytes, unless the result has expired at `now`. */
-export async function findJobPdf(db: Db, id: number, ownerKeyId: string, now: Micros): Promise<PdfDownloadRow | undefined> {
+async function findJobPdf(db: Db, id: number, ownerKeyId: string, now: Micros): Promise<PdfDownloadRow | undefined> {
   const { rows } = await db.query<{ kind: JobKindName; status: JobStatusName; expires_at: Micros | null; pdf: Buffer | null }>(
     `SELECT kind, status, expires_at, CASE WHEN expires_at > $3 THEN pdf END AS pdf
      FROM jobs WHERE id = $1 AND owner_key_id = $2`,
@@ -138,19 +103,11 @@ export async function findJobPdf(db: Db, id: number, ownerKeyId: string, now: Mi
   return row ? { kind: row.kind, status: row.status, expiresAt: row.expires_at, pdf: row.pdf } : undefined;
 }
 
-export interface ClaimedJob {
-  id: number;
-  kind: JobKindName;
-  input: JsonValue;
-  /** Runs started, this one included. */
-  attempts: number;
-}
-
 /**
  * Marks an unfinished job processing and counts the attempt; undefined when
  * it already ended or no longer exists (a duplicate or late run: nothing to do).
  */
-export async function claimJob(db: Db, id: number, now: Micros): Promise<ClaimedJob | undefined> {
+async function claimJob(db: Db, id: number, now: Micros): Promise<ClaimedJob | undefined> {
   const { rows } = await db.query<ClaimedJob>(
     `UPDATE jobs SET status = 'processing', attempts = attempts + 1, updated_at = $2
      WHERE id = $1 AND status IN ('queued', 'processing')
@@ -162,7 +119,7 @@ export async function claimJob(db: Db, id: number, now: Micros): Promise<Claimed
 }
 
 /** Completes a processing job: result (and PDF) stored, kept until `expiresAt`. False when it was not processing. */
-export async function completeJob(
+async function completeJob(
   db: Db,
   id: number,
   outcome: { result: JsonValue; pdf: Uint8Array | null },
@@ -181,7 +138,7 @@ export async function completeJob(
 }
 
 /** Ends an unfinished job as failed with `error`, kept until `expiresAt`. */
-export async function failJob(db: Db, id: number, error: JobErrorRecord, now: Micros, expiresAt: Micros): Promise<boolean> {
+async function failJob(db: Db, id: number, error: JobErrorRecord, now: Micros, expiresAt: Micros): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE jobs SET status = 'failed', error = $2::jsonb, result = NULL, pdf = NULL, updated_at = $3, expires_at = $4
      WHERE id = $1 AND status IN ('queued', 'processing')`,
@@ -192,7 +149,7 @@ export async function failJob(db: Db, id: number, error: JobErrorRecord, now: Mi
 }
 
 /** A processing job goes back to queued (it waits for a retry, or for another worker). */
-export async function releaseJob(db: Db, id: number, now: Micros): Promise<void> {
+async function releaseJob(db: Db, id: number, now: Micros): Promise<void> {
   await db.query(
     `UPDATE jobs SET status = 'queued', updated_at = $2 WHERE id = $1 AND status = 'processing'`,
     [id, formatTimestamp(now)],
@@ -206,7 +163,7 @@ export async function releaseJob(db: Db, id: number, now: Micros): Promise<void>
  * appear when a worker stopped between taking a job and finishing it in a
  * way Agenda does not retry, or when someone removed Agenda's rows.
  */
-export async function findOrphanedJobs(db: Db, before: Micros, limit: number): Promise<Array<{ id: number; kind: JobKindName }>> {
+async function findOrphanedJobs(db: Db, before: Micros, limit: number): Promise<Array<{ id: number; kind: JobKindName }>> {
   const { rows } = await db.query<{ id: number; kind: JobKindName }>(ORPHANED_JOBS_SQL, [formatTimestamp(before), limit]);
   return rows;
 }
@@ -222,7 +179,7 @@ export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
   ORDER BY j.updated_at LIMIT $2`;
 
 /** Marks a job as just handled (the sweep re-queued it). */
-export async function touchJob(db: Db, id: number, now: Micros): Promise<void> {
+async function touchJob(db: Db, id: number, now: Micros): Promise<void> {
   await db.query(`UPDATE jobs SET status = 'queued', updated_at = $2 WHERE id = $1 AND status IN ('queued', 'processing')`, [id, formatTimestamp(now)]);
 }
 
@@ -273,7 +230,7 @@ export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
  * under a per-key transaction lock so that concurrent submissions of one key
  * cannot both pass the cap. Call inside the submitting transaction.
  */
-export async function lockAndCountUnfinishedJobs(db: Db, ownerKeyId: string): Promise<number> {
+async function lockAndCountUnfinishedJobs(db: Db, ownerKeyId: string): Promise<number> {
   await db.query("SELECT pg_advisory_xact_lock(hashtext('agentbus.jobs'), hashtext($1))", [ownerKeyId], "jobs_owner_lock");
   const { rows } = await db.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM jobs WHERE owner_key_id = $1 AND status IN ('queued', 'processing')",
@@ -281,4 +238,59 @@ export async function lockAndCountUnfinishedJobs(db: Db, ownerKeyId: string): Pr
     "jobs_count_unfinished",
   );
   return rows[0]!.n;
+}
+
+export class PgJobStore implements JobStore {
+  constructor(private readonly db: Db) {}
+
+  submit(job: NewJob, source: string, admit: (unfinished: number) => void): Promise<number> {
+    return this.db.transaction(async () => {
+      admit(await lockAndCountUnfinishedJobs(this.db, job.ownerKeyId));
+      const id = await insertJob(this.db, job);
+      await enqueueJob(this.db, job.kind, id, source);
+      return id;
+    });
+  }
+
+  find(id: number, ownerKeyId: string): Promise<JobRecord | undefined> {
+    return findJob(this.db, id, ownerKeyId);
+  }
+
+  findPdf(id: number, ownerKeyId: string, now: Micros): Promise<PdfDownloadRow | undefined> {
+    return findJobPdf(this.db, id, ownerKeyId, now);
+  }
+
+  claim(id: number, now: Micros): Promise<ClaimedJob | undefined> {
+    return claimJob(this.db, id, now);
+  }
+
+  complete(id: number, outcome: { result: JsonValue; pdf: Uint8Array | null }, now: Micros, expiresAt: Micros): Promise<boolean> {
+    return completeJob(this.db, id, outcome, now, expiresAt);
+  }
+
+  fail(id: number, error: JobErrorRecord, now: Micros, expiresAt: Micros): Promise<boolean> {
+    return failJob(this.db, id, error, now, expiresAt);
+  }
+
+  release(id: number, now: Micros): Promise<void> {
+    return releaseJob(this.db, id, now);
+  }
+
+  handOver(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+    return this.db.transaction(async () => {
+      await releaseJob(this.db, id, now);
+      await enqueueJob(this.db, kind, id, source);
+    });
+  }
+
+  findOrphaned(before: Micros, limit: number): Promise<Array<{ id: number; kind: JobKindName }>> {
+    return findOrphanedJobs(this.db, before, limit);
+  }
+
+  requeueOrphan(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+    return this.db.transaction(async () => {
+      await touchJob(this.db, id, now);
+      await enqueueJob(this.db, kind, id, source);
+    });
+  }
 }

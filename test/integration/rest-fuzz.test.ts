@@ -27,7 +27,9 @@ import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { createServices } from "../../src/services/index.js";
 import { Db } from "../../src/store/db.js";
+import { PgJobStore } from "../../src/store/jobs.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
+import { PgWebhookStore } from "../../src/store/webhooks.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { grpcFrame, RawGrpcClient, type RawGrpcAnswer } from "../support/grpc-raw.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
@@ -177,6 +179,8 @@ beforeAll(async () => {
   const config = loadConfig({ DATABASE_URL: server.databaseUrl });
   const services = createServices({
     db,
+    jobStore: new PgJobStore(db),
+    webhookStore: new PgWebhookStore(db),
     bus,
     clock: systemClock,
     config,
