@@ -65,7 +65,7 @@ export interface JobKind<Data = Record<string, never>> {
   /**
    * Jobs of this kind belong to keys (rows of the jobs table): workers take
    * them fairly between keys and lock only as many as they run
-   * (store/jobs.ts, FAIR_NEXT_JOB_SQL).
+   * (store/agenda.ts, FAIR_NEXT_JOB_SQL).
    */
   readonly fair?: boolean;
   /** Retries after a failure; default none (a recurring kind simply runs again at its next interval). */

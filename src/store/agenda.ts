@@ -14,12 +14,18 @@
  *   runner runs.
  * - The schema is ours, so the backend starts with ensureSchema: false and
  *   no replica runs DDL at start.
+ *
+ * This is the one module that knows agenda_jobs' columns and Agenda's NOTIFY
+ * payload (test/integration/worker.test.ts checks the table against the
+ * installed backend's): the enqueue inside the caller's transaction, the
+ * sweep's probe for jobs without a run, and the fair "next job" statement.
  */
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import type { JobParameters } from "agenda";
 import pg from "pg";
+import { agendaJobName, type JobKindName } from "../model/jobs.js";
 import type { FairScheduling } from "../ports/jobs.js";
-import { FAIR_NEXT_JOB_SQL } from "./jobs.js";
+import type { Db } from "./db.js";
 
 /** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
 const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
@@ -69,3 +75,84 @@ class SharedPoolBackend extends PostgresBackend {
 export function agendaBackend(pool: pg.Pool): (fair: FairScheduling) => PostgresBackend {
   return (fair) => new SharedPoolBackend(agendaPoolView(pool), fair);
 }
+
+/** The channel Agenda's PostgreSQL backend LISTENs on (its default, which the runner keeps). */
+export const AGENDA_NOTIFY_CHANNEL = "agenda:jobs";
+
+/**
+ * Queues the Agenda job that runs job $2, and wakes the workers.
+ *
+ * Written here rather than through agenda.now() so that it joins the caller's
+ * transaction: agenda_jobs is our table (0006_jobs_and_history.sql, checked
+ * against the installed backend by test/integration/worker.test.ts), and the
+ * row is what @agendajs/postgres-backend's saveJob() writes for now(). The
+ * NOTIFY carries the payload of its PostgresNotificationChannel.publish()
+ * (a worker then fills its queue for that name at once); PostgreSQL delivers
+ * it only when the transaction commits, so no worker looks before the job
+ * row is visible. API replicas without workers enqueue the same way.
+ */
+const ENQUEUE_SQL = `WITH queued AS (
+    INSERT INTO agenda_jobs (name, priority, next_run_at, type, data, last_modified_by)
+    VALUES ($1, 0, now(), 'normal', jsonb_build_object('job_id', $2::bigint), $3)
+    RETURNING id, name, next_run_at, priority
+  )
+  SELECT pg_notify('${AGENDA_NOTIFY_CHANNEL}', json_build_object(
+    'jobId', q.id, 'jobName', q.name, 'nextRunAt', q.next_run_at, 'priority', q.priority,
+    'timestamp', now(), 'source', $3::text)::text)
+  FROM queued q`;
+
+export async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
+  await db.query(ENQUEUE_SQL, [agendaJobName(kind), jobId, source], "jobs_enqueue");
+}
+
+/** $1 untouched since, $2 batch size. Agenda's rows of a name are few (done ones are removed), so the probe is cheap. */
+export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
+  WHERE j.status IN ('queued', 'processing') AND j.updated_at <= $1
+    AND NOT EXISTS (
+      SELECT 1 FROM agenda_jobs a
+      WHERE a.name = j.kind AND a.data->>'job_id' = j.id::text AND NOT a.disabled
+        AND (a.next_run_at IS NOT NULL OR a.locked_at IS NOT NULL)
+    )
+  ORDER BY j.updated_at LIMIT $2`;
+
+/**
+ * Agenda's "find and lock the next job of name $2" (its getNextJobToRun),
+ * made fair between keys for the async kinds. Of the due Agenda jobs (or
+ * ones whose lock expired), it takes the job of the key that has the fewest
+ * jobs of this kind running right now, then of the key served least
+ * recently (a key never served first), then the oldest; keys already
+ * running $6 jobs of this kind wait. "Running" is an Agenda job locked and
+ * not expired, so the count covers every worker process. The same statement
+ * stamps the job's dispatched_at, which is what "served least recently"
+ * reads, so the turn order is shared by all workers too. Two workers
+ * claiming in the same instant may both favour the same key (each skips the
+ * other's uncommitted lock); the next claim evens it out.
+ *
+ * Parameters as Agenda passes them: $1 lock time, $2 name, $3 next scan at,
+ * $4 lock deadline (locks older than this have expired), $5 worker name;
+ * then $6 the per-key running cap. Returns agenda_jobs rows.
+ */
+export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
+    SELECT j.owner_key_id, count(*) AS n
+    FROM agenda_jobs a JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    WHERE a.name = $2 AND a.locked_at > $4
+    GROUP BY j.owner_key_id
+  ), picked AS (
+    SELECT a.id, j.id AS job_id
+    FROM agenda_jobs a
+    JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    LEFT JOIN busy b ON b.owner_key_id = j.owner_key_id
+    WHERE a.name = $2 AND a.disabled = FALSE
+      AND ((a.locked_at IS NULL AND a.next_run_at <= $3) OR a.locked_at <= $4)
+      AND coalesce(b.n, 0) < $6
+    ORDER BY coalesce(b.n, 0),
+      (SELECT max(s.dispatched_at) FROM jobs s WHERE s.kind = j.kind AND s.owner_key_id = j.owner_key_id) ASC NULLS FIRST,
+      a.next_run_at, a.priority DESC
+    LIMIT 1
+    FOR UPDATE OF a SKIP LOCKED
+  ), served AS (
+    UPDATE jobs SET dispatched_at = $1 FROM picked WHERE jobs.id = picked.job_id
+  )
+  UPDATE agenda_jobs SET locked_at = $1, last_modified_by = $5
+  FROM picked WHERE agenda_jobs.id = picked.id
+  RETURNING agenda_jobs.*`;

@@ -2,14 +2,15 @@
  * SQL for the async jobs (decisions J-1, A5; tables of 0008_async_jobs.sql).
  *
  * Every "now" is the caller's (the injected clock), like the purge's. The
- * Agenda job that runs a job is written by enqueueJob() in the caller's
- * transaction, so a job row and its Agenda job commit together or not at
- * all: no crash between the two can leave a row queued forever.
+ * Agenda job that runs a job is written by enqueueJob() (store/agenda.ts) in
+ * the same transaction, so a job row and its Agenda job commit together or
+ * not at all: no crash between the two can leave a row queued forever.
  */
 import type { JsonValue } from "../model/json.js";
-import { agendaJobName, type ClaimedJob, type JobErrorRecord, type JobKindName, type JobRecord, type JobStatusName, type NewJob, type PdfDownloadRow } from "../model/jobs.js";
+import type { ClaimedJob, JobErrorRecord, JobKindName, JobRecord, JobStatusName, NewJob, PdfDownloadRow } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { JobStore } from "../ports/jobs.js";
+import { enqueueJob, ORPHANED_JOBS_SQL } from "./agenda.js";
 import type { Db } from "./db.js";
 
 interface JobRow {
@@ -39,35 +40,6 @@ const toJobRecord = (row: JobRow): JobRecord => ({
   completedAt: row.completed_at,
   expiresAt: row.expires_at,
 });
-
-/** The channel Agenda's PostgreSQL backend LISTENs on (its default, which the runner keeps). */
-export const AGENDA_NOTIFY_CHANNEL = "agenda:jobs";
-
-/**
- * Queues the Agenda job that runs job $2, and wakes the workers.
- *
- * Written here rather than through agenda.now() so that it joins the caller's
- * transaction: agenda_jobs is our table (0006_jobs_and_history.sql, checked
- * against the installed backend by test/integration/worker.test.ts), and the
- * row is what @agendajs/postgres-backend's saveJob() writes for now(). The
- * NOTIFY carries the payload of its PostgresNotificationChannel.publish()
- * (a worker then fills its queue for that name at once); PostgreSQL delivers
- * it only when the transaction commits, so no worker looks before the job
- * row is visible. API replicas without workers enqueue the same way.
- */
-const ENQUEUE_SQL = `WITH queued AS (
-    INSERT INTO agenda_jobs (name, priority, next_run_at, type, data, last_modified_by)
-    VALUES ($1, 0, now(), 'normal', jsonb_build_object('job_id', $2::bigint), $3)
-    RETURNING id, name, next_run_at, priority
-  )
-  SELECT pg_notify('${AGENDA_NOTIFY_CHANNEL}', json_build_object(
-    'jobId', q.id, 'jobName', q.name, 'nextRunAt', q.next_run_at, 'priority', q.priority,
-    'timestamp', now(), 'source', $3::text)::text)
-  FROM queued q`;
-
-async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
-  await db.query(ENQUEUE_SQL, [agendaJobName(kind), jobId, source], "jobs_enqueue");
-}
 
 /** Inserts a queued job; returns its id. Call enqueueJob() in the same transaction. */
 async function insertJob(db: Db, job: NewJob): Promise<number> {
@@ -168,62 +140,10 @@ async function findOrphanedJobs(db: Db, before: Micros, limit: number): Promise<
   return rows;
 }
 
-/** $1 untouched since, $2 batch size. Agenda's rows of a name are few (done ones are removed), so the probe is cheap. */
-export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
-  WHERE j.status IN ('queued', 'processing') AND j.updated_at <= $1
-    AND NOT EXISTS (
-      SELECT 1 FROM agenda_jobs a
-      WHERE a.name = j.kind AND a.data->>'job_id' = j.id::text AND NOT a.disabled
-        AND (a.next_run_at IS NOT NULL OR a.locked_at IS NOT NULL)
-    )
-  ORDER BY j.updated_at LIMIT $2`;
-
 /** Marks a job as just handled (the sweep re-queued it). */
 async function touchJob(db: Db, id: number, now: Micros): Promise<void> {
   await db.query(`UPDATE jobs SET status = 'queued', updated_at = $2 WHERE id = $1 AND status IN ('queued', 'processing')`, [id, formatTimestamp(now)]);
 }
-
-/**
- * Agenda's "find and lock the next job of name $2" (its getNextJobToRun),
- * made fair between keys for the async kinds. Of the due Agenda jobs (or
- * ones whose lock expired), it takes the job of the key that has the fewest
- * jobs of this kind running right now, then of the key served least
- * recently (a key never served first), then the oldest; keys already
- * running $6 jobs of this kind wait. "Running" is an Agenda job locked and
- * not expired, so the count covers every worker process. The same statement
- * stamps the job's dispatched_at, which is what "served least recently"
- * reads, so the turn order is shared by all workers too. Two workers
- * claiming in the same instant may both favour the same key (each skips the
- * other's uncommitted lock); the next claim evens it out.
- *
- * Parameters as Agenda passes them: $1 lock time, $2 name, $3 next scan at,
- * $4 lock deadline (locks older than this have expired), $5 worker name;
- * then $6 the per-key running cap. Returns agenda_jobs rows.
- */
-export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
-    SELECT j.owner_key_id, count(*) AS n
-    FROM agenda_jobs a JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
-    WHERE a.name = $2 AND a.locked_at > $4
-    GROUP BY j.owner_key_id
-  ), picked AS (
-    SELECT a.id, j.id AS job_id
-    FROM agenda_jobs a
-    JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
-    LEFT JOIN busy b ON b.owner_key_id = j.owner_key_id
-    WHERE a.name = $2 AND a.disabled = FALSE
-      AND ((a.locked_at IS NULL AND a.next_run_at <= $3) OR a.locked_at <= $4)
-      AND coalesce(b.n, 0) < $6
-    ORDER BY coalesce(b.n, 0),
-      (SELECT max(s.dispatched_at) FROM jobs s WHERE s.kind = j.kind AND s.owner_key_id = j.owner_key_id) ASC NULLS FIRST,
-      a.next_run_at, a.priority DESC
-    LIMIT 1
-    FOR UPDATE OF a SKIP LOCKED
-  ), served AS (
-    UPDATE jobs SET dispatched_at = $1 FROM picked WHERE jobs.id = picked.job_id
-  )
-  UPDATE agenda_jobs SET locked_at = $1, last_modified_by = $5
-  FROM picked WHERE agenda_jobs.id = picked.id
-  RETURNING agenda_jobs.*`;
 
 /**
  * The key's unfinished jobs (queued or processing, every kind), counted
