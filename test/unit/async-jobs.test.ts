@@ -64,21 +64,27 @@ describe("AsyncJobs", () => {
     expect((await jobs.get(alice, id)).result).toBeNull();
   });
 
-  it("downloads a completed pdf job's document, and refuses it while running, after a failure and once expired", async () => {
+  it("refuses the PDF with job_not_completed while the job is queued", async () => {
+    const { jobs } = setup();
+    const id = await jobs.submit(alice, "pdf", {});
+    expect((await refusal(jobs.pdf(alice, id))).code).toBe("job_not_completed");
+  });
+
+  it("refuses the PDF with job_failed after the job failed", async () => {
     const { store, clock, jobs } = setup();
-    const running = await jobs.submit(alice, "pdf", {});
-    expect((await refusal(jobs.pdf(alice, running))).code).toBe("job_not_completed");
+    const id = await jobs.submit(alice, "pdf", {});
+    await store.fail(id, { error: "invalid_input", message: "no" }, clock.now(), resultExpiry(clock.now()));
+    expect((await refusal(jobs.pdf(alice, id))).code).toBe("job_failed");
+  });
 
-    const failed = await jobs.submit(alice, "pdf", {});
-    await store.fail(failed, { error: "invalid_input", message: "no" }, clock.now(), resultExpiry(clock.now()));
-    expect((await refusal(jobs.pdf(alice, failed))).code).toBe("job_failed");
-
-    const done = await jobs.submit(bob, "pdf", {});
-    await store.claim(done, clock.now());
-    await store.complete(done, { result: {}, pdf: new Uint8Array([37, 80, 68, 70]) }, clock.now(), resultExpiry(clock.now()));
-    expect([...(await jobs.pdf(bob, done))]).toEqual([37, 80, 68, 70]);
+  it("downloads a completed job's PDF for 24 hours, then answers result_expired", async () => {
+    const { store, clock, jobs } = setup();
+    const id = await jobs.submit(alice, "pdf", {});
+    await store.claim(id, clock.now());
+    await store.complete(id, { result: {}, pdf: new Uint8Array([37, 80, 68, 70]) }, clock.now(), resultExpiry(clock.now()));
+    expect([...(await jobs.pdf(alice, id))]).toEqual([37, 80, 68, 70]);
     clock.advanceSeconds(24 * 60 * 60 + 1);
-    expect((await refusal(jobs.pdf(bob, done))).code).toBe("result_expired");
+    expect((await refusal(jobs.pdf(alice, id))).code).toBe("result_expired");
   });
 
   it("answers job_not_found for the PDF of a job of another kind", async () => {
