@@ -16,8 +16,7 @@
  */
 import { AsyncResource } from "node:async_hooks";
 import { hostname } from "node:os";
-import { Agenda, type Job, type JobId } from "agenda";
-import type { PostgresBackend } from "@agendajs/postgres-backend";
+import { Agenda, type AgendaBackend, type Job, type JobId } from "agenda";
 import { errorFields, LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import type { FairScheduling } from "../ports/jobs.js";
@@ -25,7 +24,7 @@ import { jobKinds } from "./index.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 
 /** Opens Agenda's backend; the fair kinds are taken by key (store/agenda.ts). connect() may be called more than once. */
-export type JobBackendFactory = (fair: FairScheduling) => PostgresBackend;
+export type JobBackendFactory = (fair: FairScheduling) => AgendaBackend;
 
 export interface JobRunnerOptions {
   /** Agenda's storage (over the app's pool, which the runner never closes). */
@@ -61,7 +60,7 @@ export class JobRunner {
     private readonly agenda: Agenda,
     private readonly logger: Logger,
     private readonly stopTimeoutMs: number,
-    private readonly backend: PostgresBackend,
+    private readonly backend: AgendaBackend,
     private readonly fairNames: ReadonlySet<string>,
   ) {}
 

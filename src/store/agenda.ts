@@ -21,7 +21,19 @@
  * sweep's probe for jobs without a run, and the fair "next job" statement.
  */
 import { PostgresBackend } from "@agendajs/postgres-backend";
-import type { JobParameters } from "agenda";
+import type {
+  AgendaBackend,
+  JobId,
+  JobLogger,
+  JobParameters,
+  JobRepository,
+  JobRepositoryOptions,
+  JobsOverview,
+  JobsQueryOptions,
+  JobsResult,
+  NotificationChannel,
+  RemoveJobsOptions,
+} from "agenda";
 import pg from "pg";
 import { agendaJobName, type JobKindName } from "../model/jobs.js";
 import type { FairScheduling } from "../ports/jobs.js";
@@ -45,34 +57,120 @@ export function agendaPoolView(pool: pg.Pool): pg.Pool {
 }
 
 /**
- * Connects once: the runner awaits it (so a failure is an error it can
- * report), Agenda's own call reuses it. For the fair kinds, Agenda's "find
- * and lock the next job" is FAIR_NEXT_JOB_SQL: the choice between keys is
- * made in the one statement that locks, so it holds across worker processes.
+ * Agenda's "find and lock the next job" for the fair kinds is
+ * FAIR_NEXT_JOB_SQL: the choice between keys is made in the one statement
+ * that locks, so it holds across worker processes. Every other call goes to
+ * the PostgreSQL backend's own repository. This is a JobRepository of its
+ * own (Agenda's backend interface), not a patch of the backend's.
  */
-class SharedPoolBackend extends PostgresBackend {
+class FairJobRepository implements JobRepository {
+  constructor(
+    private readonly inner: JobRepository,
+    private readonly pool: pg.Pool,
+    private readonly fair: FairScheduling,
+  ) {}
+
+  async getNextJobToRun(name: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    if (!this.fair.names.has(name)) return this.inner.getNextJobToRun(name, nextScanAt, lockDeadline, now, options);
+    const { rows } = await this.pool.query<{ id: string | number }>(FAIR_NEXT_JOB_SQL, [
+      now ?? new Date(),
+      name,
+      nextScanAt,
+      lockDeadline,
+      options?.lastModifiedBy ?? null,
+      this.fair.maxRunningPerKey,
+    ]);
+    if (rows[0] === undefined) return undefined;
+    // Locked by us now: read back through the backend's own row mapping.
+    return (await this.inner.getJobById(String(rows[0].id))) ?? undefined;
+  }
+
+  connect(): Promise<void> {
+    return this.inner.connect();
+  }
+  queryJobs(options?: JobsQueryOptions): Promise<JobsResult> {
+    return this.inner.queryJobs(options);
+  }
+  getJobsOverview(): Promise<JobsOverview[]> {
+    return this.inner.getJobsOverview();
+  }
+  getDistinctJobNames(): Promise<string[]> {
+    return this.inner.getDistinctJobNames();
+  }
+  getJobById(id: string): Promise<JobParameters | null> {
+    return this.inner.getJobById(id);
+  }
+  getQueueSize(): Promise<number> {
+    return this.inner.getQueueSize();
+  }
+  removeJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.removeJobs(options);
+  }
+  saveJob<DATA = unknown>(job: JobParameters<DATA>, options: JobRepositoryOptions | undefined): Promise<JobParameters<DATA>> {
+    return this.inner.saveJob(job, options);
+  }
+  saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
+    return this.inner.saveJobState(job, options);
+  }
+  lockJob(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    return this.inner.lockJob(job, options);
+  }
+  unlockJob(job: JobParameters): Promise<void> {
+    return this.inner.unlockJob(job);
+  }
+  unlockJobs(jobIds: (JobId | string)[]): Promise<void> {
+    return this.inner.unlockJobs(jobIds);
+  }
+  disableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.disableJobs(options);
+  }
+  enableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.enableJobs(options);
+  }
+  purgeAllJobs(): Promise<number> {
+    return this.inner.purgeAllJobs();
+  }
+}
+
+/**
+ * The PostgreSQL backend on the shared pool with the fair repository.
+ * Connects once: the runner awaits it (so a failure is an error it can
+ * report), Agenda's own call reuses it.
+ */
+class SharedPoolBackend implements AgendaBackend {
+  readonly repository: JobRepository;
+  private readonly inner: PostgresBackend;
   private connecting: Promise<void> | undefined;
 
   constructor(pool: pg.Pool, fair: FairScheduling) {
-    super({ pool, ensureSchema: false });
-    const repository = this.repository;
-    const agendaNext = repository.getNextJobToRun.bind(repository);
-    // rowToJob is the repository's own row mapping (private in its types only).
-    const toJob = (row: unknown) => (repository as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
-    repository.getNextJobToRun = async (name, nextScanAt, lockDeadline, now, options) => {
-      if (!fair.names.has(name)) return agendaNext(name, nextScanAt, lockDeadline, now, options);
-      const { rows } = await pool.query(FAIR_NEXT_JOB_SQL, [now ?? new Date(), name, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, fair.maxRunningPerKey]);
-      return rows[0] === undefined ? undefined : toJob(rows[0]);
-    };
+    this.inner = new PostgresBackend({ pool, ensureSchema: false });
+    this.repository = new FairJobRepository(this.inner.repository, pool, fair);
   }
 
-  override connect(): Promise<void> {
-    return (this.connecting ??= super.connect());
+  get name(): string {
+    return this.inner.name;
+  }
+  get notificationChannel(): NotificationChannel | undefined {
+    return this.inner.notificationChannel;
+  }
+  get logger(): JobLogger {
+    return this.inner.logger;
+  }
+  get ownsConnection(): boolean {
+    return this.inner.ownsConnection;
+  }
+
+  connect(): Promise<void> {
+    return (this.connecting ??= this.inner.connect());
+  }
+
+  disconnect(): Promise<void> {
+    return this.inner.disconnect();
   }
 }
 
 /** The backend the job runner opens, over `pool` (never closed by it). */
-export function agendaBackend(pool: pg.Pool): (fair: FairScheduling) => PostgresBackend {
+export function agendaBackend(pool: pg.Pool): (fair: FairScheduling) => AgendaBackend {
   return (fair) => new SharedPoolBackend(agendaPoolView(pool), fair);
 }
 
