@@ -46,6 +46,14 @@ import { PgMessageStore } from "./store/messages.js";
 import { migrate } from "./store/migrate.js";
 import { closePool, createPool } from "./store/pool.js";
 import { startWebhookDispatcher, type WebhookDispatcher } from "./webhooks/index.js";
+import { NOTIFY_CHANNEL } from "./webhooks/dispatcher.js";
+import { USER_AGENT } from "./webhooks/payload.js";
+import { createOutboundClient } from "./outbound/guarded-fetch.js";
+import { agendaBackend } from "./store/agenda.js";
+import { PgJobStore } from "./store/jobs.js";
+import { NotificationListener } from "./store/notification-listener.js";
+import { PgPurgeStore } from "./store/purge.js";
+import { PgWebhookStore } from "./store/webhooks.js";
 import { startSchemaThread } from "./domain/json-schema-thread.js";
 
 export { openDatabase, type Database };
@@ -119,12 +127,12 @@ export function createDomain({ db, bus, clock, config, keys }: DomainDependencie
     channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
     membership: new Membership(new PgMembershipStore(db), channelStore, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
-    webhookDeliveries: new WebhookDeliveryLog(db, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
+    webhookDeliveries: new WebhookDeliveryLog(new PgWebhookStore(db), (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,
     actors,
-    actorWebhooks: new ActorWebhooks(db, clock),
+    actorWebhooks: new ActorWebhooks(new PgWebhookStore(db), clock),
     channelAdmin: new ChannelAdmin(channelStore),
-    jobs: new AsyncJobs(db, clock, `${hostname()}:${process.pid}`, config.jobsMaxQueuedPerKey),
+    jobs: new AsyncJobs(new PgJobStore(db), clock, `${hostname()}:${process.pid}`, config.jobsMaxQueuedPerKey),
   };
 }
 
@@ -235,12 +243,12 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
     // pool, so stopped before it (cleanups run in reverse).
-    const webhooks = config.workers ? await startWebhookDispatcher({ config, db, clock, logger, outageLog }) : undefined;
+    const webhooks = config.workers ? await openWebhookDispatcher(config, db, clock, logger, outageLog) : undefined;
     if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const fetchers = config.workers ? openFetchers(config) : undefined;
     if (fetchers) cleanups.push(() => fetchers.close());
     const jobs = config.workers
-      ? await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions })
+      ? await JobRunner.start({ backend: agendaBackend(pool), deps: { ...jobStores(db), clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions })
       : undefined;
     if (jobs) cleanups.push(() => jobs.stop());
 
@@ -296,6 +304,32 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   }
 }
 
+/** The stores the job kinds use. */
+function jobStores(db: Db): { jobs: PgJobStore; purge: PgPurgeStore } {
+  return { jobs: new PgJobStore(db), purge: new PgPurgeStore(db) };
+}
+
+/** The webhook dispatcher over the outbox, woken by NOTIFY on its own connection, sending with the guarded outbound client. */
+function openWebhookDispatcher(config: Config, db: Db, clock: Clock, logger: Logger, outageLog: LogLimiter): Promise<WebhookDispatcher> {
+  return startWebhookDispatcher({
+    config,
+    store: new PgWebhookStore(db),
+    http: createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: USER_AGENT }),
+    listen: (events) =>
+      new NotificationListener({
+        connectionString: db.pool.options.connectionString,
+        channel: NOTIFY_CHANNEL,
+        applicationName: "agentbus-webhooks",
+        onNotification: () => events.onNotification(),
+        onError: (err) => events.onError(err),
+        onReconnected: () => events.onReconnected(),
+      }),
+    clock,
+    logger,
+    outageLog,
+  });
+}
+
 /** Starts the job workers without the API (the scale-out shape of docs/operations.md#scaling-out). */
 export async function startWorker({ config, logger, clock = systemClock, jobs: jobOptions, onFatal, database }: AppOptions): Promise<Worker> {
   const cleanups: Array<() => Promise<void>> = [];
@@ -303,11 +337,11 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
   try {
     const pdf = openRenderer(config, logger, cleanups);
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
-    const webhooks = await startWebhookDispatcher({ config, db, clock, logger, outageLog });
+    const webhooks = await openWebhookDispatcher(config, db, clock, logger, outageLog);
     cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
     const fetchers = openFetchers(config);
     cleanups.push(() => fetchers.close());
-    const jobs = await JobRunner.start({ pool, deps: { db, clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions });
+    const jobs = await JobRunner.start({ backend: agendaBackend(pool), deps: { ...jobStores(db), clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions });
     cleanups.push(() => jobs.stop());
     await logComponents({ config: { ...config, workers: true }, databaseUrl: url, bus: undefined, pdf }, logger);
     let closed: Promise<void> | undefined;

@@ -9,18 +9,12 @@ import { validateWebhookSecret, validateWebhookUrl } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
 import type { Clock } from "../model/time.js";
-import { findActorRef } from "../store/actors.js";
-import type { Db } from "../store/db.js";
-import {
-  deleteActorWebhook,
-  findActorWebhook,
-  upsertActorWebhook,
-  type ActorWebhookRecord,
-} from "../store/webhooks.js";
+import type { ActorWebhookRecord } from "../model/webhooks.js";
+import type { WebhookStore } from "../ports/webhooks.js";
 
 export class ActorWebhooks {
   constructor(
-    private readonly db: Db,
+    private readonly store: WebhookStore,
     private readonly clock: Clock,
   ) {}
 
@@ -32,12 +26,12 @@ export class ActorWebhooks {
     const validUrl = validateWebhookUrl(url, "url");
     const validSecret = secret === undefined ? null : validateWebhookSecret(secret, "secret");
     await this.ownActor(caller, actorId);
-    return upsertActorWebhook(this.db, actorId, validUrl, validSecret, this.clock.now());
+    return this.store.upsertActorWebhook(actorId, validUrl, validSecret, this.clock.now());
   }
 
   async get(caller: Caller, actorId: string): Promise<ActorWebhookRecord> {
     await this.ownActor(caller, actorId);
-    const found = await findActorWebhook(this.db, actorId);
+    const found = await this.store.findActorWebhook(actorId);
     if (!found) throw new ApiError("webhook_not_found", "This actor has no webhook");
     return found;
   }
@@ -45,11 +39,11 @@ export class ActorWebhooks {
   /** Removes the webhook; pushes not yet sent are dropped. 404 webhook_not_found when there is none. */
   async delete(caller: Caller, actorId: string): Promise<void> {
     await this.ownActor(caller, actorId);
-    if (!(await deleteActorWebhook(this.db, actorId))) throw new ApiError("webhook_not_found", "This actor has no webhook");
+    if (!(await this.store.deleteActorWebhook(actorId))) throw new ApiError("webhook_not_found", "This actor has no webhook");
   }
 
   private async ownActor(caller: Caller, actorId: string): Promise<void> {
-    const actor = isUuid(actorId) ? await findActorRef(this.db, actorId) : undefined;
+    const actor = isUuid(actorId) ? await this.store.findActorOwner(actorId) : undefined;
     // By id only: an alias that happens to name an actor is still not an id.
     if (!actor || actor.id !== actorId.toLowerCase()) throw new ApiError("actor_not_found", `Actor '${actorId}' not found`);
     if (actor.createdByKeyId !== caller.keyId) {

@@ -5,7 +5,7 @@
  * src/jobs/async-job.ts); everything they share is here.
  *
  * - A job is created queued and its Agenda job is written in the same
- *   transaction (store/jobs.ts), so it is never left without a runner.
+ *   transaction (JobStore.submit), so it is never left without a runner.
  * - Only the submitting key sees a job; for any other key it does not exist
  *   (404 job_not_found, as for an unknown id).
  * - A result is kept RESULT_TTL after the job ended. From then on the job
@@ -16,16 +16,9 @@
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
-import { MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
-import type { Db } from "../store/db.js";
-import { enqueueJob, findJob, findJobPdf, insertJob, lockAndCountUnfinishedJobs, type JobKindName, type JobRecord } from "../store/jobs.js";
-
-/** How long a result (and a PDF) is kept after the job ended (24 hours: docs/decisions.md#job-record). */
-export const RESULT_TTL_SECONDS = 24 * 60 * 60;
-/** How long an expired job is remembered (410 on download) before it is deleted (404). */
-export const TOMBSTONE_DAYS = 7;
-
-export const resultExpiry = (endedAt: Micros): Micros => endedAt + RESULT_TTL_SECONDS * MICROS_PER_SECOND;
+import type { JobKindName, JobRecord } from "../model/jobs.js";
+import type { Clock } from "../model/time.js";
+import type { JobStore } from "../ports/jobs.js";
 
 /** Job ids are positive integers below 2^53 (a sequence); anything else cannot exist. */
 function jobIdOf(id: bigint | number): number | undefined {
@@ -44,7 +37,7 @@ export const JOB_LIMIT_RETRY_AFTER_SECONDS = 5;
 
 export class AsyncJobs {
   constructor(
-    private readonly db: Db,
+    private readonly store: JobStore,
     private readonly clock: Clock,
     /** Recorded as last_modified_by of the Agenda job (host:pid). */
     private readonly source: string,
@@ -58,17 +51,13 @@ export class AsyncJobs {
    * maxUnfinishedPerKey unfinished jobs: one key cannot fill the queue.
    */
   async submit(caller: Caller, kind: JobKindName, input: JsonValue): Promise<number> {
-    return this.db.transaction(async () => {
-      const unfinished = await lockAndCountUnfinishedJobs(this.db, caller.keyId);
+    return this.store.submit({ kind, ownerKeyId: caller.keyId, input, now: this.clock.now() }, this.source, (unfinished) => {
       if (unfinished >= this.maxUnfinishedPerKey) {
         throw new ApiError("job_limit_exceeded", `This key has ${unfinished} unfinished jobs; at most ${this.maxUnfinishedPerKey} may be queued or running at once`, {
           details: { retry_after: JOB_LIMIT_RETRY_AFTER_SECONDS, max_unfinished_jobs: this.maxUnfinishedPerKey },
           headers: { "Retry-After": String(JOB_LIMIT_RETRY_AFTER_SECONDS) },
         });
       }
-      const id = await insertJob(this.db, { kind, ownerKeyId: caller.keyId, input, now: this.clock.now() });
-      await enqueueJob(this.db, kind, id, this.source);
-      return id;
     });
   }
 
@@ -76,7 +65,7 @@ export class AsyncJobs {
   async get(caller: Caller, jobId: bigint | number): Promise<JobRecord> {
     const id = jobIdOf(jobId);
     if (id === undefined) throw notFound();
-    const job = await findJob(this.db, id, caller.keyId);
+    const job = await this.store.find(id, caller.keyId);
     if (!job) throw notFound();
     if (job.expiresAt !== null && job.expiresAt <= this.clock.now()) return { ...job, result: null };
     return job;
@@ -91,7 +80,7 @@ export class AsyncJobs {
     const id = jobIdOf(jobId);
     if (id === undefined) throw notFound();
     const now = this.clock.now();
-    const job = await findJobPdf(this.db, id, caller.keyId, now);
+    const job = await this.store.findPdf(id, caller.keyId, now);
     if (!job || job.kind !== "pdf") throw notFound();
     if (job.expiresAt !== null && job.expiresAt <= now) {
       throw new ApiError("result_expired", "The PDF of this job has expired (PDFs are kept 24 hours)");

@@ -9,8 +9,8 @@ import { assertOwner } from "./channel.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
-import type { Db } from "../store/db.js";
-import { listDeliveries, type DeliveryLogRecord } from "../store/webhooks.js";
+import type { DeliveryLogRecord } from "../model/webhooks.js";
+import type { WebhookStore } from "../ports/webhooks.js";
 
 export type ChannelViewFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
 
@@ -26,7 +26,7 @@ const CURSOR = /^[1-9][0-9]{0,17}$/;
 
 export class WebhookDeliveryLog {
   constructor(
-    private readonly db: Db,
+    private readonly store: WebhookStore,
     private readonly findChannel: ChannelViewFinder,
   ) {}
 
@@ -45,7 +45,7 @@ export class WebhookDeliveryLog {
     const channel = await this.findChannel(identifier, caller);
     if (!channel) throw new ApiError("channel_not_found");
     assertOwner(channel, caller);
-    const data = await listDeliveries(this.db, channel.id, cursor, limit);
+    const data = await this.store.listDeliveries(channel.id, cursor, limit);
     const last = data.at(-1);
     return { data, limit, nextCursor: data.length === limit && last ? last.id : null };
   }

@@ -41,11 +41,10 @@ import { exponential } from "agenda";
 import { hostname } from "node:os";
 import type { JsonValue } from "../model/json.js";
 import { JobFailure } from "../model/job-failure.js";
-import { resultExpiry } from "../domain/jobs.js";
+import { agendaJobName, resultExpiry, type JobKindName } from "../model/jobs.js";
 import { RESULT_SCHEMAS } from "../protocol/job-results.js";
 import { errorFields } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
-import { agendaJobName, claimJob, completeJob, enqueueJob, failJob, releaseJob, type JobKindName } from "../store/jobs.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 
 export type ResultInit<K extends JobKindName> = MessageInitShape<(typeof RESULT_SCHEMAS)[K]>;
@@ -97,17 +96,17 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
     backoff: exponential({ delay: 2_000, factor: 3, maxDelay: 60_000, jitter: 0.2, maxRetries: maxAttempts + 1 }),
 
     async run(run, deps) {
-      const { db, clock } = deps;
+      const { jobs, clock } = deps;
       const jobId = run.data.job_id;
       const logger = run.logger.child({ job_id: jobId });
-      const claimed = await claimJob(db, jobId, clock.now());
+      const claimed = await jobs.claim(jobId, clock.now());
       if (!claimed) {
         logger.debug("job already ended or gone; nothing to do");
         return;
       }
       const fail = async (error: { error: string; message: string }) => {
         const now = clock.now();
-        await failJob(db, jobId, error, now, resultExpiry(now));
+        await jobs.fail(jobId, error, now, resultExpiry(now));
         logger.info({ kind: definition.kind, attempt: claimed.attempts, error: { message: error.message, code: error.error } }, "job failed");
       };
       if (claimed.kind !== definition.kind) {
@@ -131,10 +130,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
       } catch (err) {
         if (run.signal.aborted) {
           // Shutting down: hand the job over rather than count this as a failure.
-          await db.transaction(async () => {
-            await releaseJob(db, jobId, clock.now());
-            await enqueueJob(db, definition.kind, jobId, SOURCE);
-          });
+          await jobs.handOver(definition.kind, jobId, clock.now(), SOURCE);
           logger.info("worker stopping; job handed over");
           return;
         }
@@ -144,7 +140,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
           if (!failure) logger.error({ err }, "job failed unexpectedly");
           return fail(failure?.toJobError() ?? { error: "internal_error", message: "The job failed unexpectedly" });
         }
-        await releaseJob(db, jobId, clock.now());
+        await jobs.release(jobId, clock.now());
         logger.warn({ ...errorFields(err), attempt: claimed.attempts, max_attempts: maxAttempts }, "job attempt failed; it will be retried");
         // Thrown so that Agenda schedules the retry; the attempt is logged above, once.
         throw new AttemptLogged(err);
@@ -154,7 +150,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
 
       const result = toJson(schema, create(schema, outcome.result as never), { useProtoFieldName: true }) as JsonValue;
       const now = clock.now();
-      const stored = await completeJob(db, jobId, { result, pdf: outcome.pdf ?? null }, now, resultExpiry(now));
+      const stored = await jobs.complete(jobId, { result, pdf: outcome.pdf ?? null }, now, resultExpiry(now));
       if (stored) {
         logger.info({ kind: definition.kind, attempt: claimed.attempts, ms: Math.round(performance.now() - started) }, "job completed");
       } else {

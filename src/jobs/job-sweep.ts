@@ -8,7 +8,6 @@
  * one too many is harmless.
  */
 import { hostname } from "node:os";
-import { enqueueJob, findOrphanedJobs, touchJob } from "../store/jobs.js";
 import type { JobKind } from "./types.js";
 
 /** Left alone for this long first, so a job between two steps of its run is not taken for an orphan. */
@@ -20,14 +19,11 @@ export const jobSweepJob: JobKind = {
   name: "job-sweep",
   every: "30 seconds",
   lockLifetimeMs: 30_000,
-  async run(run, { db, clock }) {
-    const orphans = await findOrphanedJobs(db, clock.now() - ORPHAN_AFTER_SECONDS * 1_000_000, BATCH);
+  async run(run, { jobs, clock }) {
+    const orphans = await jobs.findOrphaned(clock.now() - ORPHAN_AFTER_SECONDS * 1_000_000, BATCH);
     for (const job of orphans) {
       if (run.signal.aborted) return;
-      await db.transaction(async () => {
-        await touchJob(db, job.id, clock.now());
-        await enqueueJob(db, job.kind, job.id, SOURCE);
-      });
+      await jobs.requeueOrphan(job.kind, job.id, clock.now(), SOURCE);
     }
     if (orphans.length > 0) run.logger.warn({ jobs: orphans.map((j) => j.id) }, "re-queued jobs that had no Agenda job");
   },

@@ -4,7 +4,6 @@
  * (docs/decisions.md#expiry-and-history), and webhook destinations' breakers idle for a week.
  * The SQL is in store/purge.ts.
  */
-import { purge } from "../store/purge.js";
 import type { JobKind } from "./types.js";
 
 export const purgeJob: JobKind = {
@@ -13,8 +12,8 @@ export const purgeJob: JobKind = {
   // A batch takes milliseconds and each one extends the lock, so a crashed
   // worker's purge is picked up by another within half a minute.
   lockLifetimeMs: 30_000,
-  async run(run, { db, clock }) {
-    const counts = await purge(db, clock.now(), { signal: run.signal, onBatch: () => run.touch() });
+  async run(run, { purge, clock }) {
+    const counts = await purge.purge(clock.now(), { signal: run.signal, onBatch: () => run.touch() });
     if (Object.values(counts).some((n) => n > 0)) run.logger.info({ ...counts }, "purged");
   },
 };

@@ -3,18 +3,8 @@
  * connection pool. `agentbus serve` runs it in-process unless
  * AGENTBUS_WORKERS=false; `agentbus worker` runs only this.
  *
- * Sharing the pool, safely:
- * - Our pool parses timestamps into integer microseconds (store/pool.ts);
- *   Agenda expects Date objects. Agenda gets a view of the pool whose
- *   queries carry pg's default type parsers, so neither side sees the
- *   other's value shapes.
- * - The view's end() does nothing: stopping the runner must never close the
- *   pool the API still uses. (Agenda only ends pools it created itself; the
- *   view makes that a guarantee rather than a reading of its source.)
- * - Agenda's LISTEN connection is one connection of the pool, held while the
- *   runner runs.
- * - The schema is ours (migration 0006), so the backend starts with
- *   ensureSchema: false and no replica runs DDL at start.
+ * Its storage is Agenda's PostgreSQL backend over the app's pool
+ * (store/agenda.ts), opened by the composition root and handed in.
  *
  * Stopping: the runner's AbortSignal tells running jobs to finish at their
  * next safe point; agenda.stop(true) stops polling, unlocks jobs this
@@ -26,18 +16,19 @@
  */
 import { AsyncResource } from "node:async_hooks";
 import { hostname } from "node:os";
-import { Agenda, type Job, type JobId, type JobParameters } from "agenda";
-import { PostgresBackend } from "@agendajs/postgres-backend";
-import pg from "pg";
+import { Agenda, type AgendaBackend, type Job, type JobId } from "agenda";
 import { errorFields, LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
-import { FAIR_NEXT_JOB_SQL } from "../store/jobs.js";
+import type { FairScheduling } from "../ports/jobs.js";
 import { jobKinds } from "./index.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
 
+/** Opens Agenda's backend; the fair kinds are taken by key (store/agenda.ts). connect() may be called more than once. */
+export type JobBackendFactory = (fair: FairScheduling) => AgendaBackend;
+
 export interface JobRunnerOptions {
-  /** The app's pool (never closed by the runner). */
-  pool: pg.Pool;
+  /** Agenda's storage (over the app's pool, which the runner never closes). */
+  backend: JobBackendFactory;
   deps: JobDependencies;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   kinds?: ReadonlyArray<JobKind<any>>;
@@ -59,50 +50,6 @@ const DEFAULT_PROCESS_EVERY_MS = 5_000;
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_RUNNING_PER_KEY = 2;
 
-/** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
-const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
-
-/** The pool as Agenda sees it: default value parsing, and an end() that leaves the pool open. */
-export function agendaPoolView(pool: pg.Pool): pg.Pool {
-  const query = (text: string | pg.QueryConfig, values?: unknown[]) =>
-    pool.query(typeof text === "string" ? { text, values, types: defaultTypes } : { ...text, types: defaultTypes });
-  return new Proxy(pool, {
-    get(target, prop) {
-      if (prop === "query") return query;
-      if (prop === "end") return () => Promise.resolve();
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
-/**
- * Connects once: the runner awaits it (so a failure is an error it can
- * report), Agenda's own call reuses it. For the fair kinds, Agenda's "find
- * and lock the next job" is FAIR_NEXT_JOB_SQL: the choice between keys is
- * made in the one statement that locks, so it holds across worker processes.
- */
-class SharedPoolBackend extends PostgresBackend {
-  private connecting: Promise<void> | undefined;
-
-  constructor(pool: pg.Pool, fairNames: ReadonlySet<string>, maxRunningPerKey: number) {
-    super({ pool, ensureSchema: false });
-    const repository = this.repository;
-    const agendaNext = repository.getNextJobToRun.bind(repository);
-    // rowToJob is the repository's own row mapping (private in its types only).
-    const toJob = (row: unknown) => (repository as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
-    repository.getNextJobToRun = async (name, nextScanAt, lockDeadline, now, options) => {
-      if (!fairNames.has(name)) return agendaNext(name, nextScanAt, lockDeadline, now, options);
-      const { rows } = await pool.query(FAIR_NEXT_JOB_SQL, [now ?? new Date(), name, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, maxRunningPerKey]);
-      return rows[0] === undefined ? undefined : toJob(rows[0]);
-    };
-  }
-
-  override connect(): Promise<void> {
-    return (this.connecting ??= super.connect());
-  }
-}
-
 export class JobRunner {
   private readonly shutdown = new AbortController();
   private readonly running = new Set<Job>();
@@ -113,7 +60,7 @@ export class JobRunner {
     private readonly agenda: Agenda,
     private readonly logger: Logger,
     private readonly stopTimeoutMs: number,
-    private readonly backend: SharedPoolBackend,
+    private readonly backend: AgendaBackend,
     private readonly fairNames: ReadonlySet<string>,
   ) {}
 
@@ -122,7 +69,7 @@ export class JobRunner {
     const logger = options.deps.logger.child({ component: "jobs" });
     const kinds = options.kinds ?? jobKinds;
     const fairNames = new Set(kinds.filter((k) => k.fair).map((k) => k.name));
-    const backend = new SharedPoolBackend(agendaPoolView(options.pool), fairNames, options.maxRunningPerKey ?? DEFAULT_MAX_RUNNING_PER_KEY);
+    const backend = options.backend({ names: fairNames, maxRunningPerKey: options.maxRunningPerKey ?? DEFAULT_MAX_RUNNING_PER_KEY });
     await backend.connect();
     // An 'error' event without a listener would crash the process (e.g. when
     // the LISTEN connection drops; the channel reconnects by itself).

@@ -8,17 +8,23 @@ import type { Clock } from "../model/time.js";
 import type { Logger } from "../platform/logger.js";
 import type { JobPostingParser } from "../parsing/index.js";
 import type { PdfRenderer } from "../pdf/renderer.js";
-import type { Db } from "../store/db.js";
+import type { JobStore } from "../ports/jobs.js";
+import type { PurgeStore } from "../ports/purge.js";
 import type { TranscriptFetcher } from "../transcripts/index.js";
-import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
+
+/** What the webhook-sweep job nudges: this process's webhook dispatcher. */
+export interface WebhookSweeper {
+  sweep(): Promise<void>;
+}
 
 /** What every job may use. Later kinds add what they need here (HTTP client, renderer, …). */
 export interface JobDependencies {
-  db: Db;
+  jobs: JobStore;
+  purge: PurgeStore;
   clock: Clock;
   logger: Logger;
   /** This process's webhook dispatcher; the webhook-sweep job nudges it. */
-  webhooks?: WebhookDispatcher;
+  webhooks?: WebhookSweeper;
   /** This process's headless Chromium; the pdf job renders with it. */
   pdf?: PdfRenderer;
   /** The job-posting parser; absent without OPENAI_API_KEY. */
@@ -59,7 +65,7 @@ export interface JobKind<Data = Record<string, never>> {
   /**
    * Jobs of this kind belong to keys (rows of the jobs table): workers take
    * them fairly between keys and lock only as many as they run
-   * (store/jobs.ts, FAIR_NEXT_JOB_SQL).
+   * (store/agenda.ts, FAIR_NEXT_JOB_SQL).
    */
   readonly fair?: boolean;
   /** Retries after a failure; default none (a recurring kind simply runs again at its next interval). */

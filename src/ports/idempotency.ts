@@ -1,5 +1,5 @@
 /**
- * Idempotency records (decision M8): the stored outcome of a state-changing
+ * Idempotency records (docs/decisions.md#idempotency): the stored outcome of a state-changing
  * call under its caller's key id and Idempotency-Key. The transport's
  * Idempotency runs claim, handler and complete inside one transaction of
  * this store: the placeholder's primary key is what makes a concurrent

@@ -7,7 +7,7 @@ import type { Actors } from "../domain/actors.js";
 import { toProtoTimestamp } from "../model/time.js";
 import { callerOf } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
-import type { ActorWebhookRecord } from "../store/webhooks.js";
+import type { ActorWebhookRecord } from "../model/webhooks.js";
 import { renderActor } from "./render-channel.js";
 
 /** The secret itself is never returned, only whether there is one. */

@@ -17,7 +17,7 @@ import { validatePdfRequest } from "../pdf/input.js";
 import { chromiumInstalled } from "../pdf/chromium.js";
 import { callerOf } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
-import type { JobKindName, JobRecord, JobStatusName } from "../store/jobs.js";
+import type { JobKindName, JobRecord, JobStatusName } from "../model/jobs.js";
 import type { JobHandlers } from "./handlers.js";
 import { jobPostingJobHandlers } from "./job-posting-handlers.js";
 import { transcriptJobHandlers } from "./transcript-handlers.js";

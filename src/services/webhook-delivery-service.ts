@@ -1,7 +1,7 @@
 /** ChannelService.ListWebhookDeliveries: the channel webhook's attempts, newest first (owner only). */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { WebhookDeliveryStatus, type WebhookDeliverySchema } from "../../gen/agentbus/v1/channel_pb.js";
-import type { DeliveryStatus } from "../store/webhooks.js";
+import type { DeliveryStatus } from "../model/webhooks.js";
 
 const STATUSES: Record<DeliveryStatus, WebhookDeliveryStatus> = {
   delivered: WebhookDeliveryStatus.DELIVERED,
@@ -11,7 +11,7 @@ const STATUSES: Record<DeliveryStatus, WebhookDeliveryStatus> = {
 import { toProtoTimestamp } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { callerOf } from "../protocol/context.js";
-import type { DeliveryLogRecord } from "../store/webhooks.js";
+import type { DeliveryLogRecord } from "../model/webhooks.js";
 import type { ChannelHandlers } from "./handlers.js";
 
 export function renderWebhookDelivery(d: DeliveryLogRecord): MessageInitShape<typeof WebhookDeliverySchema> {

@@ -503,7 +503,7 @@ export class PgMembershipStore implements MembershipStore {
         const { created } = await insertMember(this.db, channelId, requester, now, null);
         if (created) {
           await this.record(channelId, "member_added", decision.byKeyId, requester, null, decision.at);
-          // W1: the channel's webhook hears of the approval; queued in this transaction.
+          // The channel's webhook hears of the approval; queued in this transaction.
           await enqueueMemberAdded(this.db, { channelId, memberKeyId: requester, approvedByKeyId: decision.byKeyId }, now);
         }
       }

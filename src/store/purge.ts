@@ -14,43 +14,10 @@
  * only what is still due, so a job that runs again (after a crash, or on two
  * workers at once) finds nothing left to do.
  */
-import { TOMBSTONE_DAYS } from "../domain/jobs.js";
+import { TOMBSTONE_DAYS } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
+import type { PurgeCounts, PurgeOptions, PurgeStore } from "../ports/purge.js";
 import type { Db } from "./db.js";
-
-export interface PurgeCounts {
-  /** Expired live messages moved to message_history (reason 'expired'). */
-  archivedMessages: number;
-  /** History rows deleted after their channel's retention_days. */
-  deletedHistory: number;
-  /** Idempotency records past their window. */
-  deletedIdempotencyRecords: number;
-  /** Channel events past their expires_at. */
-  deletedChannelEvents: number;
-  /** Invitations that expired or were revoked. */
-  deletedInvitations: number;
-  /** Access requests decided more than RESOLVED_ACCESS_REQUEST_RETENTION_DAYS ago. */
-  deletedAccessRequests: number;
-  /** Webhook delivery log rows older than WEBHOOK_LOG_RETENTION_DAYS. */
-  deletedWebhookDeliveries: number;
-  /** Mention-push rate windows that have run out (docs/decisions.md#mention-pushes). */
-  deletedMentionWindows: number;
-  /** Circuit-breaker rows of webhook destinations not heard of for WEBHOOK_DESTINATION_RETENTION_DAYS. */
-  deletedWebhookDestinations: number;
-  /** Async jobs whose result (PDF, input) expired and was cleared; the job itself stays (410). */
-  expiredJobResults: number;
-  /** Async jobs deleted TOMBSTONE_DAYS after their result expired (404 from then on). */
-  deletedJobs: number;
-}
-
-export interface PurgeOptions {
-  /** Rows per transaction; default 1,000. */
-  batchSize?: number;
-  /** Checked between batches: a worker that is shutting down stops at a batch boundary. */
-  signal?: AbortSignal;
-  /** Called after every batch (the job runner extends its lock here). */
-  onBatch?: () => Promise<void>;
-}
 
 export const PURGE_BATCH_SIZE = 1_000;
 
@@ -260,4 +227,12 @@ async function archiveExpiredBatch(db: Db, at: string, batchSize: number): Promi
     const { rows } = await db.query<{ archived: number }>(ARCHIVE_SQL, [candidates.map((c) => c.id), at]);
     return { done: rows[0]?.archived ?? 0, full: candidates.length === batchSize };
   });
+}
+
+export class PgPurgeStore implements PurgeStore {
+  constructor(private readonly db: Db) {}
+
+  purge(now: Micros, options?: PurgeOptions): Promise<PurgeCounts> {
+    return purge(this.db, now, options);
+  }
 }

@@ -12,22 +12,25 @@
  */
 import type { Micros } from "../model/time.js";
 import { formatTimestamp } from "../model/time.js";
+import type {
+  ActorOwner,
+  ActorWebhookRecord,
+  ArchivedMessage,
+  AttemptRecord,
+  BreakerSettings,
+  ClaimedDelivery,
+  ClaimLimits,
+  DeliveryLogRecord,
+  DeliveryStatus,
+  WebhookEvent,
+} from "../model/webhooks.js";
+import type { WebhookStore } from "../ports/webhooks.js";
+import { findActorRef } from "./actors.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
-import type { MessageRecord } from "../model/messages.js";
-
-export type WebhookEvent = "message.created" | "mention" | "member_added";
-export type DeliveryStatus = "delivered" | "failed" | "deferred";
 
 // ---------------------------------------------------------------------------
 // Actor webhooks
-
-export interface ActorWebhookRecord {
-  actorId: string;
-  url: string;
-  hasSecret: boolean;
-  updatedAt: Micros;
-}
 
 interface ActorWebhookRow {
   actor_id: string;
@@ -43,7 +46,7 @@ const toActorWebhook = (row: ActorWebhookRow): ActorWebhookRecord => ({
   updatedAt: row.updated_at,
 });
 
-export async function upsertActorWebhook(db: Db, actorId: string, url: string, secret: string | null, now: Micros): Promise<ActorWebhookRecord> {
+async function upsertActorWebhook(db: Db, actorId: string, url: string, secret: string | null, now: Micros): Promise<ActorWebhookRecord> {
   const { rows } = await db.query<ActorWebhookRow>(
     `INSERT INTO actor_webhooks (actor_id, url, secret, updated_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (actor_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, updated_at = excluded.updated_at
@@ -53,7 +56,7 @@ export async function upsertActorWebhook(db: Db, actorId: string, url: string, s
   return toActorWebhook(rows[0]!);
 }
 
-export async function findActorWebhook(db: Db, actorId: string): Promise<ActorWebhookRecord | undefined> {
+async function findActorWebhook(db: Db, actorId: string): Promise<ActorWebhookRecord | undefined> {
   const { rows } = await db.query<ActorWebhookRow>(
     "SELECT actor_id, url, secret IS NOT NULL AS has_secret, updated_at FROM actor_webhooks WHERE actor_id = $1",
     [actorId],
@@ -61,7 +64,7 @@ export async function findActorWebhook(db: Db, actorId: string): Promise<ActorWe
   return rows[0] && toActorWebhook(rows[0]);
 }
 
-export async function deleteActorWebhook(db: Db, actorId: string): Promise<boolean> {
+async function deleteActorWebhook(db: Db, actorId: string): Promise<boolean> {
   const { rowCount } = await db.query("DELETE FROM actor_webhooks WHERE actor_id = $1", [actorId]);
   return (rowCount ?? 0) > 0;
 }
@@ -90,28 +93,6 @@ export async function enqueueMemberAdded(
 
 // ---------------------------------------------------------------------------
 // The dispatcher's side
-
-/** A leased outbox row with where it goes and, for message events, the live message. */
-export interface ClaimedDelivery {
-  id: string;
-  channelId: string;
-  actorId: string | null;
-  event: WebhookEvent;
-  messageId: string | null;
-  /** The body of an earlier attempt (or of member_added); null before the first render. */
-  body: string | null;
-  /** This attempt's number (1-based). */
-  attempt: number;
-  /** The target as it is now; null when the webhook was removed meanwhile. */
-  url: string | null;
-  secret: string | null;
-  /** The live message, when the body still has to be rendered and the message is still live. */
-  message: MessageRecord | null;
-  /** host[:port] of the URL (agentbus_webhook_destination); null without a URL. */
-  destination: string | null;
-  /** Set while the destination's breaker is open: defer, do not send. */
-  openUntil: Micros | null;
-}
 
 type ClaimRow = Partial<MessageRow> & {
   o_id: string;
@@ -181,14 +162,7 @@ export const CLAIM_SQL = `WITH due AS (
 /** How many due rows one claim looks at (bounds the per-destination ranking). */
 export const CLAIM_SCAN_ROWS = 1000;
 
-export interface ClaimLimits {
-  /** Requests this dispatcher may still start per destination it already has in flight. */
-  busy: ReadonlyMap<string, number>;
-  /** Requests to any other destination. */
-  perDestination: number;
-}
-
-export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
     CLAIM_SQL,
     [formatTimestamp(now), limit, formatTimestamp(leaseUntil), [...limits.busy.keys()], [...limits.busy.values()], limits.perDestination, CLAIM_SCAN_ROWS],
@@ -216,7 +190,7 @@ export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: M
  * closes, and the claim not counted as an attempt, so waiting never uses up
  * its retries.
  */
-export async function deferDelivery(db: Db, d: Pick<AttemptRecord, "deliveryId" | "channelId" | "actorId" | "event" | "messageId" | "attempt">, now: Micros, until: Micros): Promise<void> {
+async function deferDelivery(db: Db, d: Pick<AttemptRecord, "deliveryId" | "channelId" | "actorId" | "event" | "messageId" | "attempt">, now: Micros, until: Micros): Promise<void> {
   await db.query(
     `WITH moved AS (
        UPDATE webhook_outbox SET next_attempt_at = $8, attempts = attempts - 1 WHERE id = $1 AND attempts = $6
@@ -237,12 +211,12 @@ export async function deferDelivery(db: Db, d: Pick<AttemptRecord, "deliveryId" 
  * not reset by a trip, so the first probe after the pause that fails again
  * reopens it at once, for longer.
  */
-export async function recordDestinationOutcome(
+async function recordDestinationOutcome(
   db: Db,
   destination: string,
   answered: boolean,
   now: Micros,
-  breaker: { threshold: number; openMs: number; maxOpenMs: number },
+  breaker: BreakerSettings,
 ): Promise<void> {
   if (answered) {
     await db.query(
@@ -270,31 +244,13 @@ export async function recordDestinationOutcome(
 }
 
 /** A message that is no longer live: its archived copy and why it was archived. */
-export async function findArchivedMessage(db: Db, messageId: string): Promise<{ message: MessageRecord; reason: "expired" | "retracted" } | undefined> {
+async function findArchivedMessage(db: Db, messageId: string): Promise<ArchivedMessage | undefined> {
   const { rows } = await db.query<MessageRow & { reason: "expired" | "retracted" }>(
     `SELECT ${COLUMNS}, m.reason FROM message_history m WHERE m.id = $1`,
     [messageId],
   );
   const row = rows[0];
   return row && { message: toRecord(row), reason: row.reason };
-}
-
-export interface AttemptRecord {
-  deliveryId: string;
-  channelId: string;
-  actorId: string | null;
-  event: WebhookEvent;
-  messageId: string | null;
-  attempt: number;
-  status: DeliveryStatus;
-  responseStatus: number | null;
-  error: string | null;
-  durationMs: number;
-  attemptedAt: Micros;
-  /** When the next attempt is due; null when this was the last (delivered, or given up). */
-  nextAttemptAt: Micros | null;
-  /** The body sent, kept for the retries. */
-  body: string | null;
 }
 
 /**
@@ -304,7 +260,7 @@ export interface AttemptRecord {
  * lease ran out (and whose row another dispatcher has claimed since) still
  * logs what it did but no longer steers the row.
  */
-export async function recordAttempt(db: Db, a: AttemptRecord): Promise<void> {
+async function recordAttempt(db: Db, a: AttemptRecord): Promise<void> {
   await db.query(
     `WITH moved AS (
        UPDATE webhook_outbox SET next_attempt_at = $12, body = coalesce(body, $13)
@@ -335,23 +291,18 @@ export async function recordAttempt(db: Db, a: AttemptRecord): Promise<void> {
 }
 
 /** Drops an outbox row without an attempt (its webhook was removed). */
-export async function dropDelivery(db: Db, deliveryId: string, attempt: number): Promise<void> {
+async function dropDelivery(db: Db, deliveryId: string, attempt: number): Promise<void> {
   await db.query("DELETE FROM webhook_outbox WHERE id = $1 AND attempts = $2", [deliveryId, attempt]);
 }
 
 /** The earliest next_attempt_at in the outbox (an in-flight row's is its lease end); null when empty. */
-export async function nextDue(db: Db): Promise<Micros | null> {
+async function nextDue(db: Db): Promise<Micros | null> {
   const { rows } = await db.query<{ at: Micros }>("SELECT o.next_attempt_at AS at FROM webhook_outbox o ORDER BY o.next_attempt_at LIMIT 1");
   return rows[0]?.at ?? null;
 }
 
 // ---------------------------------------------------------------------------
 // The owner's log
-
-/** One logged attempt as its owner reads it: without the body and the actor it was pushed for. */
-export interface DeliveryLogRecord extends Omit<AttemptRecord, "actorId" | "body"> {
-  id: string;
-}
 
 interface DeliveryLogRow {
   id: string;
@@ -378,7 +329,7 @@ export const DELIVERY_LOG_SQL = `SELECT d.id::text AS id, d.delivery_id, d.chann
   WHERE d.channel_id = $1 AND d.actor_id IS NULL AND ($2::bigint IS NULL OR d.id < $2::bigint)
   ORDER BY d.id DESC LIMIT $3`;
 
-export async function listDeliveries(db: Db, channelId: string, before: string | null, limit: number): Promise<DeliveryLogRecord[]> {
+async function listDeliveries(db: Db, channelId: string, before: string | null, limit: number): Promise<DeliveryLogRecord[]> {
   const { rows } = await db.query<DeliveryLogRow>(DELIVERY_LOG_SQL, [channelId, before, limit]);
   return rows.map((r) => ({
     id: r.id,
@@ -394,4 +345,57 @@ export async function listDeliveries(db: Db, channelId: string, before: string |
     attemptedAt: r.attempted_at,
     nextAttemptAt: r.next_attempt_at,
   }));
+}
+
+export class PgWebhookStore implements WebhookStore {
+  constructor(private readonly db: Db) {}
+
+  async findActorOwner(actorId: string): Promise<ActorOwner | undefined> {
+    const actor = await findActorRef(this.db, actorId);
+    return actor && { id: actor.id, createdByKeyId: actor.createdByKeyId };
+  }
+
+  upsertActorWebhook(actorId: string, url: string, secret: string | null, now: Micros): Promise<ActorWebhookRecord> {
+    return upsertActorWebhook(this.db, actorId, url, secret, now);
+  }
+
+  findActorWebhook(actorId: string): Promise<ActorWebhookRecord | undefined> {
+    return findActorWebhook(this.db, actorId);
+  }
+
+  deleteActorWebhook(actorId: string): Promise<boolean> {
+    return deleteActorWebhook(this.db, actorId);
+  }
+
+  claimDue(now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+    return claimDue(this.db, now, limit, leaseUntil, limits);
+  }
+
+  deferDelivery(d: Pick<AttemptRecord, "deliveryId" | "channelId" | "actorId" | "event" | "messageId" | "attempt">, now: Micros, until: Micros): Promise<void> {
+    return deferDelivery(this.db, d, now, until);
+  }
+
+  recordDestinationOutcome(destination: string, answered: boolean, now: Micros, breaker: BreakerSettings): Promise<void> {
+    return recordDestinationOutcome(this.db, destination, answered, now, breaker);
+  }
+
+  findArchivedMessage(messageId: string): Promise<ArchivedMessage | undefined> {
+    return findArchivedMessage(this.db, messageId);
+  }
+
+  recordAttempt(a: AttemptRecord): Promise<void> {
+    return recordAttempt(this.db, a);
+  }
+
+  dropDelivery(deliveryId: string, attempt: number): Promise<void> {
+    return dropDelivery(this.db, deliveryId, attempt);
+  }
+
+  nextDue(): Promise<Micros | null> {
+    return nextDue(this.db);
+  }
+
+  listDeliveries(channelId: string, before: string | null, limit: number): Promise<DeliveryLogRecord[]> {
+    return listDeliveries(this.db, channelId, before, limit);
+  }
 }

@@ -30,19 +30,8 @@ import type { Clock, Micros } from "../model/time.js";
 import { LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
-import type { Db } from "../store/db.js";
-import { NotificationListener } from "../store/notification-listener.js";
-import {
-  claimDue,
-  deferDelivery,
-  dropDelivery,
-  findArchivedMessage,
-  nextDue,
-  recordAttempt,
-  recordDestinationOutcome,
-  type AttemptRecord,
-  type ClaimedDelivery,
-} from "../store/webhooks.js";
+import type { AttemptRecord, ClaimedDelivery } from "../model/webhooks.js";
+import type { WebhookStore } from "../ports/webhooks.js";
 import { messageBody, webhookHeaders } from "./payload.js";
 
 export const NOTIFY_CHANNEL = "agentbus_webhooks";
@@ -65,10 +54,25 @@ const LISTEN_LOST = "webhook LISTEN connection failed or lost; reconnecting";
 const SWEEP_FAILED = "webhook sweep failed";
 const DISPATCH_FAILED = "webhook dispatch failed; retrying shortly";
 
+/** A LISTEN on NOTIFY_CHANNEL, on a connection of its own outside the pool. */
+export interface OutboxWakeups {
+  /** Settles once the first connection listens. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OutboxWakeupEvents {
+  /** A commit queued deliveries. */
+  onNotification(): void;
+  onError(err: Error): void;
+  /** Listening again after the connection was lost: whatever was committed meanwhile was not announced. */
+  onReconnected(): void;
+}
+
 export interface WebhookDispatcherOptions {
-  db: Db;
-  /** For the LISTEN connection (a client of its own, outside the pool). */
-  connectionString: string | undefined;
+  store: WebhookStore;
+  /** Opens the LISTEN on NOTIFY_CHANNEL; without it, waking is left to kick() and sweep() (tests). */
+  listen?: (events: OutboxWakeupEvents) => OutboxWakeups;
   clock: Clock;
   logger: Logger;
   /** Where failures that repeat during a database outage go; default: one of its own. */
@@ -92,14 +96,12 @@ export interface WebhookDispatcherOptions {
   leaseMs?: number;
   /** Jitter source in [0, 1); default Math.random. */
   random?: () => number;
-  /** Default true; false leaves waking to kick() and sweep() (tests). */
-  listen?: boolean;
   /** Called once stop() has finished (e.g. to close the HTTP client). */
   onStopped?: () => void;
 }
 
 export class WebhookDispatcher {
-  private readonly db: Db;
+  private readonly store: WebhookStore;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly outageLog: LogLimiter;
@@ -122,12 +124,12 @@ export class WebhookDispatcher {
   private backlog = false;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
-  private listener: NotificationListener | undefined;
+  private listener: OutboxWakeups | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
-    this.db = options.db;
+    this.store = options.store;
     this.clock = options.clock;
     this.logger = options.logger.child({ component: "webhooks" });
     this.outageLog = (options.outageLog ?? new LogLimiter(options.logger, { intervalMs: 30_000 })).child({ component: "webhooks" });
@@ -143,11 +145,8 @@ export class WebhookDispatcher {
 
   /** Starts listening and sends whatever is already due. */
   async start(): Promise<void> {
-    if (this.options.listen ?? true) {
-      this.listener = new NotificationListener({
-        connectionString: this.options.connectionString,
-        channel: NOTIFY_CHANNEL,
-        applicationName: "agentbus-webhooks",
+    if (this.options.listen) {
+      this.listener = this.options.listen({
         onNotification: () => this.kick(),
         onError: (err) => this.outageLog.warn(LISTEN_LOST, err),
         // Whatever was committed while nobody listened is found by the sweep.
@@ -165,7 +164,7 @@ export class WebhookDispatcher {
   async sweep(): Promise<void> {
     if (this.stopped) return;
     this.kick();
-    const due = await nextDue(this.db);
+    const due = await this.store.nextDue();
     if (due !== null) this.wakeAt(due);
   }
 
@@ -223,7 +222,7 @@ export class WebhookDispatcher {
       }
       const now = this.clock.now();
       const busy = new Map([...this.perDestination].map(([dest, n]) => [dest, Math.max(this.destinationConcurrency - n, 0)]));
-      const claimed = await claimDue(this.db, now, free, now + this.leaseMs * 1000, { busy, perDestination: this.destinationConcurrency });
+      const claimed = await this.store.claimDue(now, free, now + this.leaseMs * 1000, { busy, perDestination: this.destinationConcurrency });
       this.backlog = claimed.length === free;
       if (this.backlog) this.wanted = true;
       for (const delivery of claimed) {
@@ -256,14 +255,14 @@ export class WebhookDispatcher {
   private async send(d: ClaimedDelivery): Promise<void> {
     if (d.url === null) {
       // The channel's or actor's webhook was removed: nothing to send to.
-      await dropDelivery(this.db, d.id, d.attempt);
+      await this.store.dropDelivery(d.id, d.attempt);
       this.logger.info({ delivery_id: d.id, event: d.event }, "webhook removed; pending delivery dropped");
       return;
     }
     const attemptedAt = this.clock.now();
     if (d.openUntil !== null) {
       // The destination's breaker is open: no request; the delivery waits.
-      await deferDelivery(this.db, { deliveryId: d.id, channelId: d.channelId, actorId: d.actorId, event: d.event, messageId: d.messageId, attempt: d.attempt }, attemptedAt, d.openUntil);
+      await this.store.deferDelivery({ deliveryId: d.id, channelId: d.channelId, actorId: d.actorId, event: d.event, messageId: d.messageId, attempt: d.attempt }, attemptedAt, d.openUntil);
       this.wakeAt(d.openUntil);
       return;
     }
@@ -309,7 +308,7 @@ export class WebhookDispatcher {
     // against a destination (a refused connection costs nothing); any answer
     // clears it.
     if (d.destination !== null && this.breaker.threshold > 0 && (responseStatus !== null || error === "timeout")) {
-      await recordDestinationOutcome(this.db, d.destination, responseStatus !== null, now, this.breaker);
+      await this.store.recordDestinationOutcome(d.destination, responseStatus !== null, now, this.breaker);
     }
     await this.record(d, { status: delivered ? "delivered" : "failed", responseStatus, error, durationMs, attemptedAt, next, body });
     if (next !== null) this.wakeAt(next);
@@ -326,7 +325,7 @@ export class WebhookDispatcher {
     // archived, so the receiver misses nothing. Retracted: the author took it
     // back, so it is not pushed. Dropped by the ring buffer or purged from
     // history: nothing is left to send.
-    const archived = await findArchivedMessage(this.db, d.messageId);
+    const archived = await this.store.findArchivedMessage(d.messageId);
     if (!archived) return { gone: "message_gone: dropped by the ring buffer or purged before the first attempt" };
     if (archived.reason === "retracted") return { gone: "message_retracted: retracted before the first attempt" };
     return { body: messageBody(archived.message, now, mentioned) };
@@ -336,7 +335,7 @@ export class WebhookDispatcher {
     d: ClaimedDelivery,
     o: Pick<AttemptRecord, "status" | "responseStatus" | "error" | "durationMs" | "attemptedAt" | "body"> & { next: Micros | null },
   ): Promise<void> {
-    return recordAttempt(this.db, {
+    return this.store.recordAttempt({
       deliveryId: d.id,
       channelId: d.channelId,
       actorId: d.actorId,

@@ -1,21 +1,30 @@
-/** Starts this process's webhook dispatcher with the guarded outbound client, as configured. */
+/** Starts this process's webhook dispatcher, as configured, over the adapters the composition root opened. */
 import type { Config } from "../platform/config.js";
 import type { Clock } from "../model/time.js";
 import type { LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
-import { createOutboundClient } from "../outbound/guarded-fetch.js";
-import type { Db } from "../store/db.js";
-import { WebhookDispatcher } from "./dispatcher.js";
-import { USER_AGENT } from "./payload.js";
+import type { OutboundClient } from "../outbound/guarded-fetch.js";
+import type { WebhookStore } from "../ports/webhooks.js";
+import { WebhookDispatcher, type WebhookDispatcherOptions } from "./dispatcher.js";
 
 export { WebhookDispatcher } from "./dispatcher.js";
 
-export async function startWebhookDispatcher(deps: { config: Config; db: Db; clock: Clock; logger: Logger; outageLog?: LogLimiter }): Promise<WebhookDispatcher> {
-  const { config, db } = deps;
-  const http = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: USER_AGENT });
+export interface WebhookDispatcherDependencies {
+  config: Config;
+  store: WebhookStore;
+  /** The guarded outbound client; closed when the dispatcher has stopped. */
+  http: OutboundClient;
+  listen: NonNullable<WebhookDispatcherOptions["listen"]>;
+  clock: Clock;
+  logger: Logger;
+  outageLog?: LogLimiter;
+}
+
+export async function startWebhookDispatcher(deps: WebhookDispatcherDependencies): Promise<WebhookDispatcher> {
+  const { config, http } = deps;
   const dispatcher = new WebhookDispatcher({
-    db,
-    connectionString: db.pool.options.connectionString,
+    store: deps.store,
+    listen: deps.listen,
     clock: deps.clock,
     logger: deps.logger,
     outageLog: deps.outageLog,

@@ -10,7 +10,7 @@ import type { Micros } from "../model/time.js";
 // is byte for byte what GET /v1/messages… shows (and gets its speed-ups).
 import { renderMessageJson } from "../protocol/json-render-text.js";
 import { renderMessage } from "../protocol/render-message.js";
-import type { WebhookEvent } from "../store/webhooks.js";
+import type { WebhookEvent } from "../model/webhooks.js";
 
 export const USER_AGENT = "agentbus-webhook/1";
 

@@ -90,7 +90,7 @@ const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: s
 const asConnectError = (e: unknown) => ConnectError.from(e);
 
 describe("POST /v1/channels", () => {
-  it("creates a channel with every default, every field present (J1) and no webhook fields", async () => {
+  it("creates a channel with every default, every field present (json-all-fields) and no webhook fields", async () => {
     const res = await rest<Channel>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "defaults", mode: "claimable" } });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body)).toEqual([
@@ -179,7 +179,7 @@ describe("POST /v1/channels", () => {
     expect(rows).toEqual([{ key_id: keyIdOf(owner) }]);
   });
 
-  it("ignores unknown body fields on create (J6)", async () => {
+  it("ignores unknown body fields on create (json-bodies)", async () => {
     const res = await rest(server.url, "POST", "/v1/channels", { key: owner, body: { name: "lenient", mode: "broadcast", colour: "blue" } });
     expect(res.status).toBe(201);
   });
@@ -348,7 +348,7 @@ describe("GET /v1/channels (discovery)", () => {
     expect(res.body.data).toHaveLength(50);
   });
 
-  it("clamps an out-of-range limit into 1..100 (M2)", async () => {
+  it("clamps an out-of-range limit into 1..100 (list-pages)", async () => {
     const big = await discover("?limit=1000");
     expect(big.status).toBe(200);
     expect(big.body.limit).toBe(100);
@@ -552,7 +552,7 @@ describe("PATCH /v1/channels/{identifier}", () => {
     expect(res.body).toMatchObject({ error: "channel_not_found" });
   });
 
-  it("is owner only: another key gets 403 forbidden on an open channel (A2)", async () => {
+  it("is owner only: another key gets 403 forbidden on an open channel (owner-only)", async () => {
     const channel = await createChannel({ name: "mine" });
     const res = await patch(channel.id, { paused: true }, stranger);
     expect(res.status).toBe(403);
@@ -684,7 +684,7 @@ describe("POST /v1/channels/{identifier}/aliases", () => {
     expect(res.body).toMatchObject({ error: "invalid_string" });
   });
 
-  it("is owner only: another key gets 403 forbidden (A2)", async () => {
+  it("is owner only: another key gets 403 forbidden (owner-only)", async () => {
     const channel = await createChannel({ name: "not-yours" });
     const res = await rest(server.url, "POST", `/v1/channels/${channel.id}/aliases`, { key: stranger, body: { alias: unique("steal") } });
     expect(res.status).toBe(403);

@@ -57,7 +57,7 @@ describe("batched writes keep per-message rules exact", () => {
   });
 });
 
-describe("cursor polling under concurrent writers (M1)", () => {
+describe("cursor polling under concurrent writers (cursor-order)", () => {
   it("lets 4 pollers following next_cursor see all 4,000 messages of 8 writers exactly once, in order", async () => {
     const writers = 8;
     const perWriter = 500;

@@ -178,7 +178,7 @@ describe("page failures", () => {
     expect(await failure(parser().parse({ url, text: null }))).toMatchObject({ code: "page_fetch_failed", retryable: true });
   });
 
-  it("private addresses are refused unless allowed (W4), by literal and by name", async () => {
+  it("private addresses are refused unless allowed (outbound-addresses), by literal and by name", async () => {
     const strict = parser({ allowPrivateTargets: false });
     const literal = await failure(strict.parse({ url: board.url("/jobs/senior-backend-engineer"), text: null }));
     expect(literal).toMatchObject({ code: "url_not_allowed", retryable: false });

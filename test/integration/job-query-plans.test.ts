@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/model/time.js";
-import { ORPHANED_JOBS_SQL } from "../../src/store/jobs.js";
+import { ORPHANED_JOBS_SQL } from "../../src/store/agenda.js";
 import { EXPIRED_JOB_RESULTS_SQL, OLD_JOBS_SQL } from "../../src/store/purge.js";
 import { createTestDatabase } from "../support/database.js";
 

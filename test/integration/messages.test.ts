@@ -217,7 +217,7 @@ describe("GET /v1/channels/{identifier}/messages", () => {
   });
 });
 
-describe("claim and ack (M4, M5)", () => {
+describe("claim and ack (claims, acks)", () => {
   it("lets the first claim win and tells the winner it already holds the message", async () => {
     const ch = await createChannel(url(), owner);
     const m = await postMessage(url(), owner, ch, { content: "task" });
@@ -296,7 +296,7 @@ describe("claim and ack (M4, M5)", () => {
   });
 });
 
-describe("leases, release and retract (M6)", () => {
+describe("leases, release and retract (leases-and-retract)", () => {
   it("issues a lease that heartbeats extend", async () => {
     const ch = await createChannel(url(), owner);
     const m = await postMessage(url(), owner, ch, { content: "task" });

@@ -128,7 +128,7 @@ describe("POST /v1/jobs/parse", () => {
     }
   });
 
-  it("needs an API key, and a job is visible only to its key (A5)", async () => {
+  it("needs an API key, and a job is visible only to its key (jobs-private)", async () => {
     expect((await rest(server.url, "POST", "/v1/jobs/parse", { body: { text: "Baker" } })).status).toBe(401);
     llm.answer = ANSWER;
     const id = await submit(server.url, key, "/v1/jobs/parse", { text: "Baker wanted" });
@@ -246,7 +246,7 @@ describe("configuration", () => {
     expect((await rest(keyless.url, "POST", "/v1/jobs/parse", { key: k, body: { url: "nope" } })).status).toBe(422);
   });
 
-  it("a posting page or video host that cannot be reached fails naming no address (L4)", async () => {
+  it("a posting page or video host that cannot be reached fails naming no address (failure-classes)", async () => {
     // A port nothing listens on, behind a host name: the address it resolves to must not reach the caller.
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));

@@ -11,11 +11,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { JobKind, JobStatus } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService, PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
-import { RESULT_TTL_SECONDS, TOMBSTONE_DAYS } from "../../src/domain/jobs.js";
+import { RESULT_TTL_SECONDS, TOMBSTONE_DAYS } from "../../src/model/jobs.js";
 import { jobSweepJob } from "../../src/jobs/job-sweep.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { Db } from "../../src/store/db.js";
-import { purge } from "../../src/store/purge.js";
+import { PgJobStore } from "../../src/store/jobs.js";
+import { PgPurgeStore, purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
 import { download, getJob, pageCount, pdfText, submitPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
@@ -123,7 +124,7 @@ describe("submission", () => {
   });
 });
 
-describe("visibility (A5)", () => {
+describe("visibility (jobs-private)", () => {
   /** GET /jobs/{id} read as an error body. */
   const jobError = (key: string, id: number | string) => rest(idle.url, "GET", `/jobs/${id}`, { key });
 
@@ -180,11 +181,11 @@ describe("the job sweep", () => {
     const later = new AdjustableClock();
     later.advanceSeconds(60);
     const run = { data: {}, signal: new AbortController().signal, touch: async () => {}, logger: createLogger("silent") };
-    await jobSweepJob.run(run, { db, clock: later, logger: createLogger("silent") });
+    await jobSweepJob.run(run, { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
     const { rows } = await idle.app.pool.query("SELECT name FROM agenda_jobs WHERE data->>'job_id' = $1", [String(id)]);
     expect(rows).toEqual([{ name: "pdf" }]);
     // A second sweep finds it covered.
-    await jobSweepJob.run(run, { db, clock: later, logger: createLogger("silent") });
+    await jobSweepJob.run(run, { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
     const again = await idle.app.pool.query("SELECT name FROM agenda_jobs WHERE data->>'job_id' = $1", [String(id)]);
     expect(again.rows).toHaveLength(1);
   });

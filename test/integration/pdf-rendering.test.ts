@@ -15,7 +15,10 @@ import { pdfJob } from "../../src/jobs/pdf.js";
 import { JobRunner } from "../../src/jobs/runner.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { PdfRenderer } from "../../src/pdf/renderer.js";
+import { agendaBackend } from "../../src/store/agenda.js";
 import { Db } from "../../src/store/db.js";
+import { PgJobStore } from "../../src/store/jobs.js";
+import { PgPurgeStore } from "../../src/store/purge.js";
 import { download, getJob, pageCount, pdfText, renderPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
 import { mintKey, startTestServer, type TestServer } from "../support/server.js";
 
@@ -38,7 +41,7 @@ afterAll(async () => {
 const squash = (text: string) => text.replace(/\s+/g, " ");
 
 describe("PDF from HTML", () => {
-  it("answers 202 {job_id}, completes with the J-1 shape, and serves the PDF at both download paths", async () => {
+  it("answers 202 {job_id}, completes with the job-record shape, and serves the PDF at both download paths", async () => {
     const res = await fetch(`${server.url}/v1/pdf/generate`, {
       method: "POST",
       headers: { "X-API-Key": key, "Content-Type": "application/json" },
@@ -413,7 +416,7 @@ describe("a worker that stops while it renders", () => {
     // Another worker process (here: a second runner with its own Chromium) takes it.
     const logger = createLogger("silent");
     const renderer = new PdfRenderer({ chromium: { executablePath: undefined }, concurrency: 1, timeoutMs: 30_000, logger });
-    const runner = await JobRunner.start({ pool, deps: { db: new Db(pool), clock: systemClock, logger, pdf: renderer }, kinds: [pdfJob], processEveryMs: 500 });
+    const runner = await JobRunner.start({ backend: agendaBackend(pool), deps: { jobs: new PgJobStore(new Db(pool)), purge: new PgPurgeStore(new Db(pool)), clock: systemClock, logger, pdf: renderer }, kinds: [pdfJob], processEveryMs: 500 });
     try {
       const done = await waitForJob(stopping.url, owner, id, 30_000);
       expect(done.status).toBe("completed");

@@ -142,7 +142,7 @@ describe("failures", () => {
     expect(err).toMatchObject({ code: "video_host_unavailable", retryable: true });
   });
 
-  it("a video host on a private address is refused unless private targets are allowed (W4)", async () => {
+  it("a video host on a private address is refused unless private targets are allowed (outbound-addresses)", async () => {
     const err = await failure(fetcherWith(false).fetch({ video_id: VIDEOS.english, language: "en" }));
     expect(err).toMatchObject({ code: "video_host_unavailable", retryable: false });
     expect(err.message).toContain("AGENTBUS_VIDEO_BASE_URL");

@@ -17,7 +17,7 @@ import { createLogger } from "../../src/platform/logger.js";
 import { createOutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { Db } from "../../src/store/db.js";
 import { PgMessageStore } from "../../src/store/messages.js";
-import { claimDue } from "../../src/store/webhooks.js";
+import { PgWebhookStore } from "../../src/store/webhooks.js";
 import { WebhookDispatcher } from "../../src/webhooks/dispatcher.js";
 import { verifySignature, WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { AdjustableClock } from "../support/clock.js";
@@ -266,7 +266,7 @@ describe("channel webhooks", () => {
   });
 });
 
-describe("the private-address rule (W4)", () => {
+describe("the private-address rule (outbound-addresses)", () => {
   it("refuses a loopback webhook target by default and logs why; allowed with AGENTBUS_ALLOW_PRIVATE_TARGETS=true", async () => {
     const strict = await startTestServer({ ...FAST, AGENTBUS_ALLOW_PRIVATE_TARGETS: "false" });
     try {
@@ -322,7 +322,7 @@ describe("member_added pushes", () => {
   });
 });
 
-describe("mention pushes (W3)", () => {
+describe("mention pushes (mention-pushes)", () => {
   async function actorWithWebhook(key: string, url: string, secret?: string): Promise<string> {
     const actor = await rest<{ id: string }>(server.url, "POST", "/v1/actors", { key, body: { name: `mentionable-${Math.random()}` } });
     expect(actor.status).toBe(201);
@@ -581,7 +581,7 @@ describe("the outbox", () => {
       const { purge } = await import("../../src/store/purge.js");
       await purge(new Db(idle.app.pool), clock.now());
 
-      const dispatcher = new WebhookDispatcher({ db: new Db(idle.app.pool), connectionString: undefined, clock, logger: silent, http, listen: false });
+      const dispatcher = new WebhookDispatcher({ store: new PgWebhookStore(new Db(idle.app.pool)), clock, logger: silent, http });
       await dispatcher.start();
       const rows = await eventually(async () => {
         const { rows } = await idle.app.pool.query<{ message_id: string; status: string; error: string | null }>(
@@ -618,10 +618,10 @@ describe("the outbox", () => {
       const message = await postMessage(idle.url, key, ch, { content: "orphaned" });
       const db = new Db(idle.app.pool);
       // A worker claims the row and dies before sending or recording anything.
-      const [claimed] = await claimDue(db, clock.now(), 10, clock.now() + 40_000_000, { busy: new Map(), perDestination: 2 });
+      const [claimed] = await new PgWebhookStore(db).claimDue(clock.now(), 10, clock.now() + 40_000_000, { busy: new Map(), perDestination: 2 });
       expect(claimed).toMatchObject({ event: "message.created", attempt: 1, messageId: message.id, url: hook.url });
 
-      const dispatcher = new WebhookDispatcher({ db, connectionString: undefined, clock, logger: silent, http, listen: false, leaseMs: 40_000 });
+      const dispatcher = new WebhookDispatcher({ store: new PgWebhookStore(db), clock, logger: silent, http, leaseMs: 40_000 });
       await dispatcher.start();
       await new Promise((r) => setTimeout(r, 300));
       expect(hook.requests).toHaveLength(0); // still leased
@@ -649,7 +649,7 @@ describe("the outbox", () => {
       await Promise.all(Array.from({ length: total }, (_, i) => postMessage(idle.url, key, ch, { content: `fan ${i}` })));
       const dispatchers = Array.from(
         { length: 3 },
-        () => new WebhookDispatcher({ db: new Db(idle.app.pool), connectionString: undefined, clock: systemClock, logger: silent, http, listen: false, concurrency: 4 }),
+        () => new WebhookDispatcher({ store: new PgWebhookStore(new Db(idle.app.pool)), clock: systemClock, logger: silent, http, concurrency: 4 }),
       );
       await Promise.all(dispatchers.map((d) => d.start()));
       await hook.waitFor(total);

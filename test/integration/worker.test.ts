@@ -5,10 +5,13 @@
  */
 import { getCreateIndexesSQL, getCreateTableSQL } from "@agendajs/postgres-backend";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agendaPoolView, JobRunner } from "../../src/jobs/runner.js";
+import { JobRunner } from "../../src/jobs/runner.js";
 import type { JobKind } from "../../src/jobs/types.js";
 import { createLogger } from "../../src/platform/logger.js";
+import { agendaBackend, agendaPoolView } from "../../src/store/agenda.js";
 import { Db } from "../../src/store/db.js";
+import { PgJobStore } from "../../src/store/jobs.js";
+import { PgPurgeStore } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { spawnCli, startServiceProcess } from "../support/process.js";
@@ -129,8 +132,8 @@ describe("JobRunner", () => {
   it("schedules the purge as one recurring job and runs it on its interval, at the injected clock's time", async () => {
     const clock = new AdjustableClock();
     const runner = await JobRunner.start({
-      pool: db.pool,
-      deps: { db: new Db(db.pool), clock, logger: silent },
+      backend: agendaBackend(db.pool),
+      deps: { jobs: new PgJobStore(new Db(db.pool)), purge: new PgPurgeStore(new Db(db.pool)), clock, logger: silent },
       intervals: { purge: "1 second" },
       processEveryMs: 200,
     });
@@ -156,17 +159,18 @@ describe("JobRunner", () => {
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     let finished = false;
+    const appDb = new Db(db.pool);
     const probe: JobKind<{ n: number }> = {
       name: "probe",
       lockLifetimeMs: 5_000,
-      async run(run, deps) {
+      async run(run) {
         started();
         await new Promise((resolve) => run.signal.addEventListener("abort", resolve, { once: true }));
-        await deps.db.query("SELECT $1::int", [run.data.n]);
+        await appDb.query("SELECT $1::int", [run.data.n]);
         finished = true;
       },
     };
-    const runner = await JobRunner.start({ pool: db.pool, deps: { db: new Db(db.pool), clock: new AdjustableClock(), logger: silent }, kinds: [probe] });
+    const runner = await JobRunner.start({ backend: agendaBackend(db.pool), deps: { jobs: new PgJobStore(appDb), purge: new PgPurgeStore(appDb), clock: new AdjustableClock(), logger: silent }, kinds: [probe] });
     await runner.enqueue(probe, { n: 1 });
     await running;
     await runner.stop();

@@ -51,7 +51,7 @@ function caught(fn: () => unknown): ApiError {
 }
 
 describe("validateCreateChannel defaults", () => {
-  it("applies every default of contract §2.1 to a minimal request", () => {
+  it("applies every channel default to a minimal request", () => {
     expect(validateCreateChannel(base, defaults)).toEqual({
       name: "jobs",
       mode: "claimable",
@@ -80,7 +80,7 @@ describe("validateCreateChannel defaults", () => {
     expect(validateCreateChannel({ ...base, access: "restricted", discoverable: true }, defaults).discoverable).toBe(true);
   });
 
-  it("keeps strings verbatim, including an empty description (J5)", () => {
+  it("keeps strings verbatim, including an empty description (strings-verbatim)", () => {
     const channel = validateCreateChannel({ ...base, name: "  padded  ", description: "", pinnedMessage: " pin " }, defaults);
     expect(channel).toMatchObject({ name: "  padded  ", description: "", pinnedMessage: " pin " });
   });
@@ -290,7 +290,7 @@ describe("sameJson", () => {
 });
 
 describe("discovery paging", () => {
-  it("clamps an out-of-range limit into 1..100 and defaults to 50 (M2)", () => {
+  it("clamps an out-of-range limit into 1..100 and defaults to 50 (list-pages)", () => {
     expect(clampDiscoveryLimit(undefined)).toBe(50);
     expect(clampDiscoveryLimit(0)).toBe(1);
     expect(clampDiscoveryLimit(-7)).toBe(1);

@@ -37,7 +37,7 @@ describe("REST error body", () => {
   });
 });
 
-describe("gRPC error mapping (E2)", () => {
+describe("gRPC error mapping (grpc-status)", () => {
   const cases: Array<[ConstructorParameters<typeof ApiError>[0], Code]> = [
     ["unauthorized", Code.Unauthenticated],
     ["channel_access_denied", Code.PermissionDenied],

@@ -49,7 +49,7 @@ function decodeError(schema: DescMessage, overrides: Partial<RequestInput>): Api
   throw new Error("expected decodeRequest to throw");
 }
 
-describe("renderMessage: defaults (J1)", () => {
+describe("renderMessage: defaults (json-all-fields)", () => {
   const rendered = renderMessage(ChannelSchema, create(ChannelSchema));
 
   it("emits every field under its snake_case name, in declaration order", () => {
@@ -90,7 +90,7 @@ describe("renderMessage: defaults (J1)", () => {
   });
 });
 
-describe("renderMessage: enums (J2)", () => {
+describe("renderMessage: enums (json-enums)", () => {
   it("renders enum values lowercase without the enum prefix", () => {
     const out = renderMessage(
       ChannelSchema,
@@ -129,7 +129,7 @@ describe("renderMessage: enums (J2)", () => {
   });
 });
 
-describe("renderMessage: numbers (J3)", () => {
+describe("renderMessage: numbers (json-integers)", () => {
   it("renders int64 as a JSON number, not a string", () => {
     const out = renderMessage(JobSubmissionSchema, create(JobSubmissionSchema, { jobId: 9007199254740991n }));
     expect(out.job_id).toBe(9007199254740991);
@@ -145,7 +145,7 @@ describe("renderMessage: numbers (J3)", () => {
   });
 });
 
-describe("renderMessage: timestamps (J4)", () => {
+describe("renderMessage: timestamps (json-timestamps)", () => {
   it("renders RFC 3339 UTC with exactly six fractional digits", () => {
     const out = renderMessage(
       ChannelSchema,
@@ -227,7 +227,7 @@ describe("renderMessage: oneofs", () => {
     expect(out).not.toHaveProperty("pdf");
   });
 
-  it("renders the set member with its own defaults (J1 inside the oneof)", () => {
+  it("renders the set member with its own defaults (json-all-fields inside the oneof)", () => {
     const out = renderMessage(JobSchema, create(JobSchema, { result: { case: "jobPosting", value: { title: "Engineer" } } }));
     expect(out.result).toMatchObject({ title: "Engineer", company: null, salary_min: null, skills: [] });
   });
@@ -306,14 +306,14 @@ describe("decodeRequest: body binding", () => {
     expect(request.mode).toBe(ChannelMode.UNSPECIFIED);
   });
 
-  it("keeps strings verbatim, including whitespace and the empty string (J5)", () => {
+  it("keeps strings verbatim, including whitespace and the empty string (strings-verbatim)", () => {
     const request = decodeRequest(CreateChannelRequestSchema, input({ bodyField: "*", body: { name: "  x  ", description: "" } }));
     expect(request.name).toBe("  x  ");
     expect(request.description).toBe("");
   });
 });
 
-describe("decodeRequest: unknown body fields (J6)", () => {
+describe("decodeRequest: unknown body fields (json-bodies)", () => {
   it("ignores unknown body fields when not rejecting them (create)", () => {
     const request = decodeRequest(CreateChannelRequestSchema, input({ bodyField: "*", body: { name: "x", colour: "red" } }));
     expect(request.name).toBe("x");
@@ -526,7 +526,7 @@ describe("decodeRequest: JSON value types and error codes", () => {
     expect(err.message).toBe("'ttl_seconds' must be an integer");
   });
 
-  it("numeric string for an integer field in a JSON body → rejected (J3)", () => {
+  it("numeric string for an integer field in a JSON body → rejected (json-integers)", () => {
     expect(create1({ ttl_seconds: "600" }).code).toBe("invalid_ttl_seconds");
     expect(decodeError(JobSubmissionSchema, { bodyField: "*", body: { job_id: "7" } }).code).toBe("invalid_job_id");
   });

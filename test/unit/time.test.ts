@@ -63,7 +63,7 @@ function mulberry32(seed: number): () => number {
 const MAX_SAFE_MICROS = Number.MAX_SAFE_INTEGER;
 
 describe("formatTimestamp", () => {
-  it("formats the contract's example (J4)", () => {
+  it("formats the contract's example (json-timestamps)", () => {
     expect(formatTimestamp(1795230879743512)).toBe("2026-11-21T03:14:39.743512Z");
     expect(formatTimestamp(1795230879000000)).toBe("2026-11-21T03:14:39.000000Z");
   });

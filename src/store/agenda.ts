@@ -1,0 +1,256 @@
+/**
+ * The job runner's storage: Agenda's PostgreSQL backend over the app's own
+ * connection pool (agenda_jobs is our table, migration 0006).
+ *
+ * Sharing the pool, safely:
+ * - Our pool parses timestamps into integer microseconds (store/pool.ts);
+ *   Agenda expects Date objects. Agenda gets a view of the pool whose
+ *   queries carry pg's default type parsers, so neither side sees the
+ *   other's value shapes.
+ * - The view's end() does nothing: stopping the runner must never close the
+ *   pool the API still uses. (Agenda only ends pools it created itself; the
+ *   view makes that a guarantee rather than a reading of its source.)
+ * - Agenda's LISTEN connection is one connection of the pool, held while the
+ *   runner runs.
+ * - The schema is ours, so the backend starts with ensureSchema: false and
+ *   no replica runs DDL at start.
+ *
+ * This is the one module that knows agenda_jobs' columns and Agenda's NOTIFY
+ * payload (test/integration/worker.test.ts checks the table against the
+ * installed backend's): the enqueue inside the caller's transaction, the
+ * sweep's probe for jobs without a run, and the fair "next job" statement.
+ */
+import { PostgresBackend } from "@agendajs/postgres-backend";
+import type {
+  AgendaBackend,
+  JobId,
+  JobLogger,
+  JobParameters,
+  JobRepository,
+  JobRepositoryOptions,
+  JobsOverview,
+  JobsQueryOptions,
+  JobsResult,
+  NotificationChannel,
+  RemoveJobsOptions,
+} from "agenda";
+import pg from "pg";
+import { agendaJobName, type JobKindName } from "../model/jobs.js";
+import type { FairScheduling } from "../ports/jobs.js";
+import type { Db } from "./db.js";
+
+/** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
+const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
+
+/** The pool as Agenda sees it: default value parsing, and an end() that leaves the pool open. */
+export function agendaPoolView(pool: pg.Pool): pg.Pool {
+  const query = (text: string | pg.QueryConfig, values?: unknown[]) =>
+    pool.query(typeof text === "string" ? { text, values, types: defaultTypes } : { ...text, types: defaultTypes });
+  return new Proxy(pool, {
+    get(target, prop) {
+      if (prop === "query") return query;
+      if (prop === "end") return () => Promise.resolve();
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * Agenda's "find and lock the next job" for the fair kinds is
+ * FAIR_NEXT_JOB_SQL: the choice between keys is made in the one statement
+ * that locks, so it holds across worker processes. Every other call goes to
+ * the PostgreSQL backend's own repository. This is a JobRepository of its
+ * own (Agenda's backend interface), not a patch of the backend's.
+ */
+class FairJobRepository implements JobRepository {
+  constructor(
+    private readonly inner: JobRepository,
+    private readonly pool: pg.Pool,
+    private readonly fair: FairScheduling,
+  ) {}
+
+  async getNextJobToRun(name: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    if (!this.fair.names.has(name)) return this.inner.getNextJobToRun(name, nextScanAt, lockDeadline, now, options);
+    const { rows } = await this.pool.query<{ id: string | number }>(FAIR_NEXT_JOB_SQL, [
+      now ?? new Date(),
+      name,
+      nextScanAt,
+      lockDeadline,
+      options?.lastModifiedBy ?? null,
+      this.fair.maxRunningPerKey,
+    ]);
+    if (rows[0] === undefined) return undefined;
+    // Locked by us now: read back through the backend's own row mapping.
+    return (await this.inner.getJobById(String(rows[0].id))) ?? undefined;
+  }
+
+  connect(): Promise<void> {
+    return this.inner.connect();
+  }
+  queryJobs(options?: JobsQueryOptions): Promise<JobsResult> {
+    return this.inner.queryJobs(options);
+  }
+  getJobsOverview(): Promise<JobsOverview[]> {
+    return this.inner.getJobsOverview();
+  }
+  getDistinctJobNames(): Promise<string[]> {
+    return this.inner.getDistinctJobNames();
+  }
+  getJobById(id: string): Promise<JobParameters | null> {
+    return this.inner.getJobById(id);
+  }
+  getQueueSize(): Promise<number> {
+    return this.inner.getQueueSize();
+  }
+  removeJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.removeJobs(options);
+  }
+  saveJob<DATA = unknown>(job: JobParameters<DATA>, options: JobRepositoryOptions | undefined): Promise<JobParameters<DATA>> {
+    return this.inner.saveJob(job, options);
+  }
+  saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
+    return this.inner.saveJobState(job, options);
+  }
+  lockJob(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    return this.inner.lockJob(job, options);
+  }
+  unlockJob(job: JobParameters): Promise<void> {
+    return this.inner.unlockJob(job);
+  }
+  unlockJobs(jobIds: (JobId | string)[]): Promise<void> {
+    return this.inner.unlockJobs(jobIds);
+  }
+  disableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.disableJobs(options);
+  }
+  enableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.enableJobs(options);
+  }
+  purgeAllJobs(): Promise<number> {
+    return this.inner.purgeAllJobs();
+  }
+}
+
+/**
+ * The PostgreSQL backend on the shared pool with the fair repository.
+ * Connects once: the runner awaits it (so a failure is an error it can
+ * report), Agenda's own call reuses it.
+ */
+class SharedPoolBackend implements AgendaBackend {
+  readonly repository: JobRepository;
+  private readonly inner: PostgresBackend;
+  private connecting: Promise<void> | undefined;
+
+  constructor(pool: pg.Pool, fair: FairScheduling) {
+    this.inner = new PostgresBackend({ pool, ensureSchema: false });
+    this.repository = new FairJobRepository(this.inner.repository, pool, fair);
+  }
+
+  get name(): string {
+    return this.inner.name;
+  }
+  get notificationChannel(): NotificationChannel | undefined {
+    return this.inner.notificationChannel;
+  }
+  get logger(): JobLogger {
+    return this.inner.logger;
+  }
+  get ownsConnection(): boolean {
+    return this.inner.ownsConnection;
+  }
+
+  connect(): Promise<void> {
+    return (this.connecting ??= this.inner.connect());
+  }
+
+  disconnect(): Promise<void> {
+    return this.inner.disconnect();
+  }
+}
+
+/** The backend the job runner opens, over `pool` (never closed by it). */
+export function agendaBackend(pool: pg.Pool): (fair: FairScheduling) => AgendaBackend {
+  return (fair) => new SharedPoolBackend(agendaPoolView(pool), fair);
+}
+
+/** The channel Agenda's PostgreSQL backend LISTENs on (its default, which the runner keeps). */
+export const AGENDA_NOTIFY_CHANNEL = "agenda:jobs";
+
+/**
+ * Queues the Agenda job that runs job $2, and wakes the workers.
+ *
+ * Written here rather than through agenda.now() so that it joins the caller's
+ * transaction: agenda_jobs is our table (0006_jobs_and_history.sql, checked
+ * against the installed backend by test/integration/worker.test.ts), and the
+ * row is what @agendajs/postgres-backend's saveJob() writes for now(). The
+ * NOTIFY carries the payload of its PostgresNotificationChannel.publish()
+ * (a worker then fills its queue for that name at once); PostgreSQL delivers
+ * it only when the transaction commits, so no worker looks before the job
+ * row is visible. API replicas without workers enqueue the same way.
+ */
+const ENQUEUE_SQL = `WITH queued AS (
+    INSERT INTO agenda_jobs (name, priority, next_run_at, type, data, last_modified_by)
+    VALUES ($1, 0, now(), 'normal', jsonb_build_object('job_id', $2::bigint), $3)
+    RETURNING id, name, next_run_at, priority
+  )
+  SELECT pg_notify('${AGENDA_NOTIFY_CHANNEL}', json_build_object(
+    'jobId', q.id, 'jobName', q.name, 'nextRunAt', q.next_run_at, 'priority', q.priority,
+    'timestamp', now(), 'source', $3::text)::text)
+  FROM queued q`;
+
+export async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
+  await db.query(ENQUEUE_SQL, [agendaJobName(kind), jobId, source], "jobs_enqueue");
+}
+
+/** $1 untouched since, $2 batch size. Agenda's rows of a name are few (done ones are removed), so the probe is cheap. */
+export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
+  WHERE j.status IN ('queued', 'processing') AND j.updated_at <= $1
+    AND NOT EXISTS (
+      SELECT 1 FROM agenda_jobs a
+      WHERE a.name = j.kind AND a.data->>'job_id' = j.id::text AND NOT a.disabled
+        AND (a.next_run_at IS NOT NULL OR a.locked_at IS NOT NULL)
+    )
+  ORDER BY j.updated_at LIMIT $2`;
+
+/**
+ * Agenda's "find and lock the next job of name $2" (its getNextJobToRun),
+ * made fair between keys for the async kinds. Of the due Agenda jobs (or
+ * ones whose lock expired), it takes the job of the key that has the fewest
+ * jobs of this kind running right now, then of the key served least
+ * recently (a key never served first), then the oldest; keys already
+ * running $6 jobs of this kind wait. "Running" is an Agenda job locked and
+ * not expired, so the count covers every worker process. The same statement
+ * stamps the job's dispatched_at, which is what "served least recently"
+ * reads, so the turn order is shared by all workers too. Two workers
+ * claiming in the same instant may both favour the same key (each skips the
+ * other's uncommitted lock); the next claim evens it out.
+ *
+ * Parameters as Agenda passes them: $1 lock time, $2 name, $3 next scan at,
+ * $4 lock deadline (locks older than this have expired), $5 worker name;
+ * then $6 the per-key running cap. Returns agenda_jobs rows.
+ */
+export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
+    SELECT j.owner_key_id, count(*) AS n
+    FROM agenda_jobs a JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    WHERE a.name = $2 AND a.locked_at > $4
+    GROUP BY j.owner_key_id
+  ), picked AS (
+    SELECT a.id, j.id AS job_id
+    FROM agenda_jobs a
+    JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+    LEFT JOIN busy b ON b.owner_key_id = j.owner_key_id
+    WHERE a.name = $2 AND a.disabled = FALSE
+      AND ((a.locked_at IS NULL AND a.next_run_at <= $3) OR a.locked_at <= $4)
+      AND coalesce(b.n, 0) < $6
+    ORDER BY coalesce(b.n, 0),
+      (SELECT max(s.dispatched_at) FROM jobs s WHERE s.kind = j.kind AND s.owner_key_id = j.owner_key_id) ASC NULLS FIRST,
+      a.next_run_at, a.priority DESC
+    LIMIT 1
+    FOR UPDATE OF a SKIP LOCKED
+  ), served AS (
+    UPDATE jobs SET dispatched_at = $1 FROM picked WHERE jobs.id = picked.job_id
+  )
+  UPDATE agenda_jobs SET locked_at = $1, last_modified_by = $5
+  FROM picked WHERE agenda_jobs.id = picked.id
+  RETURNING agenda_jobs.*`;
