@@ -306,23 +306,8 @@ const MASK_NAMES = new Map<string, UpdatableField>(
   UPDATABLE_FIELDS.flatMap((f) => [[f, f] as [string, UpdatableField], [camel(f), f] as [string, UpdatableField]]),
 );
 
-/** An update request in domain terms: undefined = unset (a masked unset field means "clear"). */
-export interface ChannelUpdateInput {
-  name: string | undefined;
-  mode: ChannelMode | undefined;
-  access: ChannelAccess | undefined;
-  discoverable: boolean | undefined;
-  description: string | undefined;
-  metadataSchema: JsonObject | undefined;
-  pinnedMessage: string | undefined;
-  relatedChannels: readonly string[];
-  retentionDays: number | undefined;
-  maxMessages: number | undefined;
-  maxWritesPerMinute: number | undefined;
-  paused: boolean | undefined;
-  webhookUrl: string | undefined;
-  webhookSecret: string | undefined;
-}
+/** An update request in domain terms: the create fields but the TTL, and the pause; undefined = unset (a masked unset field means "clear"). */
+export type ChannelUpdateInput = Omit<CreateChannelInput, "ttlSeconds"> & { paused: boolean | undefined };
 
 /** The mask's paths as ChannelUpdate fields (proto or JSON names), de-duplicated; 422 invalid_update_mask naming the others. */
 export function parseUpdateMask(paths: readonly string[]): UpdatableField[] {

@@ -71,22 +71,8 @@ export interface ChannelPatch {
   webhookSecret?: string | null;
 }
 
-/** Column changes of an update (only the keys present are written). */
-export interface ChannelChanges {
-  name?: string;
-  mode?: ChannelMode;
-  access?: ChannelAccess;
-  discoverable?: boolean;
-  description?: string;
-  metadataSchema?: { [key: string]: JsonValue };
-  pinnedMessage?: string | null;
-  retentionDays?: number;
-  maxMessages?: number | null;
-  maxWritesPerMinute?: number | null;
-  paused?: boolean;
-  webhookUrl?: string | null;
-  webhookSecret?: string | null;
-}
+/** Column changes of an update (only the keys present are written): the patch but the related channels, which have their own table. */
+export type ChannelChanges = Omit<ChannelPatch, "relatedChannels">;
 
 /** A channel row locked for an update, with the ids of its related channels. */
 export interface LockedChannel {

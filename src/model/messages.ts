@@ -31,15 +31,7 @@ export interface MessageRecord {
   acknowledgedBy: Acknowledgement[];
 }
 
-export interface NewMessage {
-  channelId: string;
-  authorKeyId: string;
-  actor: ActorRef | null;
-  actorLabel: string | null;
-  content: string;
-  metadata: { [key: string]: JsonValue };
-  mentions: ActorRef[];
-}
+export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions">;
 
 export type CreateOutcome =
   | { outcome: "created"; message: MessageRecord }
