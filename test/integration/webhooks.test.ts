@@ -23,6 +23,7 @@ import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
 import { expectError, keyIdOf, TIMESTAMP_6, UUID } from "../support/membership.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { eventually } from "../support/eventually.js";
 
 /** Short retries so a test sees several attempts within a second or two. */
 const FAST = {
@@ -55,16 +56,6 @@ interface LogPage {
 
 const silent = createLogger("silent");
 const errorCode = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.error;
-
-async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function deliveryLog(base: string, key: string, channel: string, query = ""): Promise<LogPage> {
   const res = await rest<LogPage>(base, "GET", `/v1/channels/${channel}/webhook-deliveries${query}`, { key });
