@@ -65,6 +65,8 @@ export interface App {
   readonly webhooks: WebhookDispatcher | undefined;
   /** The in-process PDF renderer (prepared at start, its Chromium launched on the first render); undefined when AGENTBUS_WORKERS=false. */
   readonly pdf: PdfRenderer | undefined;
+  /** Where long-polls and watches wait: its subscriptions tell a test that a long-poll is parked. */
+  readonly bus: WakeBus;
   /** Drains in-flight requests, stops background work and the database. */
   close(): Promise<void>;
 }
@@ -225,6 +227,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       jobs,
       webhooks,
       pdf,
+      bus,
       close() {
         closed ??= (async () => {
           // Long-lived calls (long-polls, streams) are told to finish half-way
