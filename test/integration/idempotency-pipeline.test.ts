@@ -22,7 +22,7 @@ import { CallPipeline, serviceEntry } from "../../src/server/rpc/pipeline.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { eventually } from "../support/eventually.js";
+import { untilWaitingForLock } from "../support/locks.js";
 
 const LOCK_TIMEOUT_MS = 400;
 
@@ -144,14 +144,6 @@ function holdHandler(name: string): { release: () => void; entered: Promise<void
   return { release, entered };
 }
 
-/** Until a session of the test database waits for a lock: the duplicate is queued behind the first call. */
-const waitingForLock = () =>
-  eventually(async () => {
-    const { rows } = await db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    );
-    return (rows[0]?.n ?? 0) > 0;
-  });
 
 describe("Idempotency-Key in the call pipeline", () => {
   it("replays the stored response without running the handler again", async () => {
@@ -199,7 +191,7 @@ describe("Idempotency-Key in the call pipeline", () => {
     const first = call(createChannel, channelRequest(name), keyed(name));
     await entered;
     const duplicate = call(createChannel, channelRequest(name), keyed(name));
-    await waitingForLock();
+    await untilWaitingForLock(database.pool);
     release();
     const [a, b] = await Promise.all([first, duplicate]);
     expect(a.error).toBeUndefined();
@@ -231,7 +223,7 @@ describe("Idempotency-Key in the call pipeline", () => {
     const failing = call(createChannel, channelRequest("fail"), keyed(k));
     await entered;
     const corrected = call(createChannel, channelRequest("fail-then-ok"), keyed(k));
-    await waitingForLock();
+    await untilWaitingForLock(database.pool);
     release();
     expect((await failing).error?.code).toBe("invalid_channel_name");
     const ok = await corrected;
