@@ -5,9 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel, postMessage, type PageJson } from "../support/fixtures.js";
-import { eventually } from "../support/eventually.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, untilParked, type TestServer } from "../support/server.js";
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -25,9 +24,6 @@ const timed = async <T>(fn: () => Promise<T>) => {
 
 const poll = (server: TestServer, key: string, ch: string, query: string) =>
   timed(() => rest<PageJson>(server.url, "GET", `/v1/channels/${ch}/messages${query}`, { key }));
-
-/** Until `count` long-polls wait on the server's wake bus: a write from then on must wake them. */
-const parked = (server: TestServer, count: number) => eventually(async () => server.app.bus.subscriptions >= count);
 
 const buses: Array<[string, () => Record<string, string>]> = [
   ["PostgreSQL LISTEN/NOTIFY", () => ({})],
@@ -49,7 +45,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
   it("returns as soon as a message arrives, not at the deadline", async () => {
     const ch = await createChannel(server.url, key);
     const waiting = poll(server, key, ch, "?since=0&wait=3");
-    await parked(server, 1);
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "wake up" });
     const { value, ms } = await waiting;
     expect(value.status).toBe(200);
@@ -82,7 +78,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
   it("wakes every one of 100 waiters on one channel", async () => {
     const ch = await createChannel(server.url, key);
     const waiters = Array.from({ length: 100 }, () => poll(server, key, ch, "?since=0&wait=3"));
-    await parked(server, 100);
+    await untilParked(server, 100);
     await postMessage(server.url, key, ch, { content: "all hands" });
     const results = await Promise.all(waiters);
     expect(results.every((r) => r.value.body.data.length === 1)).toBe(true);
@@ -94,7 +90,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
     const restWaiters = Array.from({ length: 20 }, () => poll(server, key, ch, "?since=0&wait=3"));
     const grpcWaiters = Array.from({ length: 5 }, () => client.listMessages({ identifier: ch, since: "0", wait: 3 }, { headers: { "x-api-key": key } }));
-    await parked(server, 25);
+    await untilParked(server, 25);
     const posted = await postMessage(server.url, key, ch, { content: "together", metadata: { n: 1 } });
     const restPages = await Promise.all(restWaiters);
     for (const { value } of restPages) {
@@ -123,7 +119,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const claimed = await postMessage(server.url, key, ch, { content: "taken" });
     await rest(server.url, "POST", `/v1/messages/${claimed.id}/claim`, { key });
     const waiting = poll(server, key, ch, `?since=${encodeURIComponent(claimed.created_at)}&status=unclaimed&wait=3`);
-    await parked(server, 1);
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "open" });
     expect((await waiting).value.body.data.map((m) => m.content)).toEqual(["open"]);
   });
@@ -132,7 +128,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const ch = await createChannel(server.url, key);
     const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
     const waiting = timed(() => client.listMessages({ identifier: ch, since: "0", wait: 3 }, { headers: { "x-api-key": key } }));
-    await parked(server, 1);
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "grpc wake" });
     const { value, ms } = await waiting;
     expect(value.data.map((m) => m.content)).toEqual(["grpc wake"]);
@@ -148,7 +144,7 @@ describe("long-poll across service processes", () => {
       const key = await mintKey(a.url);
       const ch = await createChannel(a.url, key);
       const waiting = poll(b, key, ch, "?since=0&wait=5");
-      await parked(b, 1);
+      await untilParked(b, 1);
       await postMessage(a.url, key, ch, { content: "from a" });
       const { value, ms } = await waiting;
       expect(value.body.data.map((m) => m.content)).toEqual(["from a"]);
@@ -189,12 +185,12 @@ describe("waiters per key", () => {
     const other = await mintKey(server.url);
     const ch = await createChannel(server.url, busy);
     const held = tracked(busy, ch);
-    await parked(server, 1);
+    await untilParked(server, 1);
     const atCap = await poll(server, busy, ch, "?since=0&wait=5");
     expect(atCap.value.body).toEqual({ data: [], limit: 50, next_cursor: "0" });
     expect(held.state.settled).toBe(false);
     const waiting = tracked(other, ch);
-    await parked(server, 2);
+    await untilParked(server, 2);
     expect(waiting.state.settled).toBe(false);
     await postMessage(server.url, busy, ch, { content: "for both" });
     expect((await held.done).body.data.map((m) => m.content)).toEqual(["for both"]);
@@ -205,12 +201,12 @@ describe("waiters per key", () => {
     const key = await mintKey(server.url);
     const ch = await createChannel(server.url, key);
     const first = tracked(key, ch);
-    await parked(server, 1);
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "one" });
     await first.done;
     const other = await createChannel(server.url, key);
     const second = tracked(key, other);
-    await parked(server, 1);
+    await untilParked(server, 1);
     expect(second.state.settled).toBe(false);
     await postMessage(server.url, key, other, { content: "two" });
     expect((await second.done).body.data.map((m) => m.content)).toEqual(["two"]);
