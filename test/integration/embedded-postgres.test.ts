@@ -121,6 +121,7 @@ async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
+    // Real time: polls a real PostgreSQL process's state.
     await sleep(25);
   }
 }
@@ -382,6 +383,7 @@ describe("supervision of the embedded PostgreSQL", () => {
     const { server, logs } = await start(dataDir);
     const pid = (await postmasterPid(dataDir))!;
     await server.stop();
+    // Real time: an absence (no restart of a real process) shows only over a while.
     await sleep(1_000);
     expect(isAlive(pid)).toBe(false);
     expect(await postmasterPid(dataDir)).toBeUndefined();
@@ -414,6 +416,7 @@ describe("supervision of the embedded PostgreSQL", () => {
     }
     await waitUntil(() => gaveUp.length > 0);
     expect(gaveUp[0]!.message).toMatch(/failed 3 times within 60 s; no longer restarting it/);
+    // Real time: an absence (no further restart of a real process) shows only over a while.
     await sleep(500);
     expect(gaveUp).toHaveLength(1);
     await expect(query(server.url, "SELECT 1")).rejects.toThrow();
@@ -424,6 +427,7 @@ async function waitUntilAsync(condition: () => Promise<boolean>, timeoutMs = 30_
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
+    // Real time: polls a real PostgreSQL process's state.
     await sleep(50);
   }
 }

@@ -48,6 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (svc && svc.child.exitCode === null) {
     svc.signal("SIGTERM");
+    // Real time: a bound on a real process's exit.
     await Promise.race([svc.exited, sleep(15_000)]);
     if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
   }
@@ -60,6 +61,7 @@ describe("embedded PostgreSQL killed under load", () => {
     const key = await mintKey(base);
     const channels = [await createChannel(base, key), await createChannel(base, key)];
     const load = startLoad({ base, key, channels, writers: 4, readers: 2 });
+    // Real time: load against a real process before the crash.
     await sleep(2_000);
     const beforeCrash = load.outcomes.filter((o) => o.status === 201).length;
 
@@ -75,6 +77,7 @@ describe("embedded PostgreSQL killed under load", () => {
       "a write acknowledged after the kill",
       20,
     );
+    // Real time: load against a real process after the recovery.
     await sleep(2_000);
     await load.stop();
 

@@ -75,6 +75,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (svc && svc.child.exitCode === null) {
     svc.signal("SIGTERM");
+    // Real time: a bound on a real process's exit.
     await Promise.race([svc.exited, sleep(10_000)]);
     if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
   }
@@ -92,6 +93,7 @@ describe("PostgreSQL stopped under load", () => {
     const grpc = createClient(MessageService, createGrpcTransport({ baseUrl: base }));
 
     const load = startLoad({ base, key, channels, writers: 4, readers: 2 });
+    // Real time: load against a real process before the crash.
     await sleep(2_000);
     const beforeOutage = load.outcomes.filter((o) => o.status === 201).length;
 
@@ -99,6 +101,7 @@ describe("PostgreSQL stopped under load", () => {
     await crashPostgres();
 
     // While it is down: /health says so, a gRPC caller gets UNAVAILABLE with the same code.
+    // Real time: requests against a real process while PostgreSQL is really down.
     await sleep(1_000);
     const healthStarted = performance.now();
     const health = await fetch(`${base}/health`);
@@ -115,6 +118,7 @@ describe("PostgreSQL stopped under load", () => {
     expect(ConnectError.from(grpcErr).code).toBe(Code.Unavailable);
     expect(errorDetail(grpcErr)).toBe("store_unavailable");
 
+    // Real time: the outage lasts a while for a real process; its retries run on real time.
     await sleep(3_000);
     expect(svc!.child.exitCode, "the service exited while PostgreSQL was down").toBeNull();
 
@@ -140,8 +144,10 @@ describe("PostgreSQL stopped under load", () => {
     );
     const healthAfter = await fetch(`${base}/health`);
     expect(healthAfter.status).toBe(200);
+    // Real time: load against a real process after the recovery.
     await sleep(2_000);
     const recoveredAt = performance.now();
+    // Real time: load against a real process after the recovery.
     await sleep(1_000);
     await load.stop();
 

@@ -82,6 +82,7 @@ describe("webhook delivery across restarts", () => {
       receiver.answer(200);
       // Written while no worker runs: it waits in the outbox.
       const second = await postMessage(api.url, key, ch, { content: "written while nobody delivers" });
+      // Real time: an absence (no worker delivers) shows only over a while; the worker is a real process.
       await new Promise((r) => setTimeout(r, 1_500));
       expect(receiver.requests.length).toBe(seenBefore);
 

@@ -148,6 +148,7 @@ describe("channel webhooks", () => {
     const [req] = await hook.waitFor(1);
     expect(req!.headers["x-service-signature"]).toBeUndefined();
     expect(JSON.parse(req!.body).message.content).toBe("unsigned");
+    // Real time: an absence (no second request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 200));
     expect(hook.requests).toHaveLength(1);
   });
@@ -193,6 +194,7 @@ describe("channel webhooks", () => {
     });
     expect(log.map((d) => d.attempt)).toEqual([5, 4, 3, 2, 1]);
     expect(log.every((d) => d.status === "failed" && d.message_id === message.id)).toBe(true);
+    // Real time: an absence (no sixth attempt over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 500));
     expect(hook.requests).toHaveLength(5);
 
@@ -207,6 +209,7 @@ describe("channel webhooks", () => {
     expect(only).toMatchObject({ attempt: 1, status: "failed", response_status: 410, next_attempt_at: null });
     expect(only!.error).toBe("http_status");
     expect(only!.response_status).toBe(410);
+    // Real time: an absence (no retry over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 500));
     expect(gone.requests).toHaveLength(1);
   });
@@ -307,6 +310,7 @@ describe("member_added pushes", () => {
       return page.data.length > 0 && page.data;
     });
     expect(log[0]).toMatchObject({ event: "member_added", message_id: null, status: "delivered", attempt: 1 });
+    // Real time: an absence (no second request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 200));
     expect(hook.requests).toHaveLength(1);
   });
@@ -350,6 +354,7 @@ describe("mention pushes (W3)", () => {
     const ch2 = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch2, { content: "elsewhere", mentions: [actorId] });
     await hook.waitFor(2);
+    // Real time: an absence (no third request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 300));
     expect(hook.requests).toHaveLength(2);
     // Mention pushes are the actor owner's business: not in the channel owner's log.
@@ -495,6 +500,7 @@ describe("the outbox", () => {
       const actor = await rest<{ id: string }>(server.url, "POST", "/v1/actors", { key, body: { name: "no webhook" } });
       const quiet = await createChannel(server.url, key);
       await postMessage(server.url, key, quiet, { content: "no hooks anywhere", mentions: [actor.body.id] });
+      // Real time: an absence (no NOTIFY from a real PostgreSQL) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       expect(notified).toBe(0);
       const hooked = await createChannel(server.url, key, { webhook_url: (await receiver()).url });
@@ -613,6 +619,7 @@ describe("the outbox", () => {
 
       const dispatcher = new WebhookDispatcher({ db, connectionString: undefined, clock, logger: silent, http, listen: false, leaseMs: 40_000 });
       await dispatcher.start();
+      // Real time: an absence (no request over real HTTP while the row is leased) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       expect(hook.requests).toHaveLength(0); // still leased
       clock.advanceSeconds(41);
@@ -643,6 +650,7 @@ describe("the outbox", () => {
       );
       await Promise.all(dispatchers.map((d) => d.start()));
       await hook.waitFor(total);
+      // Real time: an absence (no duplicate request over real HTTP) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       await Promise.all(dispatchers.map((d) => d.stop()));
       const deliveryIds = hook.requests.map((r) => r.headers["x-service-delivery"]);

@@ -68,6 +68,7 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
       }
     }
     if (child.exitCode !== null) break;
+    // Real time: polls a real child process.
     await new Promise((r) => setTimeout(r, 50));
   }
   child.kill("SIGKILL");
