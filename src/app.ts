@@ -214,6 +214,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
+        clock,
         health: { database: describeDatabase(config, url), components: () => componentReports(components) },
       }),
     });

@@ -3,6 +3,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { ManualClock } from "../support/clock.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { mintKey, startTestServer, type TestServer } from "../support/server.js";
 
@@ -231,5 +232,45 @@ describe("REST Server-Sent Events at …/messages:stream", () => {
     const ch = await createChannel(server.url, key);
     const unauthorized = await sse(`/v1/channels/${ch}/messages:stream`, 1, { "X-API-Key": "" });
     expect(unauthorized.res.status).toBe(401);
+  });
+});
+
+describe("keep-alive comments of an idle event stream", () => {
+  it("sends one every 15 s of the server's clock, and none before", async () => {
+    const clock = new ManualClock("real");
+    const timed = await startTestServer({}, { clock });
+    const abort = new AbortController();
+    // Real time: a bound on a real stream, so that a server that stops sending fails the test instead of hanging it.
+    const timer = setTimeout(() => abort.abort(), 15_000);
+    try {
+      const owner = await mintKey(timed.url);
+      const ch = await createChannel(timed.url, owner, { mode: "broadcast" });
+      const res = await fetch(`${timed.url}/v1/channels/${ch}/messages:stream`, { headers: { "X-API-Key": owner }, signal: abort.signal });
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      const beats = () => text.split(": keep-alive\n\n").length - 1;
+      const readUntil = async (seen: () => boolean) => {
+        while (!seen()) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`the stream ended after: ${text}`);
+          text += decoder.decode(value, { stream: true });
+        }
+      };
+      await readUntil(() => text.includes("event: open"));
+      await clock.advance(14_999);
+      // Events travel in order on one stream: a beat due before this message would be read before it.
+      await postMessage(timed.url, owner, ch, { content: "just before the beat" });
+      await readUntil(() => text.includes("just before the beat"));
+      expect(beats()).toBe(0);
+      await clock.advance(1);
+      await readUntil(() => beats() === 1);
+      await clock.advance(15_000);
+      await readUntil(() => beats() === 2);
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+      await timed.close();
+    }
   });
 });

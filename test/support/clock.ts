@@ -42,18 +42,20 @@ interface PendingTimer {
  * Time that stands still until advance() moves it: timers fire in the order
  * they fall due (ties in the order they were set), each at its own instant,
  * with the code they release run in between. Wall and monotonic time move
- * together.
+ * together, unless the wall clock is "real": then only the monotonic scale
+ * and its timers wait for advance(), which suits a running server (its
+ * PostgreSQL stamps rows in real time).
  */
 export class ManualClock implements Clock {
   private elapsedMs = 0;
   private set = 0;
   private readonly timers: PendingTimer[] = [];
 
-  /** `start` is the wall-clock reading at elapsed 0 (default 2026-01-01T00:00:00Z). */
-  constructor(private readonly start: Micros = Date.UTC(2026, 0, 1) * 1000) {}
+  /** `start` is the wall-clock reading at elapsed 0 (default 2026-01-01T00:00:00Z), or "real". */
+  constructor(private readonly start: Micros | "real" = Date.UTC(2026, 0, 1) * 1000) {}
 
   now(): Micros {
-    return this.start + Math.round(this.elapsedMs * 1000);
+    return this.start === "real" ? systemClock.now() : this.start + Math.round(this.elapsedMs * 1000);
   }
 
   monotonicMs(): number {
