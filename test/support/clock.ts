@@ -1,5 +1,5 @@
 /** Clocks for tests: time that moves when the test says so, instead of sleeping. */
-import { MICROS_PER_SECOND, systemClock, type Clock, type Micros, type Timer } from "../../src/model/time.js";
+import { MICROS_PER_SECOND, systemClock, type Clock, type Micros, type Timer, type TimerOptions } from "../../src/model/time.js";
 
 /**
  * Wall-clock time that follows real time but can be moved forward, for TTL
@@ -18,7 +18,7 @@ export class AdjustableClock implements Clock {
     return systemClock.monotonicMs();
   }
 
-  setTimer(ms: number, fn: () => void, options?: { unref?: boolean }): Timer {
+  setTimer(ms: number, fn: () => void, options?: TimerOptions): Timer {
     return systemClock.setTimer(ms, fn, options);
   }
 
