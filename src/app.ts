@@ -90,6 +90,8 @@ export interface App {
   readonly webhooks: WebhookDispatcher | undefined;
   /** The in-process PDF renderer (prepared at start, its Chromium launched on the first render); undefined when AGENTBUS_WORKERS=false. */
   readonly pdf: PdfRenderer | undefined;
+  /** Where long-polls and watches wait: its subscriptions tell a test that a long-poll is parked. */
+  readonly bus: WakeBus;
   /** Drains in-flight requests, stops background work and the database. */
   close(): Promise<void>;
 }
@@ -270,6 +272,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
+        clock,
         health: { database: describeDatabase(config, url), components: () => componentReports(components) },
       }),
     });
@@ -283,6 +286,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       jobs,
       webhooks,
       pdf,
+      bus,
       close() {
         closed ??= (async () => {
           // Long-lived calls (long-polls, streams) are told to finish half-way

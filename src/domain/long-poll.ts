@@ -5,6 +5,7 @@
  * still wakes the waiter: no wake-up is lost.
  */
 import type { WakeBus } from "../ports/wake-bus.js";
+import type { Clock, Timer } from "../model/time.js";
 
 /**
  * Per-key count of the waits a process holds (long-polls and watch
@@ -39,6 +40,8 @@ export class WaiterSlots {
 
 export interface LongPollOptions {
   bus: WakeBus;
+  /** Measures the wait and ends it at the deadline. */
+  clock: Clock;
   channelId: string;
   waitMs: number;
   /** Above this many waiters in the process, answer at once instead of waiting. */
@@ -66,7 +69,8 @@ export async function readOrWait<T>(read: (delivery?: number) => Promise<T[]>, o
 }
 
 async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options: LongPollOptions): Promise<T[]> {
-  const deadline = performance.now() + options.waitMs;
+  const { clock } = options;
+  const deadline = clock.monotonicMs() + options.waitMs;
   let delivery: number | undefined;
   for (;;) {
     let wake!: (delivery?: number) => void;
@@ -75,17 +79,17 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
     try {
       const data = await read(delivery);
       if (data.length > 0) return data;
-      const remaining = deadline - performance.now();
+      const remaining = deadline - clock.monotonicMs();
       if (remaining <= 0 || options.signal?.aborted) return data;
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       const onAbort = () => wake();
       options.signal?.addEventListener("abort", onAbort, { once: true });
-      delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), remaining)))]);
-      clearTimeout(timer);
+      delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = clock.setTimer(remaining, () => resolve(undefined))))]);
+      timer?.cancel();
       options.signal?.removeEventListener("abort", onAbort);
       // A wake-up for data this reader filters out (e.g. status=unclaimed)
       // loops back to waiting for the rest of the time.
-      if (performance.now() >= deadline || options.signal?.aborted) return read();
+      if (clock.monotonicMs() >= deadline || options.signal?.aborted) return read();
     } finally {
       unsubscribe();
     }

@@ -13,7 +13,7 @@ import { isUuid } from "../model/ids.js";
 import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
-import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
+import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros, type Timer } from "../model/time.js";
 import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
@@ -184,6 +184,7 @@ export class Messages {
     };
     const data = await readOrWait(read, {
       bus: this.options.bus,
+      clock: this.clock,
       channelId: channel.id,
       waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
       maxWaiters: this.options.longPollMaxWaiters,
@@ -242,7 +243,7 @@ export class Messages {
   private async *followChannel(caller: Caller, identifier: string, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
     let channel = opened;
     let cursor = start;
-    let lastCheck = performance.now();
+    let lastCheck = this.clock.monotonicMs();
     // The wake-up that caused the next read: watchers woken together on one
     // cursor share that read, like long-polls (readPage).
     let delivery: number | undefined;
@@ -258,19 +259,19 @@ export class Messages {
           cursor = message.createdAt;
         }
         if (page.length === MAX_PAGE_SIZE) continue;
-        let timer: NodeJS.Timeout | undefined;
+        let timer: Timer | undefined;
         const onAbort = () => wake();
         signal?.addEventListener("abort", onAbort, { once: true });
-        delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), WATCH_RECHECK_MS)))]);
-        clearTimeout(timer);
+        delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = this.clock.setTimer(WATCH_RECHECK_MS, () => resolve(undefined))))]);
+        timer?.cancel();
         signal?.removeEventListener("abort", onAbort);
       } finally {
         unsubscribe();
       }
       // A member removed while watching stops receiving within the recheck interval.
-      if (performance.now() - lastCheck >= WATCH_RECHECK_MS) {
+      if (this.clock.monotonicMs() - lastCheck >= WATCH_RECHECK_MS) {
         channel = await this.usableChannel(caller, identifier);
-        lastCheck = performance.now();
+        lastCheck = this.clock.monotonicMs();
       }
     }
   }

@@ -7,8 +7,30 @@
  */
 export type Micros = number;
 
+/** A pending setTimer call; cancelling a timer that has fired does nothing. */
+export interface Timer {
+  cancel(): void;
+}
+
+export interface TimerOptions {
+  /** The pending timer does not keep the process alive (Node's unref). */
+  unref?: boolean;
+}
+
+/**
+ * Every reading of time a rule depends on (deadlines, heartbeats, leases,
+ * throttles, backoff), so that tests can drive it instead of sleeping.
+ */
 export interface Clock {
+  /** Wall-clock time, for what is stored or compared with stored stamps. */
   now(): Micros;
+  /**
+   * Milliseconds on a scale that never jumps (unrelated to now()), for
+   * measuring intervals: deadlines and recheck periods.
+   */
+  monotonicMs(): number;
+  /** Calls fn once, `ms` later on the monotonic scale. */
+  setTimer(ms: number, fn: () => void, options?: TimerOptions): Timer;
 }
 
 /**
@@ -18,6 +40,12 @@ export interface Clock {
  */
 export const systemClock: Clock = {
   now: () => Date.now() * 1000 + (Math.floor(performance.now() * 1000) % 1000),
+  monotonicMs: () => performance.now(),
+  setTimer(ms, fn, options) {
+    const timer = setTimeout(fn, ms);
+    if (options?.unref) timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
 };
 
 export const MICROS_PER_SECOND = 1_000_000;

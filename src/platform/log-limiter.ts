@@ -13,6 +13,7 @@
 import { JobFailure } from "../model/job-failure.js";
 import type { Logger } from "./logger.js";
 import { isConnectionError } from "../model/storage-errors.js";
+import { systemClock, type Clock, type Timer } from "../model/time.js";
 
 type Level = "warn" | "error";
 
@@ -22,23 +23,24 @@ interface Condition {
   /** Occurrences since the last line logged. */
   pending: number;
   since: number;
-  timer: NodeJS.Timeout | undefined;
+  timer: Timer | undefined;
 }
 
 export interface LogLimiterOptions {
   intervalMs: number;
-  now?: () => number;
+  /** Times the intervals (default: the system clock). */
+  clock?: Clock;
 }
 
 export class LogLimiter {
   private readonly conditions = new Map<string, Condition>();
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly logger: Logger,
     private readonly options: LogLimiterOptions,
   ) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
   }
 
   warn(msg: string, err?: unknown, fields: Record<string, unknown> = {}): void {
@@ -53,7 +55,7 @@ export class LogLimiter {
   recovered(msg: string, recoveryMsg: string): void {
     const state = this.conditions.get(msg);
     if (!state) return;
-    clearTimeout(state.timer);
+    state.timer?.cancel();
     this.conditions.delete(msg);
     this.logger.info({ ...state.fields, suppressed: state.pending }, recoveryMsg);
   }
@@ -73,27 +75,30 @@ export class LogLimiter {
     // is kept (retries back off beyond the interval), so that `recovered`
     // still reports its end.
     this.logger[level]({ ...fields, ...errorFields(err) }, msg);
-    const current: Condition = state ?? { level, fields, pending: 0, since: this.now(), timer: undefined };
-    current.since = this.now();
+    const current: Condition = state ?? { level, fields, pending: 0, since: this.clock.monotonicMs(), timer: undefined };
+    current.since = this.clock.monotonicMs();
     this.conditions.set(msg, current);
     this.schedule(msg, current);
   }
 
   /** At the end of each interval: a summary if anything was counted, else the condition goes quiet. */
   private schedule(msg: string, state: Condition): void {
-    state.timer = setTimeout(() => {
-      if (this.conditions.get(msg) !== state) return;
-      if (state.pending === 0) {
-        state.timer = undefined;
-        return;
-      }
-      const seconds = Math.round((this.now() - state.since) / 100) / 10;
-      this.logger[state.level]({ ...state.fields, repeated: state.pending }, `${msg} (${state.pending} more in the last ${seconds}s)`);
-      state.pending = 0;
-      state.since = this.now();
-      this.schedule(msg, state);
-    }, this.options.intervalMs);
-    state.timer.unref();
+    state.timer = this.clock.setTimer(
+      this.options.intervalMs,
+      () => {
+        if (this.conditions.get(msg) !== state) return;
+        if (state.pending === 0) {
+          state.timer = undefined;
+          return;
+        }
+        const seconds = Math.round((this.clock.monotonicMs() - state.since) / 100) / 10;
+        this.logger[state.level]({ ...state.fields, repeated: state.pending }, `${msg} (${state.pending} more in the last ${seconds}s)`);
+        state.pending = 0;
+        state.since = this.clock.monotonicMs();
+        this.schedule(msg, state);
+      },
+      { unref: true },
+    );
   }
 }
 

@@ -9,6 +9,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { ApiError } from "../model/errors.js";
+import type { Clock } from "../model/time.js";
 import type { Logger } from "../platform/logger.js";
 import { SERVICE_VERSION } from "../platform/version.js";
 import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";
@@ -37,6 +38,8 @@ export interface HttpHandlerOptions {
   bodyTimeoutMs: number;
   trustProxy: boolean;
   shutdownSignal: AbortSignal;
+  /** Times the keep-alive comments of event streams. */
+  clock: Clock;
   /** What /health says about the database and the other components. */
   health?: Pick<HealthOptions, "database" | "components">;
 }
@@ -93,6 +96,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     pipeline,
     defaultMaxBodyBytes: options.maxBodyBytes,
     shutdownSignal: options.shutdownSignal,
+    clock: options.clock,
   });
   const procedures = new Set<string>();
   for (const service of services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);

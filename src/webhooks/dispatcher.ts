@@ -26,7 +26,7 @@
  * receiver's way to say "stop"); anything else, or no answer within the
  * timeout, is retried.
  */
-import type { Clock, Micros } from "../model/time.js";
+import type { Clock, Micros, Timer } from "../model/time.js";
 import { LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
@@ -122,7 +122,7 @@ export class WebhookDispatcher {
   private wanted = false;
   /** The last claim filled every free slot: more may be due. */
   private backlog = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
   private listener: OutboxWakeups | undefined;
   private stopped = false;
@@ -193,7 +193,7 @@ export class WebhookDispatcher {
 
   private async halt(graceMs: number): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     await this.listener?.close();
     await this.draining;
     const settled = Promise.allSettled([...this.inFlight]);
@@ -363,15 +363,18 @@ export class WebhookDispatcher {
   /** Arms the timer for `at` unless it is already set to fire sooner. */
   private wakeAt(at: Micros): void {
     if (this.stopped || at >= this.timerAt) return;
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     const now = this.clock.now();
     const delayMs = at <= now ? RECHECK_MS : Math.min(Math.ceil((at - now) / 1000), MAX_IDLE_MS);
     this.timerAt = now + delayMs * 1000;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Number.POSITIVE_INFINITY;
-      void this.sweep().catch((err: unknown) => this.outageLog.warn(SWEEP_FAILED, err));
-    }, delayMs);
-    this.timer.unref();
+    this.timer = this.clock.setTimer(
+      delayMs,
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        void this.sweep().catch((err: unknown) => this.outageLog.warn(SWEEP_FAILED, err));
+      },
+      { unref: true },
+    );
   }
 }

@@ -110,6 +110,7 @@ export class FakeOpenAI {
           if (res.destroyed) return;
           res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
         };
+        // Real time: a slow server for the client's real socket timeout.
         if (this.delayMs > 0) setTimeout(send, this.delayMs);
         else send();
       };

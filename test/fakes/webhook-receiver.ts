@@ -82,6 +82,7 @@ export class WebhookReceiver {
       const left = deadline - performance.now();
       if (left <= 0) throw new Error(`receiver got ${this.requests.length} of ${count} requests within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {
+        // Real time: a bound on requests arriving over real HTTP.
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
           clearTimeout(timer);
@@ -111,6 +112,7 @@ export class WebhookReceiver {
       });
       for (const wake of this.waiters.splice(0)) wake();
       const respond = () => res.writeHead(status, { "Content-Type": "text/plain" }).end(status < 300 ? "ok" : "nope");
+      // Real time: a slow receiver for the dispatcher's real socket timeout.
       if (this.delayMs > 0) setTimeout(respond, this.delayMs);
       else respond();
     });

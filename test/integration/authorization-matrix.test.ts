@@ -746,6 +746,7 @@ async function callGrpc(inst: Instance, method: DescMethod, prepared: Prepared, 
   if (creds.apiKey !== undefined) headers.set("x-api-key", creds.apiKey);
   if (creds.adminToken !== undefined) headers.set("x-admin-token", creds.adminToken);
   const abort = new AbortController();
+  // Real time: a bound on a real call, so that a server that never answers fails the test instead of hanging it.
   const timer = setTimeout(() => abort.abort(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
   try {
     if (method.methodKind === "unary") {

@@ -15,6 +15,7 @@ import { Db } from "../../src/store/db.js";
 import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase } from "../support/database.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { untilWaitingForLock } from "../support/locks.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -795,7 +796,7 @@ describe("created_at of concurrent creates", () => {
       await firstInserted;
       let secondDone = false;
       const second = channels.create(caller, input("second")).then((c) => ((secondDone = true), c));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await Promise.race([untilWaitingForLock(database.pool), second]);
       const finishedWhileFirstOpen = secondDone;
       release();
       const [a, b] = await Promise.all([first, second]);

@@ -13,6 +13,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedLogLevel, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+import { eventually } from "../support/eventually.js";
+import { isAlive } from "../support/process.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
@@ -41,7 +43,7 @@ afterEach(async () => {
     if (pid !== undefined && isAlive(pid)) {
       leftovers.push(pid);
       process.kill(pid, "SIGQUIT");
-      await waitUntil(() => !isAlive(pid));
+      await eventually(async () => !isAlive(pid), 15_000, 25);
     }
     await rm(dir, { recursive: true, force: true });
   }
@@ -104,25 +106,6 @@ async function query<T>(url: string, sql: string): Promise<T[]> {
 async function postmasterPid(dataDir: string): Promise<number | undefined> {
   const text = await readFile(path.join(dataDir, "pg", "postmaster.pid"), "utf8").catch(() => undefined);
   return text === undefined ? undefined : Number(text.split("\n")[0]);
-}
-
-/** Alive and not a zombie (an orphan reaped late by pid 1 still answers signal 0). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await sleep(25);
-  }
 }
 
 /** The pid of the watchdog shell started for a postmaster, if one runs. */
@@ -259,7 +242,7 @@ describe("startEmbeddedPostgres", () => {
     expect(watchdogOf(postmaster)).toBeDefined();
     child.kill("SIGKILL");
     await once(child, "exit");
-    await waitUntil(() => !isAlive(postmaster));
+    await eventually(async () => !isAlive(postmaster), 15_000, 25);
     // A fast shutdown, not a crash: postmaster.pid is removed.
     expect(await postmasterPid(dataDir)).toBeUndefined();
   });
@@ -364,13 +347,13 @@ describe("supervision of the embedded PostgreSQL", () => {
     const killed = (await postmasterPid(dataDir))!;
 
     process.kill(killed, "SIGKILL");
-    await waitUntil(() => !isAlive(killed));
+    await eventually(async () => !isAlive(killed), 15_000, 25);
     // The URL (and so the port) the pool was given keeps working.
     let rows: Array<{ count: number }> = [];
-    await waitUntilAsync(async () => {
+    await eventually(async () => {
       rows = await query<{ count: number }>(server.url, "SELECT count(*)::int AS count FROM kept").catch(() => []);
       return rows.length > 0;
-    });
+    }, 30_000);
     expect(rows[0]!.count).toBe(3);
     expect(await postmasterPid(dataDir)).not.toBe(killed);
     expect(logs.filter((l) => /exited unexpectedly/.test(l.msg))).toHaveLength(1);
@@ -382,6 +365,7 @@ describe("supervision of the embedded PostgreSQL", () => {
     const { server, logs } = await start(dataDir);
     const pid = (await postmasterPid(dataDir))!;
     await server.stop();
+    // Real time: an absence (no restart of a real process) shows only over a while.
     await sleep(1_000);
     expect(isAlive(pid)).toBe(false);
     expect(await postmasterPid(dataDir)).toBeUndefined();
@@ -404,26 +388,19 @@ describe("supervision of the embedded PostgreSQL", () => {
     for (let kill = 1; kill <= 3; kill++) {
       const before = (await postmasterPid(dataDir))!;
       process.kill(before, "SIGKILL");
-      await waitUntil(() => !isAlive(before));
+      await eventually(async () => !isAlive(before), 15_000, 25);
       if (kill < 3) {
-        await waitUntilAsync(async () => {
+        await eventually(async () => {
           const now = await postmasterPid(dataDir);
           return now !== undefined && now !== before && (await query(server.url, "SELECT 1").then(() => true, () => false));
-        });
+        }, 30_000);
       }
     }
-    await waitUntil(() => gaveUp.length > 0);
+    await eventually(async () => gaveUp.length > 0, 15_000, 25);
     expect(gaveUp[0]!.message).toMatch(/failed 3 times within 60 s; no longer restarting it/);
+    // Real time: an absence (no further restart of a real process) shows only over a while.
     await sleep(500);
     expect(gaveUp).toHaveLength(1);
     await expect(query(server.url, "SELECT 1")).rejects.toThrow();
   });
 });
-
-async function waitUntilAsync(condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await sleep(50);
-  }
-}

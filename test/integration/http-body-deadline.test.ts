@@ -113,6 +113,7 @@ describe("a request body trickled over HTTP/2", () => {
     })().catch((err: unknown) => {
       if (!abort.signal.aborted) throw err;
     });
+    // Real time: the body deadline is a socket deadline of the real listener.
     await sleep(DEADLINE_MS * 3);
     expect((await rest(server.url, "POST", `/v1/channels/${channel}/messages`, { key, body: { content: "late" } })).status).toBe(201);
     await watching;
@@ -191,6 +192,7 @@ async function rawH2Flood(p: number, streams: number, path: string): Promise<Arr
     }
   });
   socket.on("error", () => {});
+  // Real time: frames from a real HTTP/2 server arrive over a real socket.
   await sleep(300);
   socket.destroy();
   return frames;

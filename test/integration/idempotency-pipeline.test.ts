@@ -24,6 +24,7 @@ import { Db } from "../../src/store/db.js";
 import { PgIdempotencyStore } from "../../src/store/idempotency.js";
 import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { untilWaitingForLock } from "../support/locks.js";
 
 const LOCK_TIMEOUT_MS = 400;
 
@@ -35,6 +36,8 @@ let otherKey: string;
 
 /** Lets a test hold the stand-in handler for a channel name until it says so. */
 const gates = new Map<string, Promise<void>>();
+/** Tells a test that the handler for a channel name has reached its gate (its row lock is taken). */
+const arrivals = new Map<string, () => void>();
 let handlerLockTimeout: string | undefined;
 
 const method = (service: typeof ChannelService, name: string): DescMethod => {
@@ -61,6 +64,7 @@ beforeAll(async () => {
           const id = randomUUID();
           await db.query("INSERT INTO effects (id, key_id, name) VALUES ($1, $2, $3)", [id, callerOf(ctx).keyId, request.name]);
           handlerLockTimeout = (await db.query<{ lock_timeout: string }>("SHOW lock_timeout")).rows[0]?.lock_timeout;
+          arrivals.get(request.name ?? "")?.();
           await gates.get(request.name ?? "");
           if (request.name === "fail") throw new ApiError("invalid_channel_name");
           if (request.name === "accepted") ctx.values.set(httpStatusKey, 202);
@@ -96,6 +100,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   gates.clear();
+  arrivals.clear();
 });
 
 interface Outcome {
@@ -133,13 +138,14 @@ async function effectsNamed(name: string): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
-const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function holdHandler(name: string): () => void {
+/** Holds the handler for `name` at its gate; `entered` settles once a call has reached it. */
+function holdHandler(name: string): { release: () => void; entered: Promise<void> } {
   let release!: () => void;
   gates.set(name, new Promise<void>((resolve) => (release = resolve)));
-  return release;
+  const entered = new Promise<void>((resolve) => arrivals.set(name, resolve));
+  return { release, entered };
 }
+
 
 describe("Idempotency-Key in the call pipeline", () => {
   it("replays the stored response without running the handler again", async () => {
@@ -183,11 +189,11 @@ describe("Idempotency-Key in the call pipeline", () => {
 
   it("makes a duplicate that arrives while the first runs wait, then replay its result", async () => {
     const name = `concurrent-${randomUUID()}`;
-    const release = holdHandler(name);
+    const { release, entered } = holdHandler(name);
     const first = call(createChannel, channelRequest(name), keyed(name));
-    await tick(50);
+    await entered;
     const duplicate = call(createChannel, channelRequest(name), keyed(name));
-    await tick(100);
+    await untilWaitingForLock(database.pool);
     release();
     const [a, b] = await Promise.all([first, duplicate]);
     expect(a.error).toBeUndefined();
@@ -199,9 +205,9 @@ describe("Idempotency-Key in the call pipeline", () => {
 
   it("answers 409 idempotency_in_progress to a duplicate that waits longer than the lock timeout", async () => {
     const name = `slow-${randomUUID()}`;
-    const release = holdHandler(name);
+    const { release, entered } = holdHandler(name);
     const first = call(createChannel, channelRequest(name), keyed(name));
-    await tick(50);
+    await entered;
     const started = Date.now();
     const duplicate = await call(createChannel, channelRequest(name), keyed(name));
     const waited = Date.now() - started;
@@ -215,11 +221,11 @@ describe("Idempotency-Key in the call pipeline", () => {
 
   it("lets a waiting duplicate run the handler itself when the first request fails", async () => {
     const k = `retry-after-failure-${randomUUID()}`;
-    const release = holdHandler("fail");
+    const { release, entered } = holdHandler("fail");
     const failing = call(createChannel, channelRequest("fail"), keyed(k));
-    await tick(50);
+    await entered;
     const corrected = call(createChannel, channelRequest("fail-then-ok"), keyed(k));
-    await tick(50);
+    await untilWaitingForLock(database.pool);
     release();
     expect((await failing).error?.code).toBe("invalid_channel_name");
     const ok = await corrected;

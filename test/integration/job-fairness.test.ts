@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJob, submitPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
 import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { eventually } from "../support/eventually.js";
 
 /** Quiet maintenance: these tests only need the pdf worker. */
 const jobs = { processEveryMs: 250, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
@@ -26,7 +27,7 @@ async function render(base: string, key: string, body: Record<string, unknown>):
 
 /** Waits until the job left the queue (it is rendering, or done). */
 async function started(base: string, key: string, id: number): Promise<void> {
-  while ((await getJob(base, key, id)).body.status === "queued") await new Promise((r) => setTimeout(r, 20));
+  await eventually(async () => (await getJob(base, key, id)).body.status !== "queued", 60_000, 20);
 }
 
 async function statuses(base: string, key: string, ids: number[]): Promise<string[]> {

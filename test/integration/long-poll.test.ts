@@ -6,7 +6,7 @@ import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel, postMessage, type PageJson } from "../support/fixtures.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, untilParked, type TestServer } from "../support/server.js";
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -45,7 +45,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
   it("returns as soon as a message arrives, not at the deadline", async () => {
     const ch = await createChannel(server.url, key);
     const waiting = poll(server, key, ch, "?since=0&wait=3");
-    await new Promise((r) => setTimeout(r, 150));
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "wake up" });
     const { value, ms } = await waiting;
     expect(value.status).toBe(200);
@@ -78,7 +78,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
   it("wakes every one of 100 waiters on one channel", async () => {
     const ch = await createChannel(server.url, key);
     const waiters = Array.from({ length: 100 }, () => poll(server, key, ch, "?since=0&wait=3"));
-    await new Promise((r) => setTimeout(r, 300));
+    await untilParked(server, 100);
     await postMessage(server.url, key, ch, { content: "all hands" });
     const results = await Promise.all(waiters);
     expect(results.every((r) => r.value.body.data.length === 1)).toBe(true);
@@ -90,7 +90,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
     const restWaiters = Array.from({ length: 20 }, () => poll(server, key, ch, "?since=0&wait=3"));
     const grpcWaiters = Array.from({ length: 5 }, () => client.listMessages({ identifier: ch, since: "0", wait: 3 }, { headers: { "x-api-key": key } }));
-    await new Promise((r) => setTimeout(r, 300));
+    await untilParked(server, 25);
     const posted = await postMessage(server.url, key, ch, { content: "together", metadata: { n: 1 } });
     const restPages = await Promise.all(restWaiters);
     for (const { value } of restPages) {
@@ -119,7 +119,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const claimed = await postMessage(server.url, key, ch, { content: "taken" });
     await rest(server.url, "POST", `/v1/messages/${claimed.id}/claim`, { key });
     const waiting = poll(server, key, ch, `?since=${encodeURIComponent(claimed.created_at)}&status=unclaimed&wait=3`);
-    await new Promise((r) => setTimeout(r, 100));
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "open" });
     expect((await waiting).value.body.data.map((m) => m.content)).toEqual(["open"]);
   });
@@ -128,7 +128,7 @@ describe.each(buses)("long-poll over %s", (_name, env) => {
     const ch = await createChannel(server.url, key);
     const client = createClient(MessageService, createGrpcTransport({ baseUrl: server.url }));
     const waiting = timed(() => client.listMessages({ identifier: ch, since: "0", wait: 3 }, { headers: { "x-api-key": key } }));
-    await new Promise((r) => setTimeout(r, 150));
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "grpc wake" });
     const { value, ms } = await waiting;
     expect(value.data.map((m) => m.content)).toEqual(["grpc wake"]);
@@ -144,7 +144,7 @@ describe("long-poll across service processes", () => {
       const key = await mintKey(a.url);
       const ch = await createChannel(a.url, key);
       const waiting = poll(b, key, ch, "?since=0&wait=5");
-      await new Promise((r) => setTimeout(r, 300));
+      await untilParked(b, 1);
       await postMessage(a.url, key, ch, { content: "from a" });
       const { value, ms } = await waiting;
       expect(value.body.data.map((m) => m.content)).toEqual(["from a"]);
@@ -185,12 +185,12 @@ describe("waiters per key", () => {
     const other = await mintKey(server.url);
     const ch = await createChannel(server.url, busy);
     const held = tracked(busy, ch);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilParked(server, 1);
     const atCap = await poll(server, busy, ch, "?since=0&wait=5");
     expect(atCap.value.body).toEqual({ data: [], limit: 50, next_cursor: "0" });
     expect(held.state.settled).toBe(false);
     const waiting = tracked(other, ch);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilParked(server, 2);
     expect(waiting.state.settled).toBe(false);
     await postMessage(server.url, busy, ch, { content: "for both" });
     expect((await held.done).body.data.map((m) => m.content)).toEqual(["for both"]);
@@ -201,12 +201,12 @@ describe("waiters per key", () => {
     const key = await mintKey(server.url);
     const ch = await createChannel(server.url, key);
     const first = tracked(key, ch);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilParked(server, 1);
     await postMessage(server.url, key, ch, { content: "one" });
     await first.done;
     const other = await createChannel(server.url, key);
     const second = tracked(key, other);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilParked(server, 1);
     expect(second.state.settled).toBe(false);
     await postMessage(server.url, key, other, { content: "two" });
     expect((await second.done).body.data.map((m) => m.content)).toEqual(["two"]);
@@ -245,6 +245,7 @@ describe("waiters per key", () => {
           (e: unknown) => (attempt < 50 && ConnectError.from(e).code === Code.ResourceExhausted ? false : Promise.reject(e)),
         );
         if (opened) break;
+        // Real time: the cancel travels over the network; no clock of ours decides when it lands.
         await new Promise((r) => setTimeout(r, 100));
       }
     } finally {

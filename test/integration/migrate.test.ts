@@ -111,6 +111,7 @@ describe("migrate", () => {
   it("applies each migration exactly once when several runners start together", async () => {
     const db = await emptyDatabase();
     // A slow migration widens the window in which unserialised runners would collide.
+    // Real time: a slow migration in PostgreSQL (pg_sleep), to widen a real race between runners.
     const dir = await scratchMigrations({ "9000_slow.sql": "SELECT pg_sleep(0.3); CREATE TABLE slow_probe (id int);" });
     const pools = Array.from({ length: 5 }, () => createPool(db.url, { max: 1 }));
     cleanups.push(async () => void (await Promise.all(pools.map((p) => p.end()))));

@@ -14,7 +14,7 @@ import { freePort } from "../../src/platform/free-port.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { createChannel } from "../support/fixtures.js";
 import { startLoad, waitUntil } from "../support/load.js";
-import { startServiceProcess, type ServiceProcess } from "../support/process.js";
+import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { mintKey } from "../support/server.js";
 
@@ -45,11 +45,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (svc && svc.child.exitCode === null) {
-    svc.signal("SIGTERM");
-    await Promise.race([svc.exited, sleep(10_000)]);
-    if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
-  }
+  await stopServiceProcess(svc, 10_000);
   await pgServer?.stop();
   await redis?.stop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -70,6 +66,7 @@ describe("log volume during a PostgreSQL outage", () => {
     const key = await mintKey(base);
     const channels = [await createChannel(base, key), await createChannel(base, key)];
     const load = startLoad({ base, key, channels, writers: 4, readers: 4, pauseMs: 5 });
+    // Real time: load against a real process before the outage.
     await sleep(1_000);
 
     const from = svc!.lines.length;
@@ -86,12 +83,14 @@ describe("log volume during a PostgreSQL outage", () => {
     await pgServer?.stop();
     pgServer = undefined;
 
+    // Real time: the log-repeat window of a real process (its limiter runs on real time).
     await sleep(WINDOW_MS);
     const during = parsed(svc!.lines.slice(from)).filter((l) => l.msg !== "request");
     const requests = load.outcomes.filter((o) => o.status === 503).length;
 
     pgServer = await startPostgres();
     await waitUntil(async () => (await fetch(`${base}/health`)).status === 200, 30_000, "health after restart");
+    // Real time: load against a real process after the recovery.
     await sleep(3_000);
     await load.stop();
 
@@ -109,6 +108,7 @@ describe("log volume during a PostgreSQL outage", () => {
     // Recovery: one line per condition that knows it is over (the LISTEN connections retry with up to 5 s back-off).
     const restored = (m: string) => m === "webhook LISTEN connection restored" || m === "wake-up LISTEN connection restored";
     await waitUntil(async () => parsed(svc!.lines.slice(from)).filter((l) => restored(l.msg)).length >= 2, 15_000, "recovery lines");
+    // Real time: an absence of log lines from a real process shows only over a while.
     await sleep(500);
     const after = parsed(svc!.lines.slice(from)).map((l) => l.msg);
     expect(after.filter((m) => m === "webhook LISTEN connection restored")).toHaveLength(1);

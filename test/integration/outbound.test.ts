@@ -202,6 +202,7 @@ describe("redirects", () => {
 
 describe("limits", () => {
   it("gives up after the total timeout", async () => {
+    // Real time: a real HTTP server that answers late, against a real socket timeout.
     a.handler = (_req, res) => setTimeout(() => res.end("late"), 2_000);
     const open = client({ allowPrivateTargets: true });
     const started = performance.now();

@@ -249,6 +249,7 @@ describe("with workers", () => {
     let job = await client.getJob({ jobId: submitted.jobId }, { headers });
     const deadline = performance.now() + 20_000;
     while (job.status !== JobStatus.COMPLETED && job.status !== JobStatus.FAILED && performance.now() < deadline) {
+      // Real time: the job is rendered by the real job runner and a real Chromium.
       await new Promise((r) => setTimeout(r, 50));
       job = await client.getJob({ jobId: submitted.jobId }, { headers });
     }

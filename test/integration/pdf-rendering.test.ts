@@ -316,6 +316,7 @@ describe("the shared browser", () => {
     expect(first).toBeTypeOf("number");
     process.kill(first!, "SIGKILL");
     const deadline = performance.now() + 10_000;
+    // Real time: the renderer learns of the killed Chromium process over its pipe.
     while (renderer.browserPid === first && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(renderer.browserPid).toBeUndefined();
 
@@ -333,6 +334,7 @@ describe("the shared browser", () => {
     const id = await submitPdfJob(server.url, key, { content: `<table>${rows}</table><p>end of the long table</p>` });
     const deadline = performance.now() + 10_000;
     while ((await getJob(server.url, key, id)).body.status !== "processing" && performance.now() < deadline) {
+      // Real time: the job is picked up by the real job runner and a real Chromium.
       await new Promise((r) => setTimeout(r, 10));
     }
     const pid = renderer.browserPid!;
@@ -393,6 +395,7 @@ describe("a worker that stops while it renders", () => {
     const id = await submitPdfJob(stopping.url, owner, { content: `<table>${rows}</table><p>handed over</p>` });
     const deadline = performance.now() + 15_000;
     while ((await getJob(stopping.url, owner, id)).body.status !== "processing" && performance.now() < deadline) {
+      // Real time: the job is picked up by the real job runner and a real Chromium.
       await new Promise((r) => setTimeout(r, 10));
     }
     await stopping.app.jobs!.stop();
@@ -408,6 +411,7 @@ describe("a worker that stops while it renders", () => {
       );
     let queued = await agendaRows();
     for (let i = 0; i < 40 && queued.rows.length > 1; i++) {
+      // Real time: Agenda deletes the row after stop(), on its own schedule.
       await new Promise((r) => setTimeout(r, 50));
       queued = await agendaRows();
     }

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../support/database.js";
-import { spawnCli, startServiceProcess } from "../support/process.js";
+import { isAlive, spawnCli, startServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -54,8 +54,10 @@ describe("SIGTERM", () => {
     socket.on("data", (chunk) => (response += chunk.toString("utf8")));
     socket.write(`POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     socket.write(body.slice(0, 5));
+    // Real time: the partial request reaches a real process over a real socket.
     await new Promise((r) => setTimeout(r, 200));
     svc.signal("SIGTERM");
+    // Real time: the real process handles SIGTERM.
     await new Promise((r) => setTimeout(r, 300));
     socket.write(body.slice(5));
     const exit = await svc.exited;
@@ -122,16 +124,6 @@ describe("Ctrl-C in a terminal", () => {
     }
   }, 90_000);
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 /** One HTTP/1.1 exchange on a connection of its own, recorded byte for byte. */
 interface Exchange {
@@ -214,6 +206,7 @@ describe("SIGTERM under load", () => {
             const x = await exchange(svc.url, "write", "POST", `/v1/channels/${channel}/messages`, key, { content: `w${w}-${i}` });
             exchanges.push(x);
             // Once the port is closed every attempt is refused at once; stop hammering it.
+            // Real time: a refused connection to a real process; do not spin.
             if (x.error) await new Promise((r) => setTimeout(r, 50));
           }
         })(),
@@ -242,9 +235,11 @@ describe("SIGTERM under load", () => {
     });
     expect(stream.res.statusCode).toBe(200);
 
+    // Real time: the stream to a real process is established and idle.
     await new Promise((r) => setTimeout(r, 1_500));
     const signalledAt = performance.now();
     svc.signal("SIGTERM");
+    // Real time: the real process handles SIGTERM.
     await new Promise((r) => setTimeout(r, 300));
     // Shutdown has begun: a new connection is refused.
     const late = await exchange(svc.url, "probe", "GET", "/health", key);

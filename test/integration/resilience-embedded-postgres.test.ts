@@ -14,7 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
-import { startServiceProcess, type ServiceProcess } from "../support/process.js";
+import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 
 let dataDir: string;
@@ -46,11 +46,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (svc && svc.child.exitCode === null) {
-    svc.signal("SIGTERM");
-    await Promise.race([svc.exited, sleep(15_000)]);
-    if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
-  }
+  await stopServiceProcess(svc, 15_000);
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
@@ -60,6 +56,7 @@ describe("embedded PostgreSQL killed under load", () => {
     const key = await mintKey(base);
     const channels = [await createChannel(base, key), await createChannel(base, key)];
     const load = startLoad({ base, key, channels, writers: 4, readers: 2 });
+    // Real time: load against a real process before the crash.
     await sleep(2_000);
     const beforeCrash = load.outcomes.filter((o) => o.status === 201).length;
 
@@ -75,6 +72,7 @@ describe("embedded PostgreSQL killed under load", () => {
       "a write acknowledged after the kill",
       20,
     );
+    // Real time: load against a real process after the recovery.
     await sleep(2_000);
     await load.stop();
 

@@ -20,7 +20,7 @@ import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
-import { startServiceProcess, type ServiceProcess } from "../support/process.js";
+import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 import { freePort } from "../../src/platform/free-port.js";
 
@@ -73,11 +73,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (svc && svc.child.exitCode === null) {
-    svc.signal("SIGTERM");
-    await Promise.race([svc.exited, sleep(10_000)]);
-    if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
-  }
+  await stopServiceProcess(svc, 10_000);
   await pgServer?.stop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
@@ -92,6 +88,7 @@ describe("PostgreSQL stopped under load", () => {
     const grpc = createClient(MessageService, createGrpcTransport({ baseUrl: base }));
 
     const load = startLoad({ base, key, channels, writers: 4, readers: 2 });
+    // Real time: load against a real process before the crash.
     await sleep(2_000);
     const beforeOutage = load.outcomes.filter((o) => o.status === 201).length;
 
@@ -99,6 +96,7 @@ describe("PostgreSQL stopped under load", () => {
     await crashPostgres();
 
     // While it is down: /health says so, a gRPC caller gets UNAVAILABLE with the same code.
+    // Real time: requests against a real process while PostgreSQL is really down.
     await sleep(1_000);
     const healthStarted = performance.now();
     const health = await fetch(`${base}/health`);
@@ -115,6 +113,7 @@ describe("PostgreSQL stopped under load", () => {
     expect(ConnectError.from(grpcErr).code).toBe(Code.Unavailable);
     expect(errorDetail(grpcErr)).toBe("store_unavailable");
 
+    // Real time: the outage lasts a while for a real process; its retries run on real time.
     await sleep(3_000);
     expect(svc!.child.exitCode, "the service exited while PostgreSQL was down").toBeNull();
 
@@ -140,8 +139,10 @@ describe("PostgreSQL stopped under load", () => {
     );
     const healthAfter = await fetch(`${base}/health`);
     expect(healthAfter.status).toBe(200);
+    // Real time: load against a real process after the recovery.
     await sleep(2_000);
     const recoveredAt = performance.now();
+    // Real time: load against a real process after the recovery.
     await sleep(1_000);
     await load.stop();
 

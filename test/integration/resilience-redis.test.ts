@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel, postMessage, type PageJson } from "../support/fixtures.js";
 import { waitUntil } from "../support/load.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, untilParked, type TestServer } from "../support/server.js";
 
 let redis: TestRedis;
 let a: TestServer;
@@ -72,7 +72,7 @@ function longPoll(server: TestServer, ch: string, waitSeconds = 20) {
 /** Starts waiters on B, lets them settle into waiting, posts on A; returns the waiters' answers and how long after the post they came. */
 async function postWhileWaiting(ch: string, waiters: number, content: string) {
   const polls = Array.from({ length: waiters }, () => longPoll(b, ch));
-  await sleep(300);
+  await untilParked(b, waiters);
   await postMessage(a.url, key, ch, { content });
   const postedAt = performance.now();
   const answers = await Promise.all(polls);
@@ -89,6 +89,7 @@ describe("Redis stopped while long-polls wait", () => {
     expect(before.map((r) => [r.status, r.contents])).toEqual(Array(3).fill([200, ["before"]]));
     figures.wake_before_ms = Math.round(Math.max(...before.map((r) => r.afterPostMs)));
     expect(figures.wake_before_ms).toBeLessThan(5_000);
+    // Real time: the observers hear the wake-up over a real Redis and PostgreSQL; an absence needs a while to show.
     await sleep(200);
     expect(seenOnRedis).toContain(ch0);
     expect(seenOnNotify).not.toContain(ch0);
@@ -97,8 +98,10 @@ describe("Redis stopped while long-polls wait", () => {
     const ch1 = await createChannel(a.url, key);
     const waiting = Array.from({ length: 5 }, () => longPoll(b, ch1));
     const waitingOnA = Array.from({ length: 2 }, () => longPoll(a, ch1));
-    await sleep(300);
+    await untilParked(b, 5);
+    await untilParked(a, 2);
     await redis.kill();
+    // Real time: the replicas learn of the outage over their sockets; the write comes while they do.
     await sleep(500);
     await postMessage(a.url, key, ch1, { content: "during" });
     const postedAt = performance.now();
@@ -134,6 +137,7 @@ describe("Redis stopped while long-polls wait", () => {
     expect(after.map((r) => [r.status, r.contents])).toEqual(Array(3).fill([200, ["after"]]));
     figures.wake_after_ms = Math.round(Math.max(...after.map((r) => r.afterPostMs)));
     expect(figures.wake_after_ms).toBeLessThan(5_000);
+    // Real time: the observers hear the wake-up over a real Redis and PostgreSQL; an absence needs a while to show.
     await sleep(200);
     // Carried by Redis again; the NOTIFY fallback is idle.
     expect(seenOnRedis).toContain(ch2);

@@ -28,6 +28,7 @@ const buses: Array<[string, () => Promise<WakeBus & { whenReady(): Promise<void>
 const nextWake = (bus: WakeBus, channel: string, timeoutMs = 5_000) =>
   new Promise<number>((resolve, reject) => {
     const started = performance.now();
+    // Real time: a bound on a wake-up travelling over a real Redis or PostgreSQL.
     const timer = setTimeout(() => {
       stop();
       reject(new Error("no wake-up"));
@@ -127,6 +128,7 @@ describe("when the transport goes away", () => {
       // Re-checks stop once subscribed: nothing wakes a waiter for three intervals without a publish.
       let wakes = 0;
       const unsubscribe = bus.subscribe("quiet", () => wakes++);
+      // Real time: the Redis adapter's recheck timer is tied to its real connection; an absence of wake-ups shows only over a while.
       await new Promise((r) => setTimeout(r, 600));
       unsubscribe();
       expect(wakes).toBe(0);

@@ -3,6 +3,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { ManualClock } from "../support/clock.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { mintKey, startTestServer, type TestServer } from "../support/server.js";
 
@@ -30,6 +31,7 @@ async function take(transport: Transport, identifier: string, since: string | un
   const client = createClient(MessageService, transport);
   const abort = new AbortController();
   const got: Array<{ content: string; cursor: string }> = [];
+  // Real time: a bound on a real stream, so that a server that stops sending fails the test instead of hanging it.
   const timer = setTimeout(() => abort.abort(), 15_000);
   try {
     let first = true;
@@ -52,6 +54,18 @@ async function take(transport: Transport, identifier: string, since: string | un
   return got;
 }
 
+/**
+ * Starts take(); `opened` settles once the stream has sent its opening
+ * response: what is written from then on comes after the stream's cursor, so
+ * it must arrive.
+ */
+function watching(transport: Transport, identifier: string, since: string | undefined, count: number) {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const messages = take(transport, identifier, since, count, key, () => open());
+  return { opened: Promise.race([opened, messages.then(() => {})]), messages };
+}
+
 /** The cursor a new watch opens with. */
 async function openingCursor(transport: Transport, identifier: string, since: string | undefined): Promise<string> {
   let cursor: string | undefined;
@@ -64,20 +78,20 @@ describe.each(transports)("WatchMessages over %s", (_name, transport) => {
   it("streams the messages after since, then new ones as they are created", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "old" });
-    const watching = take(transport(), ch, "0", 3);
-    await new Promise((r) => setTimeout(r, 200));
+    const watch = watching(transport(), ch, "0", 3);
+    await watch.opened;
     await postMessage(server.url, key, ch, { content: "new 1" });
     await postMessage(server.url, key, ch, { content: "new 2" });
-    expect((await watching).map((m) => m.content)).toEqual(["old", "new 1", "new 2"]);
+    expect((await watch.messages).map((m) => m.content)).toEqual(["old", "new 1", "new 2"]);
   });
 
   it("starts with new messages only when since is absent", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "before" });
-    const watching = take(transport(), ch, undefined, 1);
-    await new Promise((r) => setTimeout(r, 200));
+    const watch = watching(transport(), ch, undefined, 1);
+    await watch.opened;
     await postMessage(server.url, key, ch, { content: "after" });
-    expect((await watching).map((m) => m.content)).toEqual(["after"]);
+    expect((await watch.messages).map((m) => m.content)).toEqual(["after"]);
   });
 
   it("resumes from the last cursor seen with no gap and no duplicate", async () => {
@@ -118,14 +132,14 @@ describe.each(transports)("WatchMessages over %s", (_name, transport) => {
 describe("a watcher under concurrent writers", () => {
   it("sees all 400 messages of 4 writers exactly once, in order", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
-    const watching = take(createGrpcTransport({ baseUrl: server.url }), ch, "0", 400);
-    await new Promise((r) => setTimeout(r, 200));
+    const watch = watching(createGrpcTransport({ baseUrl: server.url }), ch, "0", 400);
+    await watch.opened;
     await Promise.all(
       Array.from({ length: 4 }, async (_, w) => {
         for (let i = 0; i < 100; i++) await postMessage(server.url, key, ch, { content: `${w}:${i}` });
       }),
     );
-    const seen = await watching;
+    const seen = await watch.messages;
     expect(seen).toHaveLength(400);
     expect(new Set(seen.map((m) => m.content)).size).toBe(400);
     for (let i = 1; i < seen.length; i++) expect(seen[i]!.cursor > seen[i - 1]!.cursor).toBe(true);
@@ -133,8 +147,9 @@ describe("a watcher under concurrent writers", () => {
 });
 
 /** Reads `count` Server-Sent Events from the REST stream route. */
-async function sse(path: string, count: number, headers: Record<string, string> = {}) {
+async function sse(path: string, count: number, headers: Record<string, string> = {}, onOpen?: () => void) {
   const abort = new AbortController();
+  // Real time: a bound on a real stream, so that a server that stops sending fails the test instead of hanging it.
   const timer = setTimeout(() => abort.abort(), 15_000);
   const res = await fetch(`${server.url}${path}`, { headers: { "X-API-Key": key, ...headers }, signal: abort.signal });
   const events: Array<{ id: string; event: string; data: Record<string, unknown> }> = [];
@@ -162,7 +177,10 @@ async function sse(path: string, count: number, headers: Record<string, string> 
         );
         if (fields.data === undefined) continue;
         const data = JSON.parse(fields.data) as Record<string, unknown>;
-        if (fields.event === "open") opens.push({ id: fields.id ?? "", data });
+        if (fields.event === "open") {
+          opens.push({ id: fields.id ?? "", data });
+          onOpen?.();
+        }
         else events.push({ id: fields.id ?? "", event: fields.event ?? "", data });
       }
     }
@@ -177,8 +195,10 @@ describe("REST Server-Sent Events at …/messages:stream", () => {
   it("streams messages as events whose id is the cursor and whose data is the message JSON", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     const posted = await postMessage(server.url, key, ch, { content: "first" });
-    const reading = sse(`/v1/channels/${ch}/messages:stream?since=0`, 2);
-    await new Promise((r) => setTimeout(r, 200));
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const reading = sse(`/v1/channels/${ch}/messages:stream?since=0`, 2, {}, () => open());
+    await Promise.race([opened, reading]);
     await postMessage(server.url, key, ch, { content: "second" });
     const { res, events } = await reading;
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -212,5 +232,45 @@ describe("REST Server-Sent Events at …/messages:stream", () => {
     const ch = await createChannel(server.url, key);
     const unauthorized = await sse(`/v1/channels/${ch}/messages:stream`, 1, { "X-API-Key": "" });
     expect(unauthorized.res.status).toBe(401);
+  });
+});
+
+describe("keep-alive comments of an idle event stream", () => {
+  it("sends one every 15 s of the server's clock, and none before", async () => {
+    const clock = new ManualClock("real");
+    const timed = await startTestServer({}, { clock });
+    const abort = new AbortController();
+    // Real time: a bound on a real stream, so that a server that stops sending fails the test instead of hanging it.
+    const timer = setTimeout(() => abort.abort(), 15_000);
+    try {
+      const owner = await mintKey(timed.url);
+      const ch = await createChannel(timed.url, owner, { mode: "broadcast" });
+      const res = await fetch(`${timed.url}/v1/channels/${ch}/messages:stream`, { headers: { "X-API-Key": owner }, signal: abort.signal });
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      const beats = () => text.split(": keep-alive\n\n").length - 1;
+      const readUntil = async (seen: () => boolean) => {
+        while (!seen()) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`the stream ended after: ${text}`);
+          text += decoder.decode(value, { stream: true });
+        }
+      };
+      await readUntil(() => text.includes("event: open"));
+      await clock.advance(14_999);
+      // Events travel in order on one stream: a beat due before this message would be read before it.
+      await postMessage(timed.url, owner, ch, { content: "just before the beat" });
+      await readUntil(() => text.includes("just before the beat"));
+      expect(beats()).toBe(0);
+      await clock.advance(1);
+      await readUntil(() => beats() === 1);
+      await clock.advance(15_000);
+      await readUntil(() => beats() === 2);
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+      await timed.close();
+    }
   });
 });

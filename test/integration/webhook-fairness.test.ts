@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature, verifyStandardSignature, WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { eventually } from "../support/eventually.js";
 
 /** Accepts connections and never answers. */
 class DeadReceiver {
@@ -49,16 +50,6 @@ async function deliveryLog(base: string, key: string, channel: string): Promise<
   const res = await rest<{ data: DeliveryJson[] }>(base, "GET", `/v1/channels/${channel}/webhook-deliveries?limit=100`, { key });
   expect(res.status).toBe(200);
   return res.body.data;
-}
-
-async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Post to commit to the receiver having the body, in ms. */
@@ -104,7 +95,7 @@ describe("per-destination slots", () => {
       const ch = await createChannel(server.url, attacker, { webhook_url: dead.url });
       await postMessage(server.url, attacker, ch, { content: `to nowhere ${i}` });
     }
-    await eventually(async () => dead.connections > 0);
+    await eventually(async () => dead.connections > 0, 20_000);
     const underAttack = Math.max(await pushLatency(server, victim, channel, hook), await pushLatency(server, victim, channel, hook));
     console.log(`webhook latency: baseline ${baseline.toFixed(1)} ms, with 20 channels at a dead receiver ${underAttack.toFixed(1)} ms`);
     // The dead receiver holds its one slot, never the others.
@@ -142,7 +133,7 @@ describe("circuit breaker", () => {
       const log = await deliveryLog(server.url, key, channel);
       const held = log.filter((d) => d.status === "deferred");
       return held.length > 0 && held;
-    });
+    }, 20_000);
     expect(deferred[0]).toMatchObject({ error: "circuit_open", response_status: null });
     expect(deferred[0]!.next_attempt_at).not.toBeNull();
     const timeouts = (await deliveryLog(server.url, key, channel)).filter((d) => d.status === "failed");
@@ -153,7 +144,7 @@ describe("circuit breaker", () => {
       const log = await deliveryLog(server.url, key, channel);
       const ok = log.filter((d) => d.status === "delivered");
       return ok.length === 3 && ok;
-    });
+    }, 20_000);
     expect(delivered).toHaveLength(3);
   }, 60_000);
 });

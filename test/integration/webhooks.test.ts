@@ -24,6 +24,7 @@ import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
 import { expectError, keyIdOf, TIMESTAMP_6, UUID } from "../support/membership.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { eventually } from "../support/eventually.js";
 
 /** Short retries so a test sees several attempts within a second or two. */
 const FAST = {
@@ -56,16 +57,6 @@ interface LogPage {
 
 const silent = createLogger("silent");
 const errorCode = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.error;
-
-async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function deliveryLog(base: string, key: string, channel: string, query = ""): Promise<LogPage> {
   const res = await rest<LogPage>(base, "GET", `/v1/channels/${channel}/webhook-deliveries${query}`, { key });
@@ -158,6 +149,7 @@ describe("channel webhooks", () => {
     const [req] = await hook.waitFor(1);
     expect(req!.headers["x-service-signature"]).toBeUndefined();
     expect(JSON.parse(req!.body).message.content).toBe("unsigned");
+    // Real time: an absence (no second request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 200));
     expect(hook.requests).toHaveLength(1);
   });
@@ -203,6 +195,7 @@ describe("channel webhooks", () => {
     });
     expect(log.map((d) => d.attempt)).toEqual([5, 4, 3, 2, 1]);
     expect(log.every((d) => d.status === "failed" && d.message_id === message.id)).toBe(true);
+    // Real time: an absence (no sixth attempt over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 500));
     expect(hook.requests).toHaveLength(5);
 
@@ -217,6 +210,7 @@ describe("channel webhooks", () => {
     expect(only).toMatchObject({ attempt: 1, status: "failed", response_status: 410, next_attempt_at: null });
     expect(only!.error).toBe("http_status");
     expect(only!.response_status).toBe(410);
+    // Real time: an absence (no retry over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 500));
     expect(gone.requests).toHaveLength(1);
   });
@@ -317,6 +311,7 @@ describe("member_added pushes", () => {
       return page.data.length > 0 && page.data;
     });
     expect(log[0]).toMatchObject({ event: "member_added", message_id: null, status: "delivered", attempt: 1 });
+    // Real time: an absence (no second request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 200));
     expect(hook.requests).toHaveLength(1);
   });
@@ -360,6 +355,7 @@ describe("mention pushes (mention-pushes)", () => {
     const ch2 = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch2, { content: "elsewhere", mentions: [actorId] });
     await hook.waitFor(2);
+    // Real time: an absence (no third request over real HTTP) shows only over a while.
     await new Promise((r) => setTimeout(r, 300));
     expect(hook.requests).toHaveLength(2);
     // Mention pushes are the actor owner's business: not in the channel owner's log.
@@ -505,6 +501,7 @@ describe("the outbox", () => {
       const actor = await rest<{ id: string }>(server.url, "POST", "/v1/actors", { key, body: { name: "no webhook" } });
       const quiet = await createChannel(server.url, key);
       await postMessage(server.url, key, quiet, { content: "no hooks anywhere", mentions: [actor.body.id] });
+      // Real time: an absence (no NOTIFY from a real PostgreSQL) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       expect(notified).toBe(0);
       const hooked = await createChannel(server.url, key, { webhook_url: (await receiver()).url });
@@ -623,6 +620,7 @@ describe("the outbox", () => {
 
       const dispatcher = new WebhookDispatcher({ store: new PgWebhookStore(db), clock, logger: silent, http, leaseMs: 40_000 });
       await dispatcher.start();
+      // Real time: an absence (no request over real HTTP while the row is leased) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       expect(hook.requests).toHaveLength(0); // still leased
       clock.advanceSeconds(41);
@@ -653,6 +651,7 @@ describe("the outbox", () => {
       );
       await Promise.all(dispatchers.map((d) => d.start()));
       await hook.waitFor(total);
+      // Real time: an absence (no duplicate request over real HTTP) shows only over a while.
       await new Promise((r) => setTimeout(r, 300));
       await Promise.all(dispatchers.map((d) => d.stop()));
       const deliveryIds = hook.requests.map((r) => r.headers["x-service-delivery"]);

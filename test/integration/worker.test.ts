@@ -16,17 +16,9 @@ import { AdjustableClock } from "../support/clock.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { spawnCli, startServiceProcess } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
+import { eventually } from "../support/eventually.js";
 
 const silent = createLogger("silent");
-
-/** Polls until check() is true; fails after timeoutMs. For work a background job does on its own schedule. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A key, a channel and one message in it that expires at `expiresAt` (SQL). Returns the message id. */
 async function seedMessage(db: TestDatabase, expiresAt: string): Promise<{ channelId: string; messageId: string }> {

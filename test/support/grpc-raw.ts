@@ -39,6 +39,7 @@ export class RawGrpcClient {
         te: "trailers",
         ...headers,
       });
+      // Real time: a bound on a real HTTP/2 stream.
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeoutMs);
       let httpStatus = 0;
       const fields: Record<string, string> = {};

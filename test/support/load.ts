@@ -76,6 +76,7 @@ export function startLoad(options: LoadOptions): Load {
         content: `w${w}-${counter}`,
       });
       if (outcome.status === 201) acknowledged.get(channel)!.add((json as { message: { id: string } }).message.id);
+      // Real time: paces load against a real server.
       await sleep(pause);
     }
   };
@@ -83,6 +84,7 @@ export function startLoad(options: LoadOptions): Load {
     while (running) {
       const channel = options.channels[r % options.channels.length]!;
       await call("read", "GET", `/v1/channels/${channel}/messages?limit=20`);
+      // Real time: paces load against a real server.
       await sleep(pause);
     }
   };
@@ -123,6 +125,7 @@ export async function waitUntil(fn: () => Promise<boolean>, timeoutMs: number, w
   for (;;) {
     if (await fn().catch(() => false)) return performance.now() - started;
     if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    // Real time: polls a real server or process.
     await sleep(intervalMs);
   }
 }

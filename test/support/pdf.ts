@@ -46,6 +46,7 @@ export async function waitForJob(base: string, key: string, id: number, timeoutM
     if (res.status !== 200) throw new Error(`GET /jobs/${id} answered ${res.status}: ${JSON.stringify(res.body)}`);
     if (res.body.status === "completed" || res.body.status === "failed") return res.body;
     if (performance.now() > deadline) throw new Error(`job ${id} still ${res.body.status} after ${timeoutMs} ms`);
+    // Real time: polls a job that a real runner and a real Chromium render.
     await new Promise((r) => setTimeout(r, 50));
   }
 }

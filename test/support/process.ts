@@ -1,6 +1,8 @@
 /** Runs `agentbus` as a real child process, the way an operator does. */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -68,8 +70,29 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
       }
     }
     if (child.exitCode !== null) break;
+    // Real time: polls a real child process.
     await new Promise((r) => setTimeout(r, 50));
   }
   child.kill("SIGKILL");
   throw new Error(`agentbus did not start:\n${lines.join("\n")}\n${stderr()}`);
+}
+
+/** SIGTERM, then SIGKILL if the process has not exited within graceMs. */
+export async function stopServiceProcess(svc: ServiceProcess | undefined, graceMs: number): Promise<void> {
+  if (!svc || svc.child.exitCode !== null) return;
+  svc.signal("SIGTERM");
+  // Real time: a bound on a real process's exit.
+  await Promise.race([svc.exited, sleep(graceMs)]);
+  if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
+}
+
+/** Alive and not a zombie (an orphan reaped late by pid 1 still answers signal 0). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
 }

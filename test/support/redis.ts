@@ -27,6 +27,7 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
       socket.once("error", () => resolve(false));
     });
     if (ok) return;
+    // Real time: polls a real Redis port.
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);

@@ -8,6 +8,7 @@ import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "./database.js";
+import { eventually } from "./eventually.js";
 
 export interface TestServer {
   url: string;
@@ -89,4 +90,12 @@ export async function mintKey(base: string, label = `agent-${Math.random().toStr
   const res = await rest<{ key: string }>(base, "POST", "/v1/keys", { body: { agent_label: label } });
   if (res.status !== 201) throw new Error(`minting a key failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.key;
+}
+
+/**
+ * Until `count` long-polls or watches wait on the server's wake bus: a write
+ * from then on must wake them. What a test would otherwise sleep to let happen.
+ */
+export function untilParked(server: TestServer, count: number): Promise<true> {
+  return eventually(async () => server.app.bus.subscriptions >= count);
 }

@@ -1,13 +1,15 @@
 import { Writable } from "node:stream";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { LogLimiter } from "../../src/platform/log-limiter.js";
 import { createLogger } from "../../src/platform/logger.js";
+import { ManualClock } from "../support/clock.js";
 
 let lines: Array<Record<string, unknown>>;
 let limiter: LogLimiter;
+let clock: ManualClock;
 
 beforeEach(() => {
-  vi.useFakeTimers();
+  clock = new ManualClock();
   lines = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -15,19 +17,16 @@ beforeEach(() => {
       done();
     },
   });
-  limiter = new LogLimiter(createLogger("info", sink), { intervalMs: 10_000 });
-});
-afterEach(() => {
-  vi.useRealTimers();
+  limiter = new LogLimiter(createLogger("info", sink), { intervalMs: 10_000, clock });
 });
 
 const refused = () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
 
 describe("LogLimiter", () => {
-  it("logs the first occurrence at once, then one summary per interval", () => {
+  it("logs the first occurrence at once, then one summary per interval", async () => {
     for (let i = 0; i < 50; i++) limiter.warn("db down", refused());
     expect(lines.map((l) => l.msg)).toEqual(["db down"]);
-    vi.advanceTimersByTime(10_000);
+    await clock.advance(10_000);
     expect(lines.map((l) => l.msg)).toEqual(["db down", "db down (49 more in the last 10s)"]);
   });
 
@@ -51,9 +50,9 @@ describe("LogLimiter", () => {
     ]);
   });
 
-  it("logs at once again after a quiet interval, and still reports the recovery", () => {
+  it("logs at once again after a quiet interval, and still reports the recovery", async () => {
     limiter.warn("db down", refused());
-    vi.advanceTimersByTime(25_000);
+    await clock.advance(25_000);
     limiter.warn("db down", refused());
     limiter.recovered("db down", "db back");
     expect(lines.map((l) => l.msg)).toEqual(["db down", "db down", "db back"]);

@@ -749,7 +749,7 @@ function errorSchema(): Schema {
   return {
     type: "object",
     description:
-      "The body of every REST error (decision E1). Extra fields depend on the error (listed below); they sit next to `error`, not under a `details` key.",
+      "The body of every REST error. Extra fields depend on the error (listed below); they sit next to `error`, not under a `details` key.",
     properties: {
       error: { type: "string", enum: Object.keys(errorCatalog).filter(isErrorCode), description: "Stable machine-readable code; match on it." },
       message: { type: "string", description: "Human-readable explanation." },

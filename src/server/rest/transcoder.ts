@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
 import { ApiError } from "../../model/errors.js";
+import type { Clock, Timer } from "../../model/time.js";
 import { rulesOf } from "../rpc/method-rules.js";
 import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
@@ -32,6 +33,8 @@ export interface TranscoderOptions {
   pipeline: CallPipeline;
   defaultMaxBodyBytes: number;
   shutdownSignal: AbortSignal;
+  /** Times the keep-alive comments of event streams. */
+  clock: Clock;
 }
 
 const HTTP_BODY = "google.api.HttpBody";
@@ -136,7 +139,7 @@ export class RestTranscoder {
     const onClose = () => ctx.clientClosed();
     res.once("close", onClose);
     try {
-      await streamEvents(res, this.options.pipeline.callStream(method, request, ctx), (item) => streamEvent(method, item), opened);
+      await streamEvents(res, this.options.pipeline.callStream(method, request, ctx), (item) => streamEvent(method, item), opened, this.options.clock);
     } catch (err) {
       if (!res.headersSent) sendError(res, err as ApiError, info.requestId);
       else {
@@ -200,6 +203,7 @@ async function streamEvents(
   items: AsyncIterable<Message>,
   render: (item: Message) => StreamEvent,
   opened: Promise<void>,
+  clock: Clock,
 ): Promise<void> {
   const iterator = items[Symbol.asyncIterator]();
   let first: Promise<IteratorResult<Message>> | undefined = iterator.next();
@@ -211,7 +215,12 @@ async function streamEvents(
     "X-Accel-Buffering": "no",
   });
   writeText(res, ": stream open\n\n");
-  const keepAlive = setInterval(() => writeText(res, ": keep-alive\n\n"), SSE_KEEPALIVE_MS);
+  let keepAlive: Timer;
+  const beat = () => {
+    writeText(res, ": keep-alive\n\n");
+    keepAlive = clock.setTimer(SSE_KEEPALIVE_MS, beat);
+  };
+  keepAlive = clock.setTimer(SSE_KEEPALIVE_MS, beat);
   try {
     for (;;) {
       const next: IteratorResult<Message> = await (first ?? iterator.next());
@@ -221,7 +230,7 @@ async function streamEvents(
       writeText(res, `id: ${event.id}\nevent: ${event.event}\ndata: ${event.data}\n\n`);
     }
   } finally {
-    clearInterval(keepAlive);
+    keepAlive.cancel();
     await iterator.return?.();
   }
   res.end();

@@ -1,0 +1,112 @@
+/** The long-poll's timing rules (docs/decisions.md#long-poll), on a manual clock: no test sleeps. */
+import { describe, expect, it } from "vitest";
+import { LocalFanout } from "../../src/bus/wake-bus.js";
+import type { WakeBus, WakeListener } from "../../src/ports/wake-bus.js";
+import { readOrWait, type LongPollOptions } from "../../src/domain/long-poll.js";
+import { ManualClock, settle } from "../support/clock.js";
+
+/** A wake bus within the test: publish wakes the subscribers at once. */
+class LocalBus implements WakeBus {
+  private readonly fanout = new LocalFanout();
+  get subscriptions(): number {
+    return this.fanout.subscriptions;
+  }
+  publish(channelId: string): void {
+    this.fanout.deliver(channelId);
+  }
+  subscribe(channelId: string, listener: WakeListener): () => void {
+    return this.fanout.subscribe(channelId, listener);
+  }
+  async close(): Promise<void> {}
+}
+
+/** A channel whose reads return what the test put in it, and how often it was read. */
+function channel() {
+  const state = { rows: [] as string[], reads: 0 };
+  const read = () => {
+    state.reads++;
+    return Promise.resolve([...state.rows]);
+  };
+  return { state, read };
+}
+
+/** Starts a long-poll; `settled` tells whether it has answered yet. */
+function start(read: () => Promise<string[]>, options: Partial<LongPollOptions> & { clock: ManualClock; bus: WakeBus }) {
+  const result = { settled: false, value: undefined as string[] | undefined, atMs: Number.NaN };
+  const done = readOrWait(read, { channelId: "ch", waitMs: 1_000, maxWaiters: 100, ...options }).then((value) => {
+    Object.assign(result, { settled: true, value, atMs: options.clock.monotonicMs() });
+    return value;
+  });
+  return { result, done };
+}
+
+describe("readOrWait", () => {
+  it("returns an empty page exactly at the deadline", async () => {
+    const clock = new ManualClock();
+    const { read } = channel();
+    const poll = start(read, { clock, bus: new LocalBus() });
+    await clock.advance(999);
+    expect(poll.result.settled).toBe(false);
+    await clock.advance(1);
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 1_000 });
+  });
+
+  it("returns the message when a wake-up comes before the deadline", async () => {
+    const clock = new ManualClock();
+    const bus = new LocalBus();
+    const ch = channel();
+    const poll = start(ch.read, { clock, bus });
+    await clock.advance(300);
+    ch.state.rows.push("wake up");
+    bus.publish("ch");
+    await settle();
+    expect(poll.result).toEqual({ settled: true, value: ["wake up"], atMs: 300 });
+  });
+
+  it("keeps waiting until the deadline past a wake-up its read filters out", async () => {
+    const clock = new ManualClock();
+    const bus = new LocalBus();
+    const ch = channel();
+    const poll = start(ch.read, { clock, bus });
+    await clock.advance(400);
+    bus.publish("ch");
+    await settle();
+    expect(poll.result.settled).toBe(false);
+    expect(ch.state.reads).toBe(3);
+    await clock.advance(600);
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 1_000 });
+  });
+
+  it("answers at once without a timer when the wait is 0", async () => {
+    const clock = new ManualClock();
+    const poll = start(channel().read, { clock, bus: new LocalBus(), waitMs: 0 });
+    await settle();
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 0 });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it("ends the wait when the signal aborts, before the deadline", async () => {
+    const clock = new ManualClock();
+    const abort = new AbortController();
+    const poll = start(channel().read, { clock, bus: new LocalBus(), signal: abort.signal });
+    await clock.advance(250);
+    abort.abort();
+    await settle();
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 250 });
+  });
+
+  it("leaves no timer and no subscription behind once it has answered", async () => {
+    const clock = new ManualClock();
+    const bus = new LocalBus();
+    const ch = channel();
+    const poll = start(ch.read, { clock, bus });
+    await settle();
+    expect(clock.pendingTimers).toBe(1);
+    expect(bus.subscriptions).toBe(1);
+    ch.state.rows.push("done");
+    bus.publish("ch");
+    await poll.done;
+    expect(clock.pendingTimers).toBe(0);
+    expect(bus.subscriptions).toBe(0);
+  });
+});
