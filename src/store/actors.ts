@@ -4,7 +4,11 @@ import type { ActorStore, MentionScope } from "../ports/actors.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 import type { Db } from "./db.js";
-import { hasNul, isUuid } from "./channels.js";
+import { isUuid } from "../model/ids.js";
+import { hasNul } from "./channels.js";
+import { insertAlias, type AliasNamespace } from "./aliases.js";
+
+const ACTOR_ALIASES: AliasNamespace = { aliasTable: "actor_aliases", ownerColumn: "actor_id", ownerTable: "actors" };
 
 interface ActorRow {
   id: string;
@@ -147,27 +151,6 @@ export async function resolveMentionRefs(
   return rows.filter((r) => (seen.has(r.id) ? false : (seen.add(r.id), true))).map((r) => ({ id: r.id, name: r.name }));
 }
 
-/**
- * Adds an alias in the global actor namespace without raising a unique
- * violation: "added", "exists" (this actor has it) or "conflict". Adding one
- * moves the actor's updated_at.
- */
-export async function insertActorAlias(db: Db, actorId: string, alias: string, aliasKey: string): Promise<"added" | "exists" | "conflict"> {
-  const { rows } = await db.query<{ inserted: boolean }>(
-    `WITH ins AS (
-       INSERT INTO actor_aliases (alias, actor_id, alias_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING alias
-     ), bump AS (
-       UPDATE actors SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
-       WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
-     )
-     SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
-    [alias, actorId, aliasKey],
-  );
-  if (rows[0]?.inserted) return "added";
-  const holder = await db.query<{ actor_id: string }>("SELECT actor_id FROM actor_aliases WHERE alias = $1", [alias]);
-  return holder.rows[0]?.actor_id === actorId ? "exists" : "conflict";
-}
-
 export class PgActorStore implements ActorStore {
   constructor(private readonly db: Db) {}
 
@@ -211,7 +194,7 @@ export class PgActorStore implements ActorStore {
 
   addAlias(actorId: string, alias: string, aliasKey: string): Promise<ActorRecord | "conflict" | undefined> {
     return this.db.transaction(async () => {
-      const outcome = await insertActorAlias(this.db, actorId, alias, aliasKey);
+      const outcome = await insertAlias(this.db, ACTOR_ALIASES, actorId, alias, aliasKey);
       if (outcome === "conflict") return outcome;
       return findActor(this.db, actorId);
     });

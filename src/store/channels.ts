@@ -15,6 +15,9 @@ import type { JsonValue } from "../model/json.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { isUuid } from "../model/ids.js";
+import { insertAlias, type AliasNamespace } from "./aliases.js";
+
+const CHANNEL_ALIASES: AliasNamespace = { aliasTable: "channel_aliases", ownerColumn: "channel_id", ownerTable: "channels" };
 
 export interface ChannelRow {
   id: string;
@@ -68,9 +71,6 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
 
 /** PostgreSQL text cannot hold U+0000: such an identifier names nothing (and must not reach a query). */
 export const hasNul = (text: string): boolean => text.includes("\u0000");
-
-// One definition of the id shape, in the domain; re-exported for the other stores.
-export { isUuid };
 
 /** Finds a channel by id, else by alias, with the caller's membership; undefined when none. */
 export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
@@ -287,30 +287,6 @@ export async function deleteChannel(db: Db, id: string): Promise<void> {
 }
 
 /**
- * Adds an alias in the global channel namespace without raising a unique
- * violation (safe inside a caller's transaction): "added", "exists" (this
- * channel already has it) or "conflict" (another channel has it). Adding one
- * moves the channel's updated_at.
- */
-export async function insertChannelAlias(db: Db, channelId: string, alias: string, aliasKey: string): Promise<"added" | "exists" | "conflict"> {
-  const { rows } = await db.query<{ inserted: boolean }>(
-    `WITH ins AS (
-       INSERT INTO channel_aliases (alias, channel_id, alias_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING alias
-     ), bump AS (
-       UPDATE channels SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
-       WHERE id = $2 AND EXISTS (SELECT 1 FROM ins)
-     )
-     SELECT EXISTS (SELECT 1 FROM ins) AS inserted`,
-    [alias, channelId, aliasKey],
-  );
-  if (rows[0]?.inserted) return "added";
-  // A fresh statement sees the holder even when it committed after the INSERT's snapshot.
-  const holder = await db.query<{ channel_id: string }>("SELECT channel_id FROM channel_aliases WHERE alias = $1", [alias]);
-  const holderId = holder.rows[0]?.channel_id;
-  return holderId === channelId ? "exists" : "conflict";
-}
-
-/**
  * Sets paused on the channel named by id or alias; returns its id, or
  * undefined when there is none. The channel row is locked like a write
  * locks it, so a message being posted either commits before the pause or
@@ -377,7 +353,7 @@ export class PgChannelStore implements ChannelStore {
 
   addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined> {
     return this.db.transaction(async () => {
-      const outcome = await insertChannelAlias(this.db, id, alias, aliasKey);
+      const outcome = await insertAlias(this.db, CHANNEL_ALIASES, id, alias, aliasKey);
       if (outcome === "conflict") return outcome;
       return loadChannelResource(this.db, id);
     });
