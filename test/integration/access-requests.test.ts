@@ -4,7 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AccessRequestStatus } from "../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
@@ -20,16 +20,9 @@ import {
   type AccessRequestJson,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 interface OutcomeJson {
   status: string;

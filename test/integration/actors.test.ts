@@ -14,8 +14,8 @@ import { ApiError } from "../../src/model/errors.js";
 import { findChannelView } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { useTestDatabase } from "../support/database.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -35,13 +35,12 @@ interface Actor {
 }
 
 describe("actors over REST", () => {
-  let server: TestServer;
+  const server = useTestServer();
   let sql: pg.Client;
   let key: string;
   let other: string;
 
   beforeAll(async () => {
-    server = await startTestServer();
     sql = new pg.Client({ connectionString: server.databaseUrl });
     await sql.connect();
     key = await mintKey(server.url, "actor-owner");
@@ -49,7 +48,6 @@ describe("actors over REST", () => {
   });
   afterAll(async () => {
     await sql?.end();
-    await server?.close();
   });
 
   const createActor = async (body: Record<string, unknown>, as = key) => {
@@ -221,7 +219,7 @@ describe("actors over REST", () => {
 });
 
 describe("Actors resolvers", () => {
-  let database: TestDatabase;
+  const database = useTestDatabase();
   let db: Db;
   let actors: Actors;
   let channels: Channels;
@@ -254,16 +252,12 @@ describe("Actors resolvers", () => {
     (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM actors WHERE created_by_key_id = $1 AND name = $2", [keyId, name])).rows[0]!.n;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
     db = new Db(database.pool);
     actors = new Actors(db);
     channels = new Channels(db, { defaultDiscoverable: true });
     alice = await newKey("alice");
     bob = await newKey("bob");
     carol = await newKey("carol");
-  });
-  afterAll(async () => {
-    await database?.drop();
   });
 
   describe("defaultActor", () => {

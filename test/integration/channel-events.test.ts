@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChannelEventType } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
@@ -25,17 +25,10 @@ import {
   type EventJson,
   type EventsPageJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const clock = new AdjustableClock();
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
 
 const url = () => server.url;
 const DAY_MICROS = 24 * 60 * 60 * MICROS_PER_SECOND;

@@ -13,7 +13,7 @@ import { Channels, type CreateChannelInput } from "../../src/domain/channels.js"
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { createTestDatabase } from "../support/database.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -56,13 +56,12 @@ interface Page {
   next_cursor: string | null;
 }
 
-let server: TestServer;
+const server = useTestServer();
 let sql: pg.Client;
 let owner: string;
 let stranger: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
   sql = new pg.Client({ connectionString: server.databaseUrl });
   await sql.connect();
   owner = await mintKey(server.url, "owner");
@@ -70,7 +69,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sql?.end();
-  await server?.close();
 });
 
 const keyIdOf = (key: string) => key.split(".")[0] as string;

@@ -3,18 +3,17 @@
  * EXPLAIN the exact statements (custom and generic plans) over a channel
  * with 100,000 archived messages and another with 20,000.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
 import { EXPIRED_CANDIDATES_SQL, EXPIRED_HISTORY_SQL, EXPIRED_IDEMPOTENCY_SQL } from "../../src/store/purge.js";
-import { createTestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 import { explainPlans } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let channelId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   const channel = (name: string, offset: string) =>
     db.pool.query<{ id: string }>(
@@ -54,10 +53,6 @@ beforeAll(async () => {
   await db.pool.query("ANALYZE messages");
   await db.pool.query("ANALYZE channels");
 }, 120_000);
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
 

@@ -3,16 +3,15 @@
  * grows (0008_async_jobs.sql): EXPLAIN their exact statements over 60,000
  * jobs, most of them finished and already emptied.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { ORPHANED_JOBS_SQL } from "../../src/store/jobs.js";
 import { EXPIRED_JOB_RESULTS_SQL, OLD_JOBS_SQL } from "../../src/store/purge.js";
-import { createTestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   // 50,000 expired and emptied (tombstones), 5,000 completed with results, 5,000 unfinished.
   await db.pool.query(
@@ -28,10 +27,6 @@ beforeAll(async () => {
   );
   await db.pool.query("ANALYZE jobs");
 }, 120_000);
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 async function plan(sql: string, params: unknown[]): Promise<string> {
   const { rows } = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);

@@ -19,19 +19,17 @@ import {
   UUID,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let sql: pg.Client;
 
 beforeAll(async () => {
-  server = await startTestServer();
   sql = new pg.Client({ connectionString: server.databaseUrl });
   await sql.connect();
 });
 afterAll(async () => {
   await sql?.end();
-  await server?.close();
 });
 
 const url = () => server.url;

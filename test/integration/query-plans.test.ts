@@ -2,18 +2,17 @@
  * The planner must keep using the indexes as a channel grows: EXPLAIN the
  * exact list and claim statements on a channel holding 100,000 messages.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
-import { createTestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 import { explainPlans } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let channelId: string;
 let someMessageId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   const other = await db.pool.query<{ id: string }>(
     `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
@@ -42,10 +41,6 @@ beforeAll(async () => {
   await db.pool.query("ANALYZE messages");
   await db.pool.query("ANALYZE channels");
 }, 120_000);
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
 

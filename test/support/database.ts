@@ -1,13 +1,11 @@
 /**
  * A private, migrated database per test file on the run's shared server
- * (see global-setup.ts):
- *
- *   const db = await createTestDatabase();
- *   afterAll(() => db.drop());
+ * (see global-setup.ts): `useTestDatabase()` for a whole suite, or
+ * `createTestDatabase()` and `drop()` inside one test.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { migrate } from "../../src/store/migrate.js";
 import { createPool } from "../../src/store/pool.js";
 
@@ -51,6 +49,36 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
     }
   }
   return { url, pool, drop };
+}
+
+/** The database of a suite (the suite owns dropping it). */
+export type SuiteDatabase = Omit<TestDatabase, "drop">;
+
+/**
+ * A migrated (unless told otherwise) database for the enclosing suite: created
+ * in its beforeAll, dropped in its afterAll. Hooks declared after this call run
+ * after the database exists and are torn down before it is dropped.
+ */
+export function useTestDatabase(options: TestDatabaseOptions = {}): SuiteDatabase {
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase(options);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+  const created = (): TestDatabase => {
+    if (db === undefined) throw new Error("the suite's test database is created in beforeAll: use it from a hook or a test");
+    return db;
+  };
+  return {
+    get url() {
+      return created().url;
+    },
+    get pool() {
+      return created().pool;
+    },
+  };
 }
 
 function databaseUrl(serverUrl: string, database: string): string {

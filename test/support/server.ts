@@ -3,6 +3,7 @@
  * as `agentbus serve` does, for integration tests.
  */
 import { Writable } from "node:stream";
+import { afterAll, beforeAll } from "vitest";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
@@ -19,7 +20,12 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Env = {}, options: { clock?: Clock; jobs?: AppOptions["jobs"] } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  clock?: Clock;
+  jobs?: AppOptions["jobs"];
+}
+
+export async function startTestServer(env: Env = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
@@ -56,6 +62,46 @@ export async function startTestServer(env: Env = {}, options: { clock?: Clock; j
     async close() {
       await app.close();
       await db.drop();
+    },
+  };
+}
+
+/** The server of a suite: started before its first test, closed after its last (the suite owns closing it). */
+export type SuiteServer = Omit<TestServer, "close">;
+
+/**
+ * Starts a test server in the enclosing suite's beforeAll and closes it in its
+ * afterAll. Vitest runs beforeAll hooks in the order they are declared and
+ * afterAll hooks in reverse, so hooks declared after this call may use the
+ * server and are torn down before it closes.
+ */
+export function useTestServer(env: Env = {}, options: TestServerOptions = {}): SuiteServer {
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    server = await startTestServer(env, options);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const started = (): TestServer => {
+    if (server === undefined) throw new Error("the suite's test server starts in beforeAll: use it from a hook or a test");
+    return server;
+  };
+  return {
+    get url() {
+      return started().url;
+    },
+    get app() {
+      return started().app;
+    },
+    get databaseUrl() {
+      return started().databaseUrl;
+    },
+    get logs() {
+      return started().logs;
+    },
+    get rawLogs() {
+      return started().rawLogs;
     },
   };
 }
