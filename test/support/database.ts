@@ -5,9 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, inject } from "vitest";
+import { inject } from "vitest";
 import { migrate } from "../../src/store/migrate.js";
 import { createPool } from "../../src/store/pool.js";
+import { forSuite } from "./suite.js";
 
 export interface TestDatabase {
   /** Connection URL of this database only. */
@@ -54,31 +55,9 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
 /** The database of a suite (the suite owns dropping it). */
 export type SuiteDatabase = Omit<TestDatabase, "drop">;
 
-/**
- * A migrated (unless told otherwise) database for the enclosing suite: created
- * in its beforeAll, dropped in its afterAll. Hooks declared after this call run
- * after the database exists and are torn down before it is dropped.
- */
+/** A migrated (unless told otherwise) database for the enclosing suite (see forSuite). */
 export function useTestDatabase(options: TestDatabaseOptions = {}): SuiteDatabase {
-  let db: TestDatabase | undefined;
-  beforeAll(async () => {
-    db = await createTestDatabase(options);
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
-  const created = (): TestDatabase => {
-    if (db === undefined) throw new Error("the suite's test database is created in beforeAll: use it from a hook or a test");
-    return db;
-  };
-  return {
-    get url() {
-      return created().url;
-    },
-    get pool() {
-      return created().pool;
-    },
-  };
+  return forSuite(() => createTestDatabase(options), (db) => db.drop());
 }
 
 function databaseUrl(serverUrl: string, database: string): string {

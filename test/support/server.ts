@@ -3,12 +3,12 @@
  * as `agentbus serve` does, for integration tests.
  */
 import { Writable } from "node:stream";
-import { afterAll, beforeAll } from "vitest";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "./database.js";
+import { forSuite } from "./suite.js";
 
 export interface TestServer {
   url: string;
@@ -69,41 +69,9 @@ export async function startTestServer(env: Env = {}, options: TestServerOptions 
 /** The server of a suite: started before its first test, closed after its last (the suite owns closing it). */
 export type SuiteServer = Omit<TestServer, "close">;
 
-/**
- * Starts a test server in the enclosing suite's beforeAll and closes it in its
- * afterAll. Vitest runs beforeAll hooks in the order they are declared and
- * afterAll hooks in reverse, so hooks declared after this call may use the
- * server and are torn down before it closes.
- */
+/** A test server for the enclosing suite (see forSuite). */
 export function useTestServer(env: Env = {}, options: TestServerOptions = {}): SuiteServer {
-  let server: TestServer | undefined;
-  beforeAll(async () => {
-    server = await startTestServer(env, options);
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
-  const started = (): TestServer => {
-    if (server === undefined) throw new Error("the suite's test server starts in beforeAll: use it from a hook or a test");
-    return server;
-  };
-  return {
-    get url() {
-      return started().url;
-    },
-    get app() {
-      return started().app;
-    },
-    get databaseUrl() {
-      return started().databaseUrl;
-    },
-    get logs() {
-      return started().logs;
-    },
-    get rawLogs() {
-      return started().rawLogs;
-    },
-  };
+  return forSuite(() => startTestServer(env, options), (server) => server.close());
 }
 
 export interface JsonResponse<T = Record<string, unknown>> {
