@@ -15,6 +15,7 @@ import { findChannelView } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { useTestDatabase } from "../support/database.js";
+import { rejectionOf } from "../support/errors.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -243,11 +244,7 @@ describe("Actors resolvers", () => {
     const created = await channels.create(caller, input);
     return (await findChannelView(db, created.id, caller.keyId)) as ChannelView;
   };
-  const rejection = async (promise: Promise<unknown>): Promise<ApiError> => {
-    const err = await promise.then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  };
+  const rejection = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
   const countActors = async (keyId: string, name: string) =>
     (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM actors WHERE created_by_key_id = $1 AND name = $2", [keyId, name])).rows[0]!.n;
 

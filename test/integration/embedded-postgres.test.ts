@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedLogLevel, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+import { isAlive } from "../support/process.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
@@ -104,17 +105,6 @@ async function query<T>(url: string, sql: string): Promise<T[]> {
 async function postmasterPid(dataDir: string): Promise<number | undefined> {
   const text = await readFile(path.join(dataDir, "pg", "postmaster.pid"), "utf8").catch(() => undefined);
   return text === undefined ? undefined : Number(text.split("\n")[0]);
-}
-
-/** Alive and not a zombie (an orphan reaped late by pid 1 still answers signal 0). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {

@@ -14,7 +14,7 @@ import { freePort } from "../../src/platform/free-port.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { createChannel } from "../support/fixtures.js";
 import { startLoad, waitUntil } from "../support/load.js";
-import { startServiceProcess, type ServiceProcess } from "../support/process.js";
+import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { mintKey } from "../support/server.js";
 
@@ -45,11 +45,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (svc && svc.child.exitCode === null) {
-    svc.signal("SIGTERM");
-    await Promise.race([svc.exited, sleep(10_000)]);
-    if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
-  }
+  await stopServiceProcess(svc, 10_000);
   await pgServer?.stop();
   await redis?.stop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });

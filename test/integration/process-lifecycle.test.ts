@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
-import { spawnCli, startServiceProcess } from "../support/process.js";
+import { isAlive, spawnCli, startServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 
 const db = useTestDatabase();
@@ -116,16 +116,6 @@ describe("Ctrl-C in a terminal", () => {
     }
   }, 90_000);
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 /** One HTTP/1.1 exchange on a connection of its own, recorded byte for byte. */
 interface Exchange {

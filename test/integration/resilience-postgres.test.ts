@@ -20,7 +20,7 @@ import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
-import { startServiceProcess, type ServiceProcess } from "../support/process.js";
+import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 import { freePort } from "../../src/platform/free-port.js";
 
@@ -73,11 +73,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (svc && svc.child.exitCode === null) {
-    svc.signal("SIGTERM");
-    await Promise.race([svc.exited, sleep(10_000)]);
-    if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
-  }
+  await stopServiceProcess(svc, 10_000);
   await pgServer?.stop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 60_000);

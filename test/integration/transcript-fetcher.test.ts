@@ -8,6 +8,7 @@ import { JobFailure } from "../../src/model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { createTranscriptFetcher, INNERTUBE_CONTEXT, type TranscriptFetcher } from "../../src/transcripts/index.js";
 import { API_KEY, CONSENT_VALUE, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { rejectionOf } from "../support/errors.js";
 
 let host: FakeVideoHost;
 let fetcher: TranscriptFetcher;
@@ -19,14 +20,7 @@ function fetcherWith(allowPrivateTargets: boolean): TranscriptFetcher {
   return createTranscriptFetcher({ http, baseUrl: host.baseUrl, timeoutMs: 5_000 });
 }
 
-async function failure(promise: Promise<unknown>): Promise<JobFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobFailure);
-  return err as JobFailure;
-}
+const failure = (promise: Promise<unknown>) => rejectionOf(JobFailure, promise);
 
 beforeAll(async () => {
   host = await FakeVideoHost.start();

@@ -1,6 +1,8 @@
 /** Runs `agentbus` as a real child process, the way an operator does. */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -72,4 +74,23 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
   }
   child.kill("SIGKILL");
   throw new Error(`agentbus did not start:\n${lines.join("\n")}\n${stderr()}`);
+}
+
+/** SIGTERM, then SIGKILL once `graceMs` has passed without an exit: a teardown must not hang on a stuck service. */
+export async function stopServiceProcess(svc: ServiceProcess | undefined, graceMs: number): Promise<void> {
+  if (!svc || svc.child.exitCode !== null) return;
+  svc.signal("SIGTERM");
+  await Promise.race([svc.exited, delay(graceMs)]);
+  if (svc.child.exitCode === null) svc.child.kill("SIGKILL");
+}
+
+/** Alive and not a zombie (an orphan reaped late by pid 1 still answers signal 0). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
 }

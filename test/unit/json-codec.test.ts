@@ -29,6 +29,7 @@ import {
   renderMessage,
   type RequestInput,
 } from "../../src/server/rest/json-codec.js";
+import { thrownBy } from "../support/errors.js";
 
 const timestamp = (text: string) => create(TimestampSchema, toProtoTimestamp(parseTimestamp(text) ?? Number.NaN));
 
@@ -44,15 +45,7 @@ function input(overrides: Partial<RequestInput>): RequestInput {
 }
 
 /** Runs a decode that must fail and returns its ApiError. */
-function decodeError(schema: DescMessage, overrides: Partial<RequestInput>): ApiError {
-  try {
-    decodeRequest(schema, input(overrides));
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error("expected decodeRequest to throw");
-}
+const decodeError = (schema: DescMessage, overrides: Partial<RequestInput>) => thrownBy(ApiError, () => decodeRequest(schema, input(overrides)));
 
 describe("renderMessage: defaults (J1)", () => {
   const rendered = renderMessage(ChannelSchema, create(ChannelSchema));

@@ -35,6 +35,7 @@ import { JobSchema } from "../../gen/agentbus/v1/job_pb.js";
 import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { ListMessagesResponseSchema } from "../../gen/agentbus/v1/message_service_pb.js";
 import { renderMessage, renderMessageByReflection, renderMessageJson } from "../../src/server/rest/json-codec.js";
+import { mulberry32 } from "../support/random.js";
 
 const genDir = fileURLToPath(new URL("../../gen/", import.meta.url));
 
@@ -69,16 +70,6 @@ const otherSchemas = [
 
 // ---------------------------------------------------------------------------
 // Seeded random values of every field kind
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rnd = () => number;
 const pick = <T,>(rnd: Rnd, items: readonly T[]): T => items[Math.floor(rnd() * items.length)] as T;
