@@ -8,7 +8,7 @@ import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
 import { EXPIRED_CANDIDATES_SQL, EXPIRED_HISTORY_SQL, EXPIRED_IDEMPOTENCY_SQL } from "../../src/store/purge.js";
 import { useTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
 const db = useTestDatabase();
 let channelId: string;
@@ -48,15 +48,10 @@ beforeAll(async () => {
      SELECT 'ak_plan', 'k' || i, '\\x00', '\\x00', 201, now() + CASE WHEN i % 1000 = 0 THEN interval '-1 minute' ELSE interval '1 day' END
      FROM generate_series(1, 100000) AS i`,
   );
-  await db.pool.query("ANALYZE idempotency_records");
-  await db.pool.query("ANALYZE message_history");
-  await db.pool.query("ANALYZE messages");
-  await db.pool.query("ANALYZE channels");
+  await analyze(db.pool, ["idempotency_records", "message_history", "messages", "channels"]);
 }, 120_000);
 
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("query plans over 120,000 history rows (custom and generic)", () => {
   it("pages history newest first straight off message_history_page, with no sort", async () => {

@@ -4,10 +4,10 @@
  * jobs, most of them finished and already emptied.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { ORPHANED_JOBS_SQL } from "../../src/store/jobs.js";
 import { EXPIRED_JOB_RESULTS_SQL, OLD_JOBS_SQL } from "../../src/store/purge.js";
 import { useTestDatabase } from "../support/database.js";
+import { analyze, now } from "../support/query-plans.js";
 
 const db = useTestDatabase();
 
@@ -25,15 +25,13 @@ beforeAll(async () => {
     `INSERT INTO jobs (kind, owner_key_id, status, input, created_at, updated_at)
      SELECT 'pdf', 'ak_plan', 'queued', '{}'::jsonb, now(), now() FROM generate_series(1, 5000)`,
   );
-  await db.pool.query("ANALYZE jobs");
+  await analyze(db.pool, ["jobs"]);
 }, 120_000);
 
 async function plan(sql: string, params: unknown[]): Promise<string> {
   const { rows } = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
   return rows.map((r) => r["QUERY PLAN"]).join("\n");
 }
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("job statements", () => {
   it("the purge finds expired results through the partial index, not through the tombstones", async () => {

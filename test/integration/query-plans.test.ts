@@ -3,10 +3,9 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
 import { useTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
 const db = useTestDatabase();
 let channelId: string;
@@ -38,13 +37,10 @@ beforeAll(async () => {
     );
   }
   someMessageId = (await db.pool.query<{ id: string }>("SELECT id FROM messages WHERE channel_id = $1 LIMIT 1", [channelId])).rows[0]!.id;
-  await db.pool.query("ANALYZE messages");
-  await db.pool.query("ANALYZE channels");
+  await analyze(db.pool, ["messages", "channels"]);
 }, 120_000);
 
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("query plans on a channel of 100,000 messages (custom and generic)", () => {
   it("lists with an index range scan on (channel_id, created_at), no sequential scan", async () => {

@@ -4,11 +4,10 @@
  * log page of one channel among many (custom and generic plans).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { OLD_WEBHOOK_DELIVERIES_SQL } from "../../src/store/purge.js";
 import { CLAIM_SCAN_ROWS, CLAIM_SQL, DELIVERY_LOG_SQL } from "../../src/store/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
 const db = useTestDatabase();
 let channelId: string;
@@ -48,13 +47,10 @@ beforeAll(async () => {
      FROM generate_series(1, 2000) i`,
     [channelId],
   );
-  await db.pool.query("ANALYZE webhook_outbox");
-  await db.pool.query("ANALYZE webhook_deliveries");
+  await analyze(db.pool, ["webhook_outbox", "webhook_deliveries"]);
 }, 120_000);
 
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("webhook query plans", () => {
   it("claims due rows along webhook_outbox_due, never scanning the outbox", async () => {
