@@ -66,6 +66,17 @@ const EN_SEGMENTS: FakeSegment[] = [
   { text: "line one line two", start: 5.75, dur: 1.5 },
 ];
 
+/** What a fetcher must make of the English track: segments in seconds, markup stripped, entities decoded. */
+export const ENGLISH_TRANSCRIPT = {
+  language: "en",
+  full_text: 'Hello & welcome to the show it\'s "quoted" here line one line two',
+  segments: [
+    { text: "Hello & welcome to the show", start: 0.5, duration: 2.25 },
+    { text: 'it\'s "quoted" here', start: 2.75, duration: 3 },
+    { text: "line one line two", start: 5.75, duration: 1.5 },
+  ],
+};
+
 export const VIDEOS = {
   english: "engCaption1",
   multi: "multiLang01",

@@ -4,8 +4,7 @@
  * engine uses, against a real database.
  */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Actors, type ActorRef } from "../../src/domain/actors.js";
 import type { Caller } from "../../src/model/caller.js";
 import type { ChannelView } from "../../src/domain/channel.js";
@@ -16,7 +15,7 @@ import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { useTestDatabase } from "../support/database.js";
 import { rejectionOf } from "../support/errors.js";
-import { mintKey, rest, useTestServer } from "../support/server.js";
+import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -37,18 +36,13 @@ interface Actor {
 
 describe("actors over REST", () => {
   const server = useTestServer();
-  let sql: pg.Client;
+  const sql = useSqlClient(server);
   let key: string;
   let other: string;
 
   beforeAll(async () => {
-    sql = new pg.Client({ connectionString: server.databaseUrl });
-    await sql.connect();
     key = await mintKey(server.url, "actor-owner");
     other = await mintKey(server.url, "actor-other");
-  });
-  afterAll(async () => {
-    await sql?.end();
   });
 
   const createActor = async (body: Record<string, unknown>, as = key) => {

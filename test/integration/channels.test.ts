@@ -4,8 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChannelAccess, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
@@ -13,7 +12,7 @@ import { Channels, type CreateChannelInput } from "../../src/domain/channels.js"
 import { Db } from "../../src/store/db.js";
 import { PgKeyRepository } from "../../src/store/keys.js";
 import { createTestDatabase } from "../support/database.js";
-import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useSqlClient, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -57,18 +56,13 @@ interface Page {
 }
 
 const server = useTestServer();
-let sql: pg.Client;
+const sql = useSqlClient(server);
 let owner: string;
 let stranger: string;
 
 beforeAll(async () => {
-  sql = new pg.Client({ connectionString: server.databaseUrl });
-  await sql.connect();
   owner = await mintKey(server.url, "owner");
   stranger = await mintKey(server.url, "stranger");
-});
-afterAll(async () => {
-  await sql?.end();
 });
 
 const keyIdOf = (key: string) => key.split(".")[0] as string;

@@ -4,8 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
@@ -21,18 +20,10 @@ import {
   UUID,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, useTestServer } from "../support/server.js";
+import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
 
 const server = useTestServer();
-let sql: pg.Client;
-
-beforeAll(async () => {
-  sql = new pg.Client({ connectionString: server.databaseUrl });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-});
+const sql = useSqlClient(server);
 
 const url = () => server.url;
 const members = (key: string, channel: string) => rest<{ data: MemberJson[] }>(url(), "GET", `/v1/channels/${channel}/members`, { key });

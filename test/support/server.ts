@@ -3,6 +3,7 @@
  * as `agentbus serve` does, for integration tests.
  */
 import { Writable } from "node:stream";
+import pg from "pg";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
@@ -72,6 +73,18 @@ export type SuiteServer = Omit<TestServer, "close">;
 /** A test server for the enclosing suite (see forSuite). */
 export function useTestServer(env: Env = {}, options: TestServerOptions = {}): SuiteServer {
   return forSuite(() => startTestServer(env, options), (server) => server.close());
+}
+
+/** A SQL connection to the suite server's database, for what the API does not show (see forSuite). */
+export function useSqlClient(server: SuiteServer): pg.Client {
+  return forSuite(
+    async () => {
+      const client = new pg.Client({ connectionString: server.databaseUrl });
+      await client.connect();
+      return client;
+    },
+    (client) => client.end(),
+  );
 }
 
 export interface JsonResponse<T = Record<string, unknown>> {
