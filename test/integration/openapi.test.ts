@@ -10,7 +10,7 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/model/json.js";
 import type { OpenApiDocument } from "../../src/server/docs/openapi.js";
-import { type JsonResponse, mintKey, rest, useTestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer, type JsonResponse } from "../support/server.js";
 
 const server = useTestServer();
 let doc: OpenApiDocument;

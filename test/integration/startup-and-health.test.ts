@@ -8,7 +8,7 @@ import { waitUntil } from "../support/load.js";
 import { startServiceProcess } from "../support/process.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { useTestDatabase } from "../support/database.js";
-import { rest, startTestServer, type TestServer, useTestServer } from "../support/server.js";
+import { rest, startTestServer, useTestServer, type TestServer } from "../support/server.js";
 
 interface Component {
   state: string;

@@ -10,7 +10,7 @@ import type { JobKind } from "../../src/jobs/types.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { Db } from "../../src/store/db.js";
 import { AdjustableClock } from "../support/clock.js";
-import { type SuiteDatabase, useTestDatabase } from "../support/database.js";
+import { useTestDatabase, type SuiteDatabase } from "../support/database.js";
 import { spawnCli, startServiceProcess } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
 
