@@ -12,8 +12,8 @@
  *   /jobs/huge                      an HTML page of `hugeBytes`
  *   /jobs/empty                     an HTML page with no text (a JavaScript app shell)
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { LoopbackServer } from "./http.js";
 
 /** Sentences of the posting that must reach the model; the boilerplate must not. */
 export const POSTING_FACTS = {
@@ -103,30 +103,25 @@ export class FakeJobBoard {
   flakyFailures = 2;
   hugeBytes = 6 * 1024 * 1024;
   private flakyServed = 0;
-  private server: http.Server | undefined;
+  private server: LoopbackServer | undefined;
 
   static async start(): Promise<FakeJobBoard> {
     const board = new FakeJobBoard();
-    const server = http.createServer((req, res) => board.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    board.server = server;
+    board.server = await LoopbackServer.listen((req, res) => board.handle(req, res));
     return board;
   }
 
   url(path: string): string {
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}${path}`;
+    return `http://127.0.0.1:${this.server!.port}${path}`;
   }
 
   /** The same server under the name "localhost" (resolves to a loopback address). */
   localhostUrl(path: string): string {
-    return `http://localhost:${(this.server!.address() as AddressInfo).port}${path}`;
+    return `http://localhost:${this.server!.port}${path}`;
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (!server) return Promise.resolve();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
+    return this.server?.close() ?? Promise.resolve();
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -15,8 +15,8 @@
  * when it is not a string), or the statuses queued with failNext(), or
  * hangs for `delayMs`.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { LoopbackServer, onBody } from "./http.js";
 
 export const POSTING_FIELDS = [
   "title",
@@ -54,7 +54,7 @@ export class FakeOpenAI {
   expectInMessages: string[] = [];
   delayMs = 0;
   private failures: number[] = [];
-  private server: http.Server | undefined;
+  private server: LoopbackServer | undefined;
 
   constructor(
     readonly apiKey = "sk-test-agentbus",
@@ -63,15 +63,13 @@ export class FakeOpenAI {
 
   static async start(apiKey?: string, model?: string): Promise<FakeOpenAI> {
     const fake = new FakeOpenAI(apiKey, model);
-    const server = http.createServer((req, res) => fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    fake.server = server;
+    fake.server = await LoopbackServer.listen((req, res) => fake.handle(req, res));
     return fake;
   }
 
   /** The base URL to configure (OPENAI_BASE_URL). */
   get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1`;
+    return `http://127.0.0.1:${this.server!.port}/v1`;
   }
 
   /** The next n requests are answered with `status` (default 500), after the checks. */
@@ -95,16 +93,11 @@ export class FakeOpenAI {
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (!server) return Promise.resolve();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
+    return this.server?.close() ?? Promise.resolve();
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    onBody(req, (raw) => {
       const reply = (status: number, body: unknown) => {
         const send = () => {
           if (res.destroyed) return;
@@ -120,7 +113,7 @@ export class FakeOpenAI {
       }
       let body: ChatRequest["body"];
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ChatRequest["body"];
+        body = JSON.parse(raw.toString("utf8")) as ChatRequest["body"];
       } catch {
         this.violations.push("body is not JSON");
         reply(400, { error: { message: "body is not JSON", type: "invalid_request_error" } });

@@ -16,8 +16,8 @@
  *
  * The videos (ids are 11 characters, like the real ones) are in VIDEOS.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { LoopbackServer, onBody } from "./http.js";
 
 export const API_KEY = "AIzaFakeKey_0123456789";
 export const CONSENT_VALUE = "cb.20260101-00-p0.en+FX+123";
@@ -65,6 +65,17 @@ const EN_SEGMENTS: FakeSegment[] = [
   { text: "it's \"quoted\" here", source: "it's \"quoted\" <font color=\"#E5E5E5\">here</font>", start: 2.75, dur: 3 },
   { text: "line one line two", start: 5.75, dur: 1.5 },
 ];
+
+/** What a fetcher must make of the English track: segments in seconds, markup stripped, entities decoded. */
+export const ENGLISH_TRANSCRIPT = {
+  language: "en",
+  full_text: 'Hello & welcome to the show it\'s "quoted" here line one line two',
+  segments: [
+    { text: "Hello & welcome to the show", start: 0.5, duration: 2.25 },
+    { text: 'it\'s "quoted" here', start: 2.75, duration: 3 },
+    { text: "line one line two", start: 5.75, duration: 1.5 },
+  ],
+};
 
 export const VIDEOS = {
   english: "engCaption1",
@@ -123,19 +134,17 @@ export class FakeVideoHost {
   readonly requests: HostRequest[] = [];
   readonly videos: Record<string, FakeVideo> = defaultVideos();
   private readonly flakyServed = new Map<string, number>();
-  private server: http.Server | undefined;
+  private server: LoopbackServer | undefined;
 
   static async start(): Promise<FakeVideoHost> {
     const host = new FakeVideoHost();
-    const server = http.createServer((req, res) => host.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    host.server = server;
+    host.server = await LoopbackServer.listen((req, res) => host.handle(req, res));
     return host;
   }
 
   /** AGENTBUS_VIDEO_BASE_URL for this host. */
   get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${this.server!.port}`;
   }
 
   requestsFor(path: string): HostRequest[] {
@@ -143,18 +152,13 @@ export class FakeVideoHost {
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (!server) return Promise.resolve();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
+    return this.server?.close() ?? Promise.resolve();
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    onBody(req, (body) => {
       const url = new URL(req.url ?? "/", this.baseUrl);
-      const request: HostRequest = { method: req.method ?? "", path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      const request: HostRequest = { method: req.method ?? "", path: url.pathname, query: url.searchParams, headers: req.headers, body: body.toString("utf8") };
       this.requests.push(request);
       if (req.method === "GET" && url.pathname === "/watch") return this.watch(request, res);
       if (req.method === "POST" && url.pathname === "/youtubei/v1/player") return this.player(request, res);

@@ -4,32 +4,26 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AccessRequestStatus } from "../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import {
-  addMember,
   expectError,
   keyIdOf,
   listEvents,
   readStatus,
+  restrictedChannel,
+  restrictedChannelWithMember,
   TIMESTAMP_6,
   UUID,
   type AccessRequestJson,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 interface OutcomeJson {
   status: string;
@@ -57,9 +51,8 @@ const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: s
 const detailOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0];
 
 async function restrictedWithRequest(reason?: string) {
-  const owner = await mintKey(url());
+  const { owner, ch } = await restrictedChannel(url());
   const requester = await mintKey(url());
-  const ch = await createChannel(url(), owner, { access: "restricted" });
   const res = await ask(requester, ch, reason === undefined ? {} : { reason });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   return { owner, requester, ch, requestId: res.body.request_id as string };
@@ -67,8 +60,7 @@ async function restrictedWithRequest(reason?: string) {
 
 describe("POST /v1/channels/{identifier}/access-requests", () => {
   it("files a pending request for a stranger to a restricted channel: 202 with a request_id", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     const res = await ask(await mintKey(url()), ch, { reason: "I run the nightly build" });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ status: "pending", request_id: expect.stringMatching(UUID), note: null });
@@ -88,9 +80,8 @@ describe("POST /v1/channels/{identifier}/access-requests", () => {
   });
 
   it("files exactly one request for concurrent repeats", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const requester = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const results = await Promise.all(Array.from({ length: 12 }, () => ask(requester, ch)));
     expect(results.map((r) => r.status)).toEqual(Array(12).fill(202));
     expect(new Set(results.map((r) => r.body.request_id)).size).toBe(1);
@@ -112,26 +103,21 @@ describe("POST /v1/channels/{identifier}/access-requests", () => {
   });
 
   it("answers 200 {status: already_member} for the owner", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const res = await ask(owner, ch);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: "already_member", request_id: null, note: null });
   });
 
   it("answers 200 {status: already_member} for a member", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     const res = await ask(member, ch);
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("already_member");
   });
 
   it("replays the 200 of an already_member outcome under the same Idempotency-Key", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const first = await ask(owner, ch, {}, { "Idempotency-Key": "ask-once" });
     const replay = await ask(owner, ch, {}, { "Idempotency-Key": "ask-once" });
     expect(first.status).toBe(200);
@@ -145,24 +131,21 @@ describe("POST /v1/channels/{identifier}/access-requests", () => {
   });
 
   it("refuses a reason that is not a string with 422", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     expectError(await ask(await mintKey(url()), ch, { reason: 5 }), 422, "invalid_string");
   });
 
   it("refuses a reason longer than 2000 characters with 422 invalid_string", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     expectError(await ask(await mintKey(url()), ch, { reason: "x".repeat(2001) }), 422, "invalid_string");
   });
 });
 
 describe("GET /v1/channels/{identifier}/access-requests", () => {
   it("lists pending requests oldest first with every field; reason verbatim, default empty", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const first = await mintKey(url());
     const second = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const a = await ask(first, ch, { reason: "  please  " });
     const b = await ask(second, ch);
     const res = await pending(owner, ch);
@@ -197,10 +180,7 @@ describe("GET /v1/channels/{identifier}/access-requests", () => {
   });
 
   it("refuses a member with 403 forbidden", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     expectError(await pending(member, ch), 403, "forbidden");
   });
 
@@ -285,17 +265,13 @@ describe("POST …/access-requests/{request_id}/approve", () => {
   });
 
   it("answers 404 access_request_not_found for an id that is not a request id", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     expectError(await decide(owner, ch, "not-a-uuid", "approve"), 404, "access_request_not_found");
     expectError(await decide(owner, ch, "00000000-0000-4000-8000-000000000000", "deny"), 404, "access_request_not_found");
   });
 
   it("checks the owner before the request: a member gets 403 forbidden even for an unknown request", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     expectError(await decide(member, ch, "00000000-0000-4000-8000-000000000000", "approve"), 403, "forbidden");
   });
 
@@ -340,9 +316,8 @@ describe("POST …/access-requests/{request_id}/deny", () => {
 
 describe("access requests over gRPC", () => {
   it("asks, lists and approves with the same handlers", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const requester = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const asked = await grpc().createAccessRequest({ identifier: ch, reason: "grpc" }, { headers: { "x-api-key": requester } });
     expect(asked.status).toBe(AccessRequestOutcome.PENDING);
     const listed = await grpc().listAccessRequests({ identifier: ch }, { headers: { "x-api-key": owner } });
@@ -371,8 +346,7 @@ describe("access requests over gRPC", () => {
   });
 
   it("refuses an unknown request as NotFound with error access_request_not_found", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const err = await grpc()
       .approveAccessRequest({ identifier: ch, requestId: "00000000-0000-4000-8000-000000000000" }, { headers: { "x-api-key": owner } })
       .catch((e: unknown) => e);

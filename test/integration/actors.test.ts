@@ -4,8 +4,7 @@
  * engine uses, against a real database.
  */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Actors } from "../../src/domain/actors.js";
 import type { ActorRef } from "../../src/model/actors.js";
 import type { Caller } from "../../src/model/caller.js";
@@ -16,8 +15,9 @@ import { PgActorStore } from "../../src/store/actors.js";
 import { findChannelView, PgChannelStore } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyStore } from "../../src/store/keys.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { useTestDatabase } from "../support/database.js";
+import { rejectionOf } from "../support/errors.js";
+import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -37,21 +37,14 @@ interface Actor {
 }
 
 describe("actors over REST", () => {
-  let server: TestServer;
-  let sql: pg.Client;
+  const server = useTestServer();
+  const sql = useSqlClient(server);
   let key: string;
   let other: string;
 
   beforeAll(async () => {
-    server = await startTestServer();
-    sql = new pg.Client({ connectionString: server.databaseUrl });
-    await sql.connect();
     key = await mintKey(server.url, "actor-owner");
     other = await mintKey(server.url, "actor-other");
-  });
-  afterAll(async () => {
-    await sql?.end();
-    await server?.close();
   });
 
   const createActor = async (body: Record<string, unknown>, as = key) => {
@@ -223,7 +216,7 @@ describe("actors over REST", () => {
 });
 
 describe("Actors resolvers", () => {
-  let database: TestDatabase;
+  const database = useTestDatabase();
   let db: Db;
   let actors: Actors;
   let channels: Channels;
@@ -247,25 +240,17 @@ describe("Actors resolvers", () => {
     const created = await channels.create(caller, input);
     return (await findChannelView(db, created.id, caller.keyId)) as ChannelView;
   };
-  const rejection = async (promise: Promise<unknown>): Promise<ApiError> => {
-    const err = await promise.then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  };
+  const rejection = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
   const countActors = async (keyId: string, name: string) =>
     (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM actors WHERE created_by_key_id = $1 AND name = $2", [keyId, name])).rows[0]!.n;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
     db = new Db(database.pool);
     actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
     channels = new Channels(new PgChannelStore(db), { defaultDiscoverable: true });
     alice = await newKey("alice");
     bob = await newKey("bob");
     carol = await newKey("carol");
-  });
-  afterAll(async () => {
-    await database?.drop();
   });
 
   describe("defaultActor", () => {

@@ -4,25 +4,20 @@
  * The poisoned rows go to the store directly, past the request validation
  * that keeps them out of the API, so the test holds the store to its own word.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { PgMessageStore } from "../../src/store/messages.js";
 import type { CreateOutcome, NewMessage } from "../../src/model/messages.js";
 import { Db } from "../../src/store/db.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds } from "../support/load.js";
 import { keyIdOf } from "../support/membership.js";
-import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, useTestServer } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let key: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
   key = await mintKey(server.url);
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 /** Rows PostgreSQL itself refuses: NUL in text, NUL in jsonb, an unpaired surrogate escape in jsonb. */

@@ -5,49 +5,43 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChannelEventType } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { MICROS_PER_SECOND, parseTimestamp } from "../../src/model/time.js";
+import { MICROS_PER_SECOND } from "../../src/model/time.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel } from "../support/fixtures.js";
 import {
   addMember,
   createInvitation,
+  DAY_MICROS,
   expectError,
   freshAddress,
   keyIdOf,
   listEvents,
+  micros,
   resolveInvitation,
+  restrictedChannel,
+  restrictedChannelWithMember,
   TIMESTAMP_6,
   UUID,
   type EventJson,
   type EventsPageJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const clock = new AdjustableClock();
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
 
 const url = () => server.url;
-const DAY_MICROS = 24 * 60 * 60 * MICROS_PER_SECOND;
-const micros = (ts: string) => parseTimestamp(ts) as number;
 const events = (key: string, channel: string, query = "") => rest<EventsPageJson>(url(), "GET", `/v1/channels/${channel}/events${query}`, { key });
 const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: server.url }));
 const detailOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0];
 
 /** A channel whose owner added `count` members, one member_added event each. */
 async function channelWithEvents(count: number): Promise<{ owner: string; ch: string; subjects: string[] }> {
-  const owner = await mintKey(url());
-  const ch = await createChannel(url(), owner, { access: "restricted" });
+  const { owner, ch } = await restrictedChannel(url());
   const subjects: string[] = [];
   for (let i = 0; i < count; i++) {
     const keyId = keyIdOf(await mintKey(url()));
@@ -59,9 +53,8 @@ async function channelWithEvents(count: number): Promise<{ owner: string; ch: st
 
 describe("GET /v1/channels/{identifier}/events", () => {
   it("records every kind of event with every field present, oldest first", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     expect((await resolveInvitation(url(), guest, invitation.id, freshAddress())).status).toBe(200);
     expect((await rest(url(), "DELETE", `/v1/channel-invitations/${invitation.id}`, { key: owner })).status).toBe(200);
@@ -157,8 +150,7 @@ describe("GET /v1/channels/{identifier}/events", () => {
   });
 
   it("gives concurrent events unique, increasing created_at so paging by cursor sees each exactly once", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const keys = await Promise.all(Array.from({ length: 16 }, async () => keyIdOf(await mintKey(url()))));
     await Promise.all(keys.map((k) => addMember(url(), owner, ch, k)));
     const all = (await listEvents(url(), owner, ch, "?since=0&limit=100")).data;
@@ -175,16 +167,12 @@ describe("GET /v1/channels/{identifier}/events", () => {
   });
 
   it("refuses a member with 403 forbidden", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     expectError(await events(member, ch), 403, "forbidden");
   });
 
   it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     expectError(await events(await mintKey(url()), ch), 403, "channel_access_denied");
   });
 

@@ -4,8 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChannelAccess, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
@@ -14,7 +13,7 @@ import { PgChannelStore } from "../../src/store/channels.js";
 import { Db } from "../../src/store/db.js";
 import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase } from "../support/database.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useSqlClient, useTestServer } from "../support/server.js";
 import { untilWaitingForLock } from "../support/locks.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -58,21 +57,14 @@ interface Page {
   next_cursor: string | null;
 }
 
-let server: TestServer;
-let sql: pg.Client;
+const server = useTestServer();
+const sql = useSqlClient(server);
 let owner: string;
 let stranger: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  sql = new pg.Client({ connectionString: server.databaseUrl });
-  await sql.connect();
   owner = await mintKey(server.url, "owner");
   stranger = await mintKey(server.url, "stranger");
-});
-afterAll(async () => {
-  await sql?.end();
-  await server?.close();
 });
 
 const keyIdOf = (key: string) => key.split(".")[0] as string;
@@ -125,24 +117,7 @@ describe("POST /v1/channels", () => {
 
   it("stores every given field and renders them back", async () => {
     const schema = { type: "object", properties: { priority: { type: "integer" } } };
-    const res = await rest<Channel>(server.url, "POST", "/v1/channels", {
-      key: owner,
-      body: {
-        name: "  full  ",
-        mode: "broadcast",
-        access: "restricted",
-        discoverable: true,
-        description: "all fields",
-        metadata_schema: schema,
-        pinned_message: "read me",
-        ttl_seconds: 300,
-        retention_days: 365,
-        max_messages: 10,
-        max_writes_per_minute: 1000000,
-      },
-    });
-    expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({
+    const given = {
       name: "  full  ",
       mode: "broadcast",
       access: "restricted",
@@ -154,7 +129,10 @@ describe("POST /v1/channels", () => {
       retention_days: 365,
       max_messages: 10,
       max_writes_per_minute: 1000000,
-    });
+    };
+    const res = await rest<Channel>(server.url, "POST", "/v1/channels", { key: owner, body: given });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject(given);
   });
 
   it("makes a restricted channel not discoverable by default", async () => {

@@ -3,17 +3,11 @@
  * wins, and cursor polling under concurrent writers sees every message
  * exactly once, in order (docs/decisions.md#cursor-order).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createChannel, listMessages, postMessage } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_LOG_LEVEL: "warn", AGENTBUS_DB_POOL_SIZE: "40" });
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer({ AGENTBUS_LOG_LEVEL: "warn", AGENTBUS_DB_POOL_SIZE: "40" });
 
 describe("claims under contention", () => {
   it("gives 200 concurrent claims on one message exactly one winner", async () => {

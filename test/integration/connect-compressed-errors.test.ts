@@ -4,16 +4,10 @@
  * decoder error among them still gets the catalog's shape.
  */
 import { gunzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../support/server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 async function connectJson(body: string): Promise<{ status: number; encoding: string | null; json: Record<string, unknown> }> {
   // fetch would decompress on its own; ask for gzip explicitly and read the raw bytes.

@@ -4,7 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { formatTimestamp } from "../../src/model/time.js";
@@ -12,7 +12,7 @@ import { Db } from "../../src/store/db.js";
 import { purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const DAY = 86_400;
 
@@ -27,15 +27,11 @@ interface HistoryPage {
 }
 
 const clock = new AdjustableClock();
-let server: TestServer;
+const server = useTestServer({}, { clock });
 let db: Db;
 
 beforeAll(async () => {
-  server = await startTestServer({}, { clock });
   db = new Db(server.app.pool);
-});
-afterAll(async () => {
-  await server?.close();
 });
 // Counts below are exact: every test starts with nothing left to purge
 // (channels of earlier tests included), at real time, which is what

@@ -3,18 +3,17 @@
  * EXPLAIN the exact statements (custom and generic plans) over a channel
  * with 100,000 archived messages and another with 20,000.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, systemClock } from "../../src/model/time.js";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
 import { EXPIRED_CANDIDATES_SQL, EXPIRED_HISTORY_SQL, EXPIRED_IDEMPOTENCY_SQL } from "../../src/store/purge.js";
-import { createTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { useTestDatabase } from "../support/database.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let channelId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   const channel = (name: string, offset: string) =>
     db.pool.query<{ id: string }>(
@@ -49,19 +48,10 @@ beforeAll(async () => {
      SELECT 'ak_plan', 'k' || i, '\\x00', '\\x00', 201, now() + CASE WHEN i % 1000 = 0 THEN interval '-1 minute' ELSE interval '1 day' END
      FROM generate_series(1, 100000) AS i`,
   );
-  await db.pool.query("ANALYZE idempotency_records");
-  await db.pool.query("ANALYZE message_history");
-  await db.pool.query("ANALYZE messages");
-  await db.pool.query("ANALYZE channels");
+  await analyze(db.pool, ["idempotency_records", "message_history", "messages", "channels"]);
 }, 120_000);
 
-afterAll(async () => {
-  await db?.drop();
-});
-
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("query plans over 120,000 history rows (custom and generic)", () => {
   it("pages history newest first straight off message_history_page, with no sort", async () => {

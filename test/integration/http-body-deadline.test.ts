@@ -9,28 +9,24 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import net from "node:net";
 import http2 from "node:http2";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const DEADLINE_MS = 600;
 const MAX_STREAMS = 8;
-let server: TestServer;
+const server = useTestServer({
+  AGENTBUS_BODY_TIMEOUT_SECONDS: String(DEADLINE_MS / 1000),
+  AGENTBUS_HTTP2_MAX_STREAMS: String(MAX_STREAMS),
+  AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "5",
+});
 let key: string;
 let channel: string;
 
 beforeAll(async () => {
-  server = await startTestServer({
-    AGENTBUS_BODY_TIMEOUT_SECONDS: String(DEADLINE_MS / 1000),
-    AGENTBUS_HTTP2_MAX_STREAMS: String(MAX_STREAMS),
-    AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "5",
-  });
   key = await mintKey(server.url);
   channel = await createChannel(server.url, key);
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 const port = () => Number(new URL(server.url).port);

@@ -1,16 +1,10 @@
 /** Requests Node's HTTP/1.1 parser rejects before the handler still get the usual error body. */
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listen } from "../../src/server/listener.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { useTestServer } from "../support/server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 /** Sends raw bytes on a fresh connection; returns everything the server sent before closing. */
 function raw(text: string): Promise<string> {

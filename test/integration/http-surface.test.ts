@@ -1,15 +1,9 @@
 /** What every HTTP caller sees regardless of route: errors, headers, CORS, health, metrics, docs. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { errorCatalog } from "../../src/model/errors.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_MAX_BODY_BYTES: "2048" });
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer({ AGENTBUS_MAX_BODY_BYTES: "2048" });
 
 describe("routing errors", () => {
   it("answers an unknown path with 404 not_found", async () => {

@@ -8,24 +8,20 @@
 import { Code, ConnectError, createClient, type CallOptions } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let key: string;
 let otherKey: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
   key = await mintKey(server.url);
   otherKey = await mintKey(server.url);
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 const newKey = () => `idem-${randomUUID()}`;

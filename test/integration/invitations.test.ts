@@ -7,41 +7,35 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChannelMode, InvitationState } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { MICROS_PER_SECOND, parseTimestamp } from "../../src/model/time.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import {
   createInvitation,
+  DAY_MICROS,
   expectError,
   freshAddress,
   keyIdOf,
   listEvents,
+  micros,
   readStatus,
   resolveInvitation,
+  restrictedChannel,
+  restrictedChannelWithMember,
   TIMESTAMP_6,
   type InvitationJson,
   type InvitationsPageJson,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const clock = new AdjustableClock();
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer({ AGENTBUS_TRUST_PROXY: "true" }, { clock });
 
 const url = () => server.url;
-const DAY_MICROS = 24 * 60 * 60 * MICROS_PER_SECOND;
-const micros = (ts: string) => parseTimestamp(ts) as number;
 const members = async (owner: string, channel: string) =>
   (await rest<{ data: MemberJson[] }>(url(), "GET", `/v1/channels/${channel}/members`, { key: owner })).body.data;
 const revoke = (key: string, id: string) => rest<InvitationJson>(url(), "DELETE", `/v1/channel-invitations/${encodeURIComponent(id)}`, { key });
@@ -52,10 +46,7 @@ const removeMember = (owner: string, channel: string, key: string) =>
 const revokeKey = (key: string) => rest(url(), "DELETE", "/v1/keys/me", { key });
 /** A restricted channel of a fresh owner with one member, and an invitation created by each. */
 async function invitationsOfOwnerAndMember() {
-  const owner = await mintKey(url());
-  const member = await mintKey(url());
-  const ch = await createChannel(url(), owner, { access: "restricted" });
-  await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(member) } });
+  const { owner, member, ch } = await restrictedChannelWithMember(url());
   return { owner, member, ch, ownerInvitation: await createInvitation(url(), owner, ch), memberInvitation: await createInvitation(url(), member, ch) };
 }
 const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: server.url }));
@@ -103,16 +94,12 @@ describe("POST /v1/channels/{identifier}/invitations", () => {
   });
 
   it("lets a member invite to a restricted channel", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(member) } });
+    const { member, ch } = await restrictedChannelWithMember(url());
     expect((await createInvitation(url(), member, ch)).created_by_key_id).toBe(keyIdOf(member));
   });
 
   it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     const res = await rest(url(), "POST", `/v1/channels/${ch}/invitations`, { key: await mintKey(url()), body: {} });
     expectError(res, 403, "channel_access_denied");
   });
@@ -145,9 +132,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("resolves: 200 Invitation, and the key becomes a member granted via the invitation", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     const res = await resolveInvitation(url(), guest, invitation.id, freshAddress());
     expect(res.status).toBe(200);
@@ -157,9 +143,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("records invitation_resolved and member_added with the resolver as actor and subject", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guestKey = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     await resolveInvitation(url(), guestKey, invitation.id, freshAddress());
     const events = await listEvents(url(), owner, ch);
@@ -170,9 +155,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("is idempotent: resolving again keeps one member row and records member_added once", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     const address = freshAddress();
     expect((await resolveInvitation(url(), guest, invitation.id, address)).status).toBe(200);
@@ -184,8 +168,7 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("is multi-use: every key that resolves it becomes a member", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const invitation = await createInvitation(url(), owner, ch);
     const guests = [await mintKey(url()), await mintKey(url()), await mintKey(url())];
     for (const guest of guests) expect((await resolveInvitation(url(), guest, invitation.id, freshAddress())).status).toBe(200);
@@ -193,9 +176,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("makes a restricted channel's messages readable, until the owner removes the key", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     await postMessage(url(), owner, ch, { content: "for members" });
     expect(await readStatus(url(), guest, ch)).toBe(403);
     const invitation = await createInvitation(url(), owner, ch);
@@ -212,9 +194,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("answers 410 invitation_revoked for a revoked invitation, granting nothing", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     expect((await revoke(owner, invitation.id)).status).toBe(200);
     expectError(await resolveInvitation(url(), guest, invitation.id, freshAddress()), 410, "invitation_revoked");
@@ -222,9 +203,8 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("answers 410 invitation_expired 24 h after creation, granting nothing", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     const invitation = await createInvitation(url(), owner, ch);
     clock.advanceSeconds(24 * 60 * 60 + 1);
     expectError(await resolveInvitation(url(), guest, invitation.id, freshAddress()), 410, "invitation_expired");
@@ -430,10 +410,9 @@ describe("DELETE /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("refuses another member of a restricted channel with 403 forbidden", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const creator = await mintKey(url());
     const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     for (const k of [creator, member]) await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(k) } });
     const invitation = await createInvitation(url(), creator, ch);
     expectError(await revoke(member, invitation.id), 403, "forbidden");
@@ -446,9 +425,8 @@ describe("DELETE /v1/channel-invitations/{invitation_id}", () => {
   });
 
   it("still lets its creator revoke it after the owner removed the creator from a restricted channel", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const creator = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: keyIdOf(creator) } });
     const invitation = await createInvitation(url(), creator, ch);
     await rest(url(), "DELETE", `/v1/channels/${ch}/members/${keyIdOf(creator)}`, { key: owner });

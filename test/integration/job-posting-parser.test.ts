@@ -12,6 +12,7 @@ import { createJobPostingParser, type JobPostingParser } from "../../src/parsing
 import { createOpenAiPostingModel } from "../../src/parsing/llm.js";
 import { BOILERPLATE, FakeJobBoard, POSTING_FACTS } from "../fakes/job-board.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
+import { rejectionOf } from "../support/errors.js";
 
 const ANSWER = {
   title: "Senior Backend Engineer",
@@ -50,14 +51,7 @@ function parser(options: { allowPrivateTargets?: boolean; maxTextChars?: number;
   });
 }
 
-async function failure(promise: Promise<unknown>): Promise<JobFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobFailure);
-  return err as JobFailure;
-}
+const failure = (promise: Promise<unknown>) => rejectionOf(JobFailure, promise);
 
 beforeAll(async () => {
   board = await FakeJobBoard.start();

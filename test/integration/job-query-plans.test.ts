@@ -3,16 +3,15 @@
  * grows (0008_async_jobs.sql): EXPLAIN their exact statements over 60,000
  * jobs, most of them finished and already emptied.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ORPHANED_JOBS_SQL } from "../../src/store/agenda.js";
 import { EXPIRED_JOB_RESULTS_SQL, OLD_JOBS_SQL } from "../../src/store/purge.js";
-import { createTestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
+import { analyze, now } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   // 50,000 expired and emptied (tombstones), 5,000 completed with results, 5,000 unfinished.
   await db.pool.query(
@@ -26,19 +25,13 @@ beforeAll(async () => {
     `INSERT INTO jobs (kind, owner_key_id, status, input, created_at, updated_at)
      SELECT 'pdf', 'ak_plan', 'queued', '{}'::jsonb, now(), now() FROM generate_series(1, 5000)`,
   );
-  await db.pool.query("ANALYZE jobs");
+  await analyze(db.pool, ["jobs"]);
 }, 120_000);
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 async function plan(sql: string, params: unknown[]): Promise<string> {
   const { rows } = await db.pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
   return rows.map((r) => r["QUERY PLAN"]).join("\n");
 }
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("job statements", () => {
   it("the purge finds expired results through the partial index, not through the tombstones", async () => {

@@ -1,17 +1,11 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { describe, expect, it } from "vitest";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 describe("POST /v1/keys", () => {
   it("issues a key without authentication, answering 201 with the A4 shape", async () => {
@@ -129,13 +123,7 @@ describe("POST /v1/keys", () => {
 describe("the mint limit counts only keys actually issued", () => {
   // One server at the default limit; each test mints from its own address
   // (X-Forwarded-For, trusted here) so the tests do not share a window.
-  let limited: TestServer;
-  beforeAll(async () => {
-    limited = await startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "20", AGENTBUS_TRUST_PROXY: "true" });
-  });
-  afterAll(async () => {
-    await limited?.close();
-  });
+  const limited = useTestServer({ AGENTBUS_KEY_MINT_LIMIT: "20", AGENTBUS_TRUST_PROXY: "true" });
   const mintFrom = (address: string, body: unknown) =>
     rest(limited.url, "POST", "/v1/keys", { body, headers: { "X-Forwarded-For": address } });
 

@@ -4,8 +4,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
@@ -15,24 +14,16 @@ import {
   keyIdOf,
   listEvents,
   readStatus,
+  restrictedChannel,
+  restrictedChannelWithMember,
   TIMESTAMP_6,
   UUID,
   type MemberJson,
 } from "../support/membership.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-let sql: pg.Client;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  sql = new pg.Client({ connectionString: server.databaseUrl });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await server?.close();
-});
+const server = useTestServer();
+const sql = useSqlClient(server);
 
 const url = () => server.url;
 const members = (key: string, channel: string) => rest<{ data: MemberJson[] }>(url(), "GET", `/v1/channels/${channel}/members`, { key });
@@ -61,8 +52,7 @@ describe("GET /v1/channels/{identifier}/members", () => {
   });
 
   it("orders members by granted_at", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     const a = keyIdOf(await mintKey(url()));
     const b = keyIdOf(await mintKey(url()));
     await addMember(url(), owner, ch, b);
@@ -84,16 +74,12 @@ describe("GET /v1/channels/{identifier}/members", () => {
   });
 
   it("refuses a member with 403 forbidden", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     expectError(await members(member, ch), 403, "forbidden");
   });
 
   it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { ch } = await restrictedChannel(url());
     expectError(await members(await mintKey(url()), ch), 403, "channel_access_denied");
   });
 
@@ -191,10 +177,7 @@ describe("POST /v1/channels/{identifier}/members", () => {
   });
 
   it("refuses a member (not the owner) with 403 forbidden", async () => {
-    const owner = await mintKey(url());
-    const member = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
-    await addMember(url(), owner, ch, keyIdOf(member));
+    const { member, ch } = await restrictedChannelWithMember(url());
     const res = await rest(url(), "POST", `/v1/channels/${ch}/members`, { key: member, body: { key_id: keyIdOf(await mintKey(url())) } });
     expectError(res, 403, "forbidden");
   });
@@ -257,15 +240,13 @@ describe("DELETE /v1/channels/{identifier}/members/{key_id}", () => {
   });
 
   it("refuses a stranger to a restricted channel with 403 channel_access_denied", async () => {
-    const owner = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
+    const { owner, ch } = await restrictedChannel(url());
     expectError(await remove(await mintKey(url()), ch, keyIdOf(owner)), 403, "channel_access_denied");
   });
 
   it("makes a restricted channel unreadable to the removed key", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const reader = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     await postMessage(url(), owner, ch, { content: "members only" });
     expect(await readStatus(url(), reader, ch)).toBe(403);
     await addMember(url(), owner, ch, keyIdOf(reader));
@@ -277,9 +258,8 @@ describe("DELETE /v1/channels/{identifier}/members/{key_id}", () => {
 
 describe("channel deletion", () => {
   it("takes the channel's members, events, invitations and access requests with it", async () => {
-    const owner = await mintKey(url());
+    const { owner, ch } = await restrictedChannel(url());
     const stranger = await mintKey(url());
-    const ch = await createChannel(url(), owner, { access: "restricted" });
     await addMember(url(), owner, ch, keyIdOf(await mintKey(url())));
     expect((await rest(url(), "POST", `/v1/channels/${ch}/invitations`, { key: owner })).status).toBe(201);
     expect((await rest(url(), "POST", `/v1/channels/${ch}/access-requests`, { key: stranger, body: {} })).status).toBe(202);

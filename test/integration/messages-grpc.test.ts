@@ -1,19 +1,13 @@
 /** The message flow over gRPC: the same handlers, rules and error codes as REST. */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { AckStatus, ClaimStatus, MessageService, MessageStatus } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel } from "../support/fixtures.js";
-import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, useTestServer } from "../support/server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const server = useTestServer();
 
 const errorCode = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.error;
 

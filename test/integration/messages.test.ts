@@ -1,23 +1,18 @@
 /** The core message flow over REST: post, list by cursor, claim, ack, leases, retract (docs/decisions.md#channels-and-messages). */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
-let server: TestServer;
-let clock: AdjustableClock;
+const clock = new AdjustableClock();
+const server = useTestServer({ AGENTBUS_MAX_CONTENT_BYTES: "64" }, { clock });
 let owner: string;
 let other: string;
 beforeAll(async () => {
-  clock = new AdjustableClock();
-  server = await startTestServer({ AGENTBUS_MAX_CONTENT_BYTES: "64" }, { clock });
   owner = await mintKey(server.url, "owner");
   other = await mintKey(server.url, "other");
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 const url = () => server.url;

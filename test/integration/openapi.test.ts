@@ -7,27 +7,23 @@
  */
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/model/json.js";
 import type { OpenApiDocument } from "../../src/server/docs/openapi.js";
-import { mintKey, rest, startTestServer, type JsonResponse, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer, type JsonResponse } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let doc: OpenApiDocument;
 let ajv: Ajv2020;
 const SCHEMAS_ID = "urn:agentbus:openapi";
 
 beforeAll(async () => {
-  server = await startTestServer();
   const res = await fetch(`${server.url}/openapi.json`);
   doc = (await res.json()) as OpenApiDocument;
   ajv = new Ajv2020({ strict: true, allErrors: true, formats: { "date-time": true, int32: true, int64: true, float: true, double: true } });
   // The document's refs point into components; Ajv gets them as $defs of one schema.
   const text = JSON.stringify({ $id: SCHEMAS_ID, $defs: doc.components.schemas }).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`);
   ajv.addSchema(JSON.parse(text) as JsonObject);
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 const asObject = (value: unknown): JsonObject => value as JsonObject;

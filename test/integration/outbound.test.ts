@@ -8,6 +8,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOutboundClient, failureClass, OutboundError, type OutboundClient, type Resolver } from "../../src/outbound/guarded-fetch.js";
+import { rejectionOf } from "../support/errors.js";
 
 interface Seen {
   method: string;
@@ -49,14 +50,7 @@ class Local {
   }
 }
 
-async function failure(promise: Promise<unknown>): Promise<OutboundError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(OutboundError);
-  return err as OutboundError;
-}
+const failure = (promise: Promise<unknown>) => rejectionOf(OutboundError, promise);
 
 /** Pretends 127.0.0.1 is the one public address there is, so local servers can play both sides. */
 const onlyLoopbackOne = (address: string) => (address === "127.0.0.1" ? undefined : "refused by the test policy");

@@ -14,7 +14,7 @@ import { getJob, waitForJob, type JobJson } from "../support/pdf.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 import { FakeJobBoard, POSTING_FACTS } from "../fakes/job-board.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
-import { FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { ENGLISH_TRANSCRIPT, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
 
 /** Quiet maintenance; retries picked up quickly. */
 const jobs = { processEveryMs: 200, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
@@ -92,23 +92,12 @@ describe("POST /v1/jobs/parse", () => {
   });
 
   it("parses raw text, with every unknown field null or []", async () => {
-    llm.answer = { title: "Baker", company: null, location: null, salary_min: null, salary_max: null, salary_currency: null, employment_type: null, requirements: [], skills: [], benefits: [], description_summary: null };
+    const baker = { title: "Baker", company: null, location: null, salary_min: null, salary_max: null, salary_currency: null, employment_type: null, requirements: [], skills: [], benefits: [], description_summary: null };
+    llm.answer = baker;
     llm.expectInMessages = ["Baker wanted in Lyon"];
     const job = await run("/v1/jobs/parse", { text: "Baker wanted in Lyon", url: null });
     expect(job.status).toBe("completed");
-    expect(job.result).toEqual({
-      title: "Baker",
-      company: null,
-      location: null,
-      salary_min: null,
-      salary_max: null,
-      salary_currency: null,
-      employment_type: null,
-      requirements: [],
-      skills: [],
-      benefits: [],
-      description_summary: null,
-    });
+    expect(job.result).toEqual(baker);
   });
 
   it("answers 422 for missing input and bad URLs", async () => {
@@ -172,16 +161,7 @@ describe("POST /v1/video/transcript and /v1/youtube/transcript", () => {
   it("fetches a transcript from a watch-page URL: completed with segments in seconds", async () => {
     const job = await run("/v1/video/transcript", { url: `https://www.youtube.com/watch?v=${VIDEOS.english}&t=42s` });
     expect(job).toMatchObject({ kind: "transcript", status: "completed", error: null });
-    expect(job.result).toEqual({
-      video_id: VIDEOS.english,
-      language: "en",
-      full_text: 'Hello & welcome to the show it\'s "quoted" here line one line two',
-      segments: [
-        { text: "Hello & welcome to the show", start: 0.5, duration: 2.25 },
-        { text: 'it\'s "quoted" here', start: 2.75, duration: 3 },
-        { text: "line one line two", start: 5.75, duration: 1.5 },
-      ],
-    });
+    expect(job.result).toEqual({ video_id: VIDEOS.english, ...ENGLISH_TRANSCRIPT });
   });
 
   it("accepts the short-link form on the host-named path, with a language", async () => {

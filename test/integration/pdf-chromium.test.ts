@@ -10,19 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareChromium } from "../../src/pdf/chromium.js";
 import { renderPdf, submitPdf } from "../support/pdf.js";
 import { pdfText } from "../support/pdf.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const squash = (text: string) => text.replace(/\s+/g, " ");
 
 describe("the npm Chromium", () => {
-  let server: TestServer;
+  const server = useTestServer({ AGENTBUS_WORKERS: "true" });
   let key: string;
   beforeAll(async () => {
-    server = await startTestServer({ AGENTBUS_WORKERS: "true" });
     key = await mintKey(server.url);
-  });
-  afterAll(async () => {
-    await server?.close();
   });
 
   it("is the default renderer, ready after start, and /health names it", async () => {
@@ -44,13 +40,7 @@ describe("the npm Chromium", () => {
 });
 
 describe("a configured Chromium that is not there", () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer({ AGENTBUS_WORKERS: "true", AGENTBUS_CHROMIUM_PATH: "/nonexistent/chromium" });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useTestServer({ AGENTBUS_WORKERS: "true", AGENTBUS_CHROMIUM_PATH: "/nonexistent/chromium" });
 
   it("leaves the service serving, the renderer down with the reason in /health, and PDF submissions 503", async () => {
     expect(await server.app.pdf!.prepare()).toMatchObject({ state: "down" });

@@ -7,7 +7,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { JobKind, JobStatus } from "../../gen/agentbus/v1/job_pb.js";
 import { JobService, PdfFormat } from "../../gen/agentbus/v1/job_service_pb.js";
@@ -19,20 +19,16 @@ import { PgJobStore } from "../../src/store/jobs.js";
 import { PgPurgeStore, purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
 import { download, getJob, pageCount, pdfText, submitPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
 const DAY = 86_400;
 const errorCode = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.error;
 
 /** Jobs stay queued here: no workers. */
-let idle: TestServer;
+const idle = useTestServer();
 let idleKey: string;
 beforeAll(async () => {
-  idle = await startTestServer();
   idleKey = await mintKey(idle.url);
-});
-afterAll(async () => {
-  await idle?.close();
 });
 
 describe("submission", () => {
@@ -193,17 +189,13 @@ describe("the job sweep", () => {
 
 describe("with workers", () => {
   const clock = new AdjustableClock();
-  let server: TestServer;
+  const server = useTestServer(
+    { AGENTBUS_WORKERS: "true" },
+    { clock, jobs: { processEveryMs: 1_000, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } } },
+  );
   let key: string;
   beforeAll(async () => {
-    server = await startTestServer(
-      { AGENTBUS_WORKERS: "true" },
-      { clock, jobs: { processEveryMs: 1_000, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } } },
-    );
     key = await mintKey(server.url);
-  });
-  afterAll(async () => {
-    await server?.close();
   });
   afterEach(() => clock.reset());
 

@@ -20,21 +20,17 @@ import { Db } from "../../src/store/db.js";
 import { PgJobStore } from "../../src/store/jobs.js";
 import { PgPurgeStore } from "../../src/store/purge.js";
 import { download, getJob, pageCount, pdfText, renderPdf, submitPdfJob, waitForJob } from "../support/pdf.js";
-import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, useTestServer } from "../support/server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** Quiet maintenance: these tests only need the pdf worker. */
 const jobs = { processEveryMs: 1_000, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
 
-let server: TestServer;
+const server = useTestServer({ AGENTBUS_WORKERS: "true" }, { jobs });
 let key: string;
 beforeAll(async () => {
-  server = await startTestServer({ AGENTBUS_WORKERS: "true" }, { jobs });
   key = await mintKey(server.url);
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 /** Whitespace-normalised text (pdftotext -layout spaces columns out). */
@@ -351,13 +347,7 @@ describe("the shared browser", () => {
 });
 
 describe("a render past its deadline", () => {
-  let slow: TestServer;
-  beforeAll(async () => {
-    slow = await startTestServer({ AGENTBUS_WORKERS: "true", AGENTBUS_PDF_TIMEOUT_MS: "1500" }, { jobs });
-  });
-  afterAll(async () => {
-    await slow?.close();
-  });
+  const slow = useTestServer({ AGENTBUS_WORKERS: "true", AGENTBUS_PDF_TIMEOUT_MS: "1500" }, { jobs });
 
   it("fails the job with pdf_render_timeout, and the download says it failed", async () => {
     const owner = await mintKey(slow.url);
@@ -381,13 +371,7 @@ describe("a render past its deadline", () => {
 });
 
 describe("a worker that stops while it renders", () => {
-  let stopping: TestServer;
-  beforeAll(async () => {
-    stopping = await startTestServer({ AGENTBUS_WORKERS: "true" }, { jobs });
-  });
-  afterAll(async () => {
-    await stopping?.close();
-  });
+  const stopping = useTestServer({ AGENTBUS_WORKERS: "true" }, { jobs });
 
   it("hands its job over: queued again with a fresh Agenda job, which another worker completes", async () => {
     const owner = await mintKey(stopping.url);

@@ -1,15 +1,11 @@
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTimestamp, parseTimestamp } from "../../src/model/time.js";
 import { createPool, withTransaction } from "../../src/store/pool.js";
 import { isConnectionError } from "../../src/model/storage-errors.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(() => db.drop());
+const db = useTestDatabase();
 
 async function one<T>(sql: string, params: unknown[] = []): Promise<T> {
   const { rows } = await db.pool.query<{ v: T }>(sql, params);

@@ -5,18 +5,12 @@ import http2 from "node:http2";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../support/database.js";
+import { describe, expect, it } from "vitest";
+import { createTestDatabase, useTestDatabase } from "../support/database.js";
 import { isAlive, spawnCli, startServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 describe("configuration", () => {
   it("refuses a bad value at start, naming the variable", async () => {

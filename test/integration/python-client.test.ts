@@ -6,8 +6,8 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "../..");
@@ -15,17 +15,13 @@ const pythonDir = join(root, "clients/python");
 // Debian's python3-grpcio and python3-protobuf belong to /usr/bin/python3, not to whatever python3 is first on PATH.
 const python = process.env.AGENTBUS_PYTHON ?? "/usr/bin/python3";
 
-let server: TestServer;
+const server = useTestServer();
 let target: string;
 // The committed gen/python, not a copy: that is what a Python user gets. No .pyc files in the tree.
 const env: NodeJS.ProcessEnv = { ...process.env, AGENTBUS_PB_DIR: join(root, "gen/python"), PYTHONDONTWRITEBYTECODE: "1" };
 
 beforeAll(async () => {
-  server = await startTestServer();
   target = new URL(server.url).host;
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 /** Runs a Python program; resolves with its exit code and output whatever the code. */

@@ -2,18 +2,16 @@
  * The planner must keep using the indexes as a channel grows: EXPLAIN the
  * exact list and claim statements on a channel holding 100,000 messages.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
-import { createTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { useTestDatabase } from "../support/database.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let channelId: string;
 let someMessageId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   const other = await db.pool.query<{ id: string }>(
     `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
@@ -39,17 +37,10 @@ beforeAll(async () => {
     );
   }
   someMessageId = (await db.pool.query<{ id: string }>("SELECT id FROM messages WHERE channel_id = $1 LIMIT 1", [channelId])).rows[0]!.id;
-  await db.pool.query("ANALYZE messages");
-  await db.pool.query("ANALYZE channels");
+  await analyze(db.pool, ["messages", "channels"]);
 }, 120_000);
 
-afterAll(async () => {
-  await db?.drop();
-});
-
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("query plans on a channel of 100,000 messages (custom and generic)", () => {
   it("lists with an index range scan on (channel_id, created_at), no sequential scan", async () => {

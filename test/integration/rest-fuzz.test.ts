@@ -31,7 +31,7 @@ import { Db } from "../../src/store/db.js";
 import { PgKeyStore } from "../../src/store/keys.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { grpcFrame, RawGrpcClient, type RawGrpcAnswer } from "../support/grpc-raw.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const ADMIN_TOKEN = "fuzz-admin-token";
 const MAX_BODY = 64 * 1024;
@@ -151,7 +151,16 @@ interface Answer {
   body: Buffer;
 }
 
-let server: TestServer;
+const server = useTestServer({
+  AGENTBUS_ADMIN_TOKEN: ADMIN_TOKEN,
+  AGENTBUS_MAX_BODY_BYTES: String(MAX_BODY),
+  AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "0.2",
+  AGENTBUS_LOG_LEVEL: "silent",
+  // Submissions are accepted (not 503 "not configured"); workers are off, so nothing runs them.
+  AGENTBUS_CHROMIUM_PATH: "/bin/true",
+  OPENAI_API_KEY: "sk-fuzz",
+  OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+});
 let routes: readonly RestRoute[];
 let serviceList: DescService[];
 const keys: string[] = [];
@@ -162,16 +171,6 @@ let messageIds: string[] = [];
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 
 beforeAll(async () => {
-  server = await startTestServer({
-    AGENTBUS_ADMIN_TOKEN: ADMIN_TOKEN,
-    AGENTBUS_MAX_BODY_BYTES: String(MAX_BODY),
-    AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "0.2",
-    AGENTBUS_LOG_LEVEL: "silent",
-    // Submissions are accepted (not 503 "not configured"); workers are off, so nothing runs them.
-    AGENTBUS_CHROMIUM_PATH: "/bin/true",
-    OPENAI_API_KEY: "sk-fuzz",
-    OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
-  });
   // The same service list the server builds its routes from (app.ts → createDomain, createServices → http-handler).
   const db = new Db(server.app.pool);
   const bus: WakeBus = { publish() {}, subscribe: () => () => {}, subscriptions: 0, close: async () => {} };
@@ -189,9 +188,8 @@ beforeAll(async () => {
   await refreshFixtures();
 });
 
-afterAll(async () => {
+afterAll(() => {
   agent.destroy();
-  await server?.close();
 });
 
 /**

@@ -11,22 +11,18 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { MAX_SCHEMA_NODES, MAX_SCHEMA_PATTERNS } from "../../src/domain/json-schema.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let key: string;
 beforeAll(async () => {
-  server = await startTestServer();
   key = await mintKey(server.url);
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 type Schema = Record<string, unknown>;

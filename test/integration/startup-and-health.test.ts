@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/load.js";
 import { startServiceProcess } from "../support/process.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { rest, startTestServer, type TestServer } from "../support/server.js";
+import { useTestDatabase } from "../support/database.js";
+import { rest, startTestServer, useTestServer, type TestServer } from "../support/server.js";
 
 interface Component {
   state: string;
@@ -17,13 +17,7 @@ interface Component {
 const components = async (server: TestServer) => (await rest<{ components: Record<string, Component> }>(server.url, "GET", "/health")).body.components;
 
 describe("GET /health", () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useTestServer();
 
   it("keeps status, database and db_latency_ms, and reports every component", async () => {
     const res = await rest(server.url, "GET", "/health");
@@ -88,13 +82,7 @@ describe("GET /health while Redis is down", () => {
 });
 
 describe("start-up", () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it("logs one line per component: database, wake bus, job workers, PDF renderer, language model", async () => {
     const service = await startServiceProcess({ DATABASE_URL: db.url, AGENTBUS_WORKERS: "true" }, 60_000);

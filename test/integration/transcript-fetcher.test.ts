@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobFailure } from "../../src/model/job-failure.js";
 import { createOutboundClient, type OutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { createTranscriptFetcher, INNERTUBE_CONTEXT, type TranscriptFetcher } from "../../src/transcripts/index.js";
-import { API_KEY, CONSENT_VALUE, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { API_KEY, CONSENT_VALUE, ENGLISH_TRANSCRIPT, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { rejectionOf } from "../support/errors.js";
 
 let host: FakeVideoHost;
 let fetcher: TranscriptFetcher;
@@ -19,14 +20,7 @@ function fetcherWith(allowPrivateTargets: boolean): TranscriptFetcher {
   return createTranscriptFetcher({ http, baseUrl: host.baseUrl, timeoutMs: 5_000 });
 }
 
-async function failure(promise: Promise<unknown>): Promise<JobFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobFailure);
-  return err as JobFailure;
-}
+const failure = (promise: Promise<unknown>) => rejectionOf(JobFailure, promise);
 
 beforeAll(async () => {
   host = await FakeVideoHost.start();
@@ -37,20 +31,10 @@ afterAll(async () => {
   await host?.close();
 });
 
-const ENGLISH = {
-  language: "en",
-  full_text: 'Hello & welcome to the show it\'s "quoted" here line one line two',
-  segments: [
-    { text: "Hello & welcome to the show", start: 0.5, duration: 2.25 },
-    { text: 'it\'s "quoted" here', start: 2.75, duration: 3 },
-    { text: "line one line two", start: 5.75, duration: 1.5 },
-  ],
-};
-
 describe("fetching a transcript", () => {
   it("walks watch page → player API → manual track → segments in seconds", async () => {
     const result = await fetcher.fetch({ video_id: VIDEOS.english, language: "en" });
-    expect(result).toEqual({ video_id: VIDEOS.english, ...ENGLISH });
+    expect(result).toEqual({ video_id: VIDEOS.english, ...ENGLISH_TRANSCRIPT });
     const player = host.requests.filter((r) => r.path === "/youtubei/v1/player").at(-1)!;
     expect(player.query.get("key")).toBe(API_KEY);
     expect(JSON.parse(player.body)).toEqual({ context: INNERTUBE_CONTEXT, videoId: VIDEOS.english });
@@ -60,11 +44,11 @@ describe("fetching a transcript", () => {
   });
 
   it("reads srv3 and json3 tracks the same way", async () => {
-    expect(await fetcher.fetch({ video_id: VIDEOS.json3, language: "en" })).toEqual({ video_id: VIDEOS.json3, ...ENGLISH });
+    expect(await fetcher.fetch({ video_id: VIDEOS.json3, language: "en" })).toEqual({ video_id: VIDEOS.json3, ...ENGLISH_TRANSCRIPT });
   });
 
   it("uses the page's embedded player response when the page has no API key", async () => {
-    expect(await fetcher.fetch({ video_id: VIDEOS.embedded, language: "en" })).toEqual({ video_id: VIDEOS.embedded, ...ENGLISH });
+    expect(await fetcher.fetch({ video_id: VIDEOS.embedded, language: "en" })).toEqual({ video_id: VIDEOS.embedded, ...ENGLISH_TRANSCRIPT });
   });
 
   it("takes an auto-generated track when it is all there is", async () => {
@@ -88,7 +72,7 @@ describe("fetching a transcript", () => {
 
   it("answers a consent page once with the CONSENT cookie", async () => {
     const result = await fetcher.fetch({ video_id: VIDEOS.consentOnce, language: "en" });
-    expect(result.full_text).toBe(ENGLISH.full_text);
+    expect(result.full_text).toBe(ENGLISH_TRANSCRIPT.full_text);
     const pages = host.requests.filter((r) => r.path === "/watch" && r.query.get("v") === VIDEOS.consentOnce);
     expect(pages).toHaveLength(2);
     expect(pages[0]!.headers.cookie).toBeUndefined();
@@ -129,7 +113,7 @@ describe("failures", () => {
     const first = await failure(fetcher.fetch({ video_id: VIDEOS.flaky, language: "en" }));
     expect(first).toMatchObject({ code: "video_host_unavailable", retryable: true });
     await failure(fetcher.fetch({ video_id: VIDEOS.flaky, language: "en" }));
-    expect((await fetcher.fetch({ video_id: VIDEOS.flaky, language: "en" })).full_text).toBe(ENGLISH.full_text);
+    expect((await fetcher.fetch({ video_id: VIDEOS.flaky, language: "en" })).full_text).toBe(ENGLISH_TRANSCRIPT.full_text);
   });
 
   it("an unreachable host is retryable", async () => {

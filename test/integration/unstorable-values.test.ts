@@ -9,7 +9,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
@@ -17,19 +17,15 @@ import { MessageService, type CreateMessageRequestSchema } from "../../gen/agent
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { grpcFrame, RawGrpcClient } from "../support/grpc-raw.js";
 import { listAllIds } from "../support/load.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
 
-let server: TestServer;
+const server = useTestServer();
 let key: string;
 let channel: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
   key = await mintKey(server.url);
   channel = await createChannel(server.url, key, { mode: "claimable" });
-});
-afterAll(async () => {
-  await server?.close();
 });
 
 /** JSON text as a client may send it: escapes JSON.stringify would never write. */

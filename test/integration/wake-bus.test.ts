@@ -4,18 +4,16 @@ import { PgNotifyBus } from "../../src/bus/pg-notify-bus.js";
 import { RedisBus } from "../../src/bus/redis-bus.js";
 import { LocalFanout } from "../../src/bus/wake-bus.js";
 import type { WakeBus } from "../../src/ports/wake-bus.js";
-import { createTestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let redis: TestRedis;
 beforeAll(async () => {
-  db = await createTestDatabase();
   redis = await startTestRedis();
 });
 afterAll(async () => {
   await redis?.stop();
-  await db?.drop();
 });
 
 const ignore = () => {};

@@ -3,18 +3,16 @@
  * dispatcher's claim on an outbox of 50,000 pending retries, and the owner's
  * log page of one channel among many (custom and generic plans).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatTimestamp, systemClock } from "../../src/model/time.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { OLD_WEBHOOK_DELIVERIES_SQL } from "../../src/store/purge.js";
 import { CLAIM_SCAN_ROWS, CLAIM_SQL, DELIVERY_LOG_SQL } from "../../src/store/webhooks.js";
-import { createTestDatabase } from "../support/database.js";
-import { explainPlans } from "../support/query-plans.js";
+import { useTestDatabase } from "../support/database.js";
+import { analyze, explainPlans, now } from "../support/query-plans.js";
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = useTestDatabase();
 let channelId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
   const ids: string[] = [];
   for (const name of ["hooked", "noise"]) {
@@ -49,17 +47,10 @@ beforeAll(async () => {
      FROM generate_series(1, 2000) i`,
     [channelId],
   );
-  await db.pool.query("ANALYZE webhook_outbox");
-  await db.pool.query("ANALYZE webhook_deliveries");
+  await analyze(db.pool, ["webhook_outbox", "webhook_deliveries"]);
 }, 120_000);
 
-afterAll(async () => {
-  await db?.drop();
-});
-
 const plans = (sql: string, params: unknown[]) => explainPlans(db.pool, sql, params);
-
-const now = () => formatTimestamp(systemClock.now());
 
 describe("webhook query plans", () => {
   it("claims due rows along webhook_outbox_due, never scanning the outbox", async () => {

@@ -4,7 +4,7 @@
  * agenda_jobs schema against the installed backend's.
  */
 import { getCreateIndexesSQL, getCreateTableSQL } from "@agendajs/postgres-backend";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JobRunner } from "../../src/jobs/runner.js";
 import type { JobKind } from "../../src/jobs/types.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -13,7 +13,7 @@ import { Db } from "../../src/store/db.js";
 import { PgJobStore } from "../../src/store/jobs.js";
 import { PgPurgeStore } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { useTestDatabase, type SuiteDatabase } from "../support/database.js";
 import { spawnCli, startServiceProcess } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
 import { eventually } from "../support/eventually.js";
@@ -21,7 +21,7 @@ import { eventually } from "../support/eventually.js";
 const silent = createLogger("silent");
 
 /** A key, a channel and one message in it that expires at `expiresAt` (SQL). Returns the message id. */
-async function seedMessage(db: TestDatabase, expiresAt: string): Promise<{ channelId: string; messageId: string }> {
+async function seedMessage(db: SuiteDatabase, expiresAt: string): Promise<{ channelId: string; messageId: string }> {
   const keyId = `ak_${Math.random().toString(36).slice(2, 10)}`;
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ($1, '\\x00', $1, $1)", [keyId]);
   const channel = await db.pool.query<{ id: string }>(
@@ -38,17 +38,11 @@ async function seedMessage(db: TestDatabase, expiresAt: string): Promise<{ chann
   return { channelId, messageId: message.rows[0]!.id };
 }
 
-const archived = async (db: TestDatabase, messageId: string) =>
+const archived = async (db: SuiteDatabase, messageId: string) =>
   (await db.pool.query("SELECT 1 FROM message_history WHERE id = $1 AND reason = 'expired'", [messageId])).rowCount === 1;
 
 describe("agentbus worker", () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it("runs the purge without serving HTTP, then exits 0 promptly on SIGTERM", async () => {
     const { channelId, messageId } = await seedMessage(db, "now() - interval '1 minute'");
@@ -78,13 +72,7 @@ describe("agentbus worker", () => {
 });
 
 describe("agentbus serve", () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it("runs the workers in-process by default and still exits 0 promptly on SIGTERM", async () => {
     const { messageId } = await seedMessage(db, "now() - interval '1 minute'");
@@ -113,13 +101,7 @@ describe("agentbus serve", () => {
 });
 
 describe("JobRunner", () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it("schedules the purge as one recurring job and runs it on its interval, at the injected clock's time", async () => {
     const clock = new AdjustableClock();

@@ -1,15 +1,14 @@
 /**
  * A private, migrated database per test file on the run's shared server
- * (see global-setup.ts):
- *
- *   const db = await createTestDatabase();
- *   afterAll(() => db.drop());
+ * (see global-setup.ts): `useTestDatabase()` for a whole suite, or
+ * `createTestDatabase()` and `drop()` inside one test.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
 import { migrate } from "../../src/store/migrate.js";
 import { createPool } from "../../src/store/pool.js";
+import { forSuite } from "./suite.js";
 
 export interface TestDatabase {
   /** Connection URL of this database only. */
@@ -51,6 +50,14 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
     }
   }
   return { url, pool, drop };
+}
+
+/** The database of a suite (the suite owns dropping it). */
+export type SuiteDatabase = Omit<TestDatabase, "drop">;
+
+/** A migrated (unless told otherwise) database for the enclosing suite (see forSuite). */
+export function useTestDatabase(options: TestDatabaseOptions = {}): SuiteDatabase {
+  return forSuite(() => createTestDatabase(options), (db) => db.drop());
 }
 
 function databaseUrl(serverUrl: string, database: string): string {

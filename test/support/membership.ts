@@ -1,6 +1,8 @@
 /** REST helpers for the membership tests: members, invitations, access requests, channel events. */
 import { expect } from "vitest";
-import { rest, type JsonResponse } from "./server.js";
+import { MICROS_PER_SECOND, parseTimestamp } from "../../src/model/time.js";
+import { createChannel } from "./fixtures.js";
+import { mintKey, rest, type JsonResponse } from "./server.js";
 
 export interface MemberJson {
   id: string;
@@ -66,6 +68,10 @@ export interface ErrorJson {
 export const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/** Invitations and channel events live for days; their timestamps are compared in microseconds. */
+export const DAY_MICROS = 24 * 60 * 60 * MICROS_PER_SECOND;
+export const micros = (ts: string): number => parseTimestamp(ts) as number;
+
 export const keyIdOf = (key: string): string => key.split(".")[0] as string;
 
 /** Asserts a refusal: status, catalog code and a non-empty suggestion. */
@@ -82,6 +88,21 @@ export async function addMember(base: string, ownerKey: string, channel: string,
   const res = await rest<MemberJson>(base, "POST", `/v1/channels/${channel}/members`, { key: ownerKey, body: { key_id: keyId } });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
+}
+
+/** A fresh owner key and a restricted channel it owns. */
+export async function restrictedChannel(base: string): Promise<{ owner: string; ch: string }> {
+  const owner = await mintKey(base);
+  const ch = await createChannel(base, owner, { access: "restricted" });
+  return { owner, ch };
+}
+
+/** A restricted channel whose owner has added one other fresh key as a member. */
+export async function restrictedChannelWithMember(base: string): Promise<{ owner: string; member: string; ch: string }> {
+  const { owner, ch } = await restrictedChannel(base);
+  const member = await mintKey(base);
+  await addMember(base, owner, ch, keyIdOf(member));
+  return { owner, member, ch };
 }
 
 export async function createInvitation(base: string, key: string, channel: string): Promise<InvitationJson> {

@@ -4,6 +4,15 @@
  * executions (the service prepares its hot statements).
  */
 import type pg from "pg";
+import { formatTimestamp, systemClock } from "../../src/model/time.js";
+
+/** The current time as the statements' now parameter, formatted as the service passes it. */
+export const now = (): string => formatTimestamp(systemClock.now());
+
+/** Statistics for the seeded tables, so the planner costs their real sizes rather than guessing. */
+export async function analyze(pool: pg.Pool, tables: string[]): Promise<void> {
+  for (const table of tables) await pool.query(`ANALYZE ${table}`);
+}
 
 export async function explainPlans(pool: pg.Pool, sql: string, params: unknown[]): Promise<string[]> {
   const text = (rows: Array<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"]).join("\n");

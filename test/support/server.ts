@@ -3,12 +3,14 @@
  * as `agentbus serve` does, for integration tests.
  */
 import { Writable } from "node:stream";
+import pg from "pg";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
 import { loadConfig, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "./database.js";
 import { eventually } from "./eventually.js";
+import { forSuite } from "./suite.js";
 
 export interface TestServer {
   url: string;
@@ -20,7 +22,12 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Env = {}, options: { clock?: Clock; jobs?: AppOptions["jobs"] } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  clock?: Clock;
+  jobs?: AppOptions["jobs"];
+}
+
+export async function startTestServer(env: Env = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
@@ -59,6 +66,26 @@ export async function startTestServer(env: Env = {}, options: { clock?: Clock; j
       await db.drop();
     },
   };
+}
+
+/** The server of a suite: started before its first test, closed after its last (the suite owns closing it). */
+export type SuiteServer = Omit<TestServer, "close">;
+
+/** A test server for the enclosing suite (see forSuite). */
+export function useTestServer(env: Env = {}, options: TestServerOptions = {}): SuiteServer {
+  return forSuite(() => startTestServer(env, options), (server) => server.close());
+}
+
+/** A SQL connection to the suite server's database, for what the API does not show (see forSuite). */
+export function useSqlClient(server: SuiteServer): pg.Client {
+  return forSuite(
+    async () => {
+      const client = new pg.Client({ connectionString: server.databaseUrl });
+      await client.connect();
+      return client;
+    },
+    (client) => client.end(),
+  );
 }
 
 export interface JsonResponse<T = Record<string, unknown>> {

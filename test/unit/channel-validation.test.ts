@@ -3,6 +3,7 @@ import type { ChannelRecord } from "../../src/model/channels.js";
 import { buildChannelPatch, changedColumns, clampDiscoveryLimit, parseDiscoveryCursor, parseUpdateMask, sameJson, validateAlias, validateCreateChannel, type ChannelUpdateInput, type CreateChannelInput } from "../../src/domain/channels.js";
 import { ApiError } from "../../src/model/errors.js";
 import { formatTimestamp } from "../../src/model/time.js";
+import { thrownBy } from "../support/errors.js";
 
 const base: CreateChannelInput = {
   name: "jobs",
@@ -39,16 +40,7 @@ const noUpdate: ChannelUpdateInput = {
   webhookSecret: undefined,
 };
 
-/** The ApiError fn throws (fails the test when it throws something else or nothing). */
-function caught(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error("expected an ApiError");
-}
+const caught = (fn: () => unknown) => thrownBy(ApiError, fn);
 
 describe("validateCreateChannel defaults", () => {
   it("applies every channel default to a minimal request", () => {

@@ -24,6 +24,7 @@ import { parseTimestamp, toProtoTimestamp } from "../../src/model/time.js";
 import { decodeRequest, type RequestInput } from "../../src/server/rest/json-codec.js";
 import { enumFromJson, enumJsonNames, enumToJson } from "../../src/protocol/json-enums.js";
 import { renderMessage } from "../../src/protocol/json-render.js";
+import { thrownBy } from "../support/errors.js";
 
 const timestamp = (text: string) => create(TimestampSchema, toProtoTimestamp(parseTimestamp(text) ?? Number.NaN));
 
@@ -39,15 +40,7 @@ function input(overrides: Partial<RequestInput>): RequestInput {
 }
 
 /** Runs a decode that must fail and returns its ApiError. */
-function decodeError(schema: DescMessage, overrides: Partial<RequestInput>): ApiError {
-  try {
-    decodeRequest(schema, input(overrides));
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error("expected decodeRequest to throw");
-}
+const decodeError = (schema: DescMessage, overrides: Partial<RequestInput>) => thrownBy(ApiError, () => decodeRequest(schema, input(overrides)));
 
 describe("renderMessage: defaults (json-all-fields)", () => {
   const rendered = renderMessage(ChannelSchema, create(ChannelSchema));

@@ -37,6 +37,7 @@ import { ListMessagesResponseSchema } from "../../gen/agentbus/v1/message_servic
 import { renderMessage } from "../../src/protocol/json-render.js";
 import { renderMessageByReflection } from "../../src/protocol/json-render-reflect.js";
 import { renderMessageJson } from "../../src/protocol/json-render-text.js";
+import { mulberry32 } from "../support/random.js";
 
 const genDir = fileURLToPath(new URL("../../gen/", import.meta.url));
 
@@ -71,16 +72,6 @@ const otherSchemas = [
 
 // ---------------------------------------------------------------------------
 // Seeded random values of every field kind
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rnd = () => number;
 const pick = <T,>(rnd: Rnd, items: readonly T[]): T => items[Math.floor(rnd() * items.length)] as T;

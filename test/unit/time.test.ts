@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { formatTimestamp, parsePgTimestamp, parseTimestamp } from "../../src/model/time.js";
+import { mulberry32 } from "../support/random.js";
 
 // ---------------------------------------------------------------------------
 // The specification: the implementations before the fast paths.
@@ -47,18 +48,6 @@ function referenceParse(text: string): number | undefined {
 }
 
 const referencePgParse = (text: string) => referenceParse(/[+-]\d{2}(:?\d{2})?$|Z$/.test(text) ? text : `${text}Z`);
-
-// ---------------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MAX_SAFE_MICROS = Number.MAX_SAFE_INTEGER;
 

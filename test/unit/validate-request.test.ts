@@ -7,20 +7,13 @@ import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { ApiError, errorCatalog } from "../../src/model/errors.js";
 import { renderMessageJson } from "../../src/protocol/json-render-text.js";
 import { assertValidRequest, findInvalidValue } from "../../src/server/rpc/validate-request.js";
+import { thrownBy } from "../support/errors.js";
 
 const LONE_HIGH = "\ud800";
 const LONE_LOW = "\udc00";
 const NUL = "\u0000";
 
-function errorOf(desc: DescMessage, message: Message): ApiError {
-  try {
-    assertValidRequest(desc, message);
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error("expected the request to be rejected");
-}
+const errorOf = (desc: DescMessage, message: Message) => thrownBy(ApiError, () => assertValidRequest(desc, message));
 
 describe("request validation", () => {
   it("accepts well-formed text, surrogate pairs and finite numbers everywhere", () => {

@@ -1,0 +1,25 @@
+/** Catching the error a call must end with, typed, so a test can go on to check its fields. */
+import { expect } from "vitest";
+
+type ErrorClass<E> = abstract new (...args: never[]) => E;
+
+/** The `type` error that fn throws; anything else it throws propagates, and throwing nothing fails the test. */
+export function thrownBy<E>(type: ErrorClass<E>, fn: () => unknown): E {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof type) return err;
+    throw err;
+  }
+  throw new Error(`expected a ${type.name} to be thrown`);
+}
+
+/** The `type` error the promise rejects with; fulfilling, or rejecting with anything else, fails the test. */
+export async function rejectionOf<E>(type: ErrorClass<E>, promise: Promise<unknown>): Promise<E> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(type);
+  return err as E;
+}
