@@ -53,6 +53,9 @@ async function deliveryLog(base: string, key: string, channel: string): Promise<
   return res.body.data;
 }
 
+/** A server that runs the webhook workers and may deliver to receivers on 127.0.0.1. */
+const DELIVERING = { AGENTBUS_WORKERS: "true", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" };
+
 /** A receiver for the enclosing suite (see forSuite); declared before the server, so the server stops first and its last deliveries still meet a listener. */
 const useReceiver = (): WebhookReceiver => forSuite(() => WebhookReceiver.start(), (hook) => hook.close());
 
@@ -69,8 +72,7 @@ describe("per-destination slots", () => {
   const dead = forSuite(() => DeadReceiver.start(), (receiver) => receiver.close());
   const hook = useReceiver();
   const server = useTestServer({
-    AGENTBUS_WORKERS: "true",
-    AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+    ...DELIVERING,
     AGENTBUS_WEBHOOK_CONCURRENCY: "4",
     AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: "1",
     AGENTBUS_WEBHOOK_TIMEOUT_MS: "1500",
@@ -101,8 +103,7 @@ describe("per-destination slots", () => {
 describe("circuit breaker", () => {
   const hook = useReceiver();
   const server = useTestServer({
-    AGENTBUS_WORKERS: "true",
-    AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+    ...DELIVERING,
     AGENTBUS_WEBHOOK_TIMEOUT_MS: "300",
     AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms,100ms",
     AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "2",
@@ -138,8 +139,7 @@ describe("circuit breaker", () => {
 describe("replay-resistant signatures", () => {
   const hook = useReceiver();
   const server = useTestServer({
-    AGENTBUS_WORKERS: "true",
-    AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+    ...DELIVERING,
     AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms",
   });
 
