@@ -17,6 +17,10 @@ import { FakeWakeBus } from "./fakes/wake-bus.js";
 /** A caller whose key, agent label and owner all derive from one label, so tests can tell callers apart at a glance. */
 export const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
 
+/** Two callers on different keys, for rules about whose key may do what. */
+export const alice = caller("alice");
+export const bob = caller("bob");
+
 /** A create request that names only name and mode, as a client leaving every optional field out would send it. */
 export const createChannelInput = (fields: Partial<CreateChannelInput> = {}): CreateChannelInput => ({
   name: "jobs",

@@ -3,12 +3,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { Actors } from "../../src/domain/actors.js";
 import type { Caller } from "../../src/model/caller.js";
 import type { ChannelView } from "../../src/model/channels.js";
-import { caller, fakeDomain } from "../support/domain.js";
+import { alice, bob, fakeDomain } from "../support/domain.js";
 import { refusalCode as refusal } from "../support/errors.js";
 import type { FakeActorStore } from "../support/fakes/actors.js";
-
-const alice = caller("alice");
-const bob = caller("bob");
 
 let store: FakeActorStore;
 let actors: Actors;

@@ -2,12 +2,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { ChannelAdmin } from "../../src/domain/channel-admin.js";
 import type { Channels } from "../../src/domain/channels.js";
-import { caller, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
+import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
 import { refusalCode as refusal } from "../support/errors.js";
 import type { FakeChannelStore } from "../support/fakes/channels.js";
-
-const alice = caller("alice");
-const bob = caller("bob");
 
 let store: FakeChannelStore;
 let channels: Channels;

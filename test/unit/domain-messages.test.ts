@@ -5,14 +5,11 @@ import { ChannelHistory } from "../../src/domain/history.js";
 import type { ListInput, Messages } from "../../src/domain/messages.js";
 import { ApiError } from "../../src/model/errors.js";
 import type { AdjustableClock } from "../support/clock.js";
-import { caller, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
+import { alice, bob, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
 import { rejectionOf } from "../support/errors.js";
 import type { FakeChannelStore } from "../support/fakes/channels.js";
 import { FakeHistoryStore } from "../support/fakes/history.js";
 import type { FakeWakeBus } from "../support/fakes/wake-bus.js";
-
-const alice = caller("alice");
-const bob = caller("bob");
 
 const post = (content: string) => ({ content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
 const listAll = (fields: Partial<ListInput> = {}): ListInput => ({ since: undefined, cursor: undefined, limit: undefined, status: "all", ...fields });
