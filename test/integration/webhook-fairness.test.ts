@@ -6,11 +6,12 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { verifySignature, verifyStandardSignature, WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 import { eventually } from "../support/eventually.js";
+import { mintKey, rest, useTestServer, type SuiteServer } from "../support/server.js";
+import { forSuite } from "../support/suite.js";
 
 /** Accepts connections and never answers. */
 class DeadReceiver {
@@ -52,8 +53,14 @@ async function deliveryLog(base: string, key: string, channel: string): Promise<
   return res.body.data;
 }
 
+/** A server that runs the webhook workers and may deliver to receivers on 127.0.0.1. */
+const DELIVERING = { AGENTBUS_WORKERS: "true", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" };
+
+/** A receiver for the enclosing suite (see forSuite); declared before the server, so the server stops first and its last deliveries still meet a listener. */
+const useReceiver = (): WebhookReceiver => forSuite(() => WebhookReceiver.start(), (hook) => hook.close());
+
 /** Post to commit to the receiver having the body, in ms. */
-async function pushLatency(server: TestServer, key: string, channel: string, hook: WebhookReceiver): Promise<number> {
+async function pushLatency(server: SuiteServer, key: string, channel: string, hook: WebhookReceiver): Promise<number> {
   const before = hook.requests.length;
   const started = performance.now();
   await postMessage(server.url, key, channel, { content: `ping ${before}` });
@@ -62,26 +69,15 @@ async function pushLatency(server: TestServer, key: string, channel: string, hoo
 }
 
 describe("per-destination slots", () => {
-  let server: TestServer;
-  let dead: DeadReceiver;
-  let hook: WebhookReceiver;
-  beforeAll(async () => {
-    server = await startTestServer({
-      AGENTBUS_WORKERS: "true",
-      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
-      AGENTBUS_WEBHOOK_CONCURRENCY: "4",
-      AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: "1",
-      AGENTBUS_WEBHOOK_TIMEOUT_MS: "1500",
-      // Slots alone here; the breaker has its own test.
-      AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "0",
-    });
-    dead = await DeadReceiver.start();
-    hook = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await dead?.close();
-    await hook?.close();
+  const dead = forSuite(() => DeadReceiver.start(), (receiver) => receiver.close());
+  const hook = useReceiver();
+  const server = useTestServer({
+    ...DELIVERING,
+    AGENTBUS_WEBHOOK_CONCURRENCY: "4",
+    AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: "1",
+    AGENTBUS_WEBHOOK_TIMEOUT_MS: "1500",
+    // Slots alone here; the breaker has its own test.
+    AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "0",
   });
 
   it("delivers another owner's webhook within a few times its baseline while 20 channels point at a receiver that never answers", async () => {
@@ -105,23 +101,14 @@ describe("per-destination slots", () => {
 });
 
 describe("circuit breaker", () => {
-  let server: TestServer;
-  let hook: WebhookReceiver;
-  beforeAll(async () => {
-    server = await startTestServer({
-      AGENTBUS_WORKERS: "true",
-      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
-      AGENTBUS_WEBHOOK_TIMEOUT_MS: "300",
-      AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms,100ms",
-      AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "2",
-      AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: "1000",
-      AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: "4000",
-    });
-    hook = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await hook?.close();
+  const hook = useReceiver();
+  const server = useTestServer({
+    ...DELIVERING,
+    AGENTBUS_WEBHOOK_TIMEOUT_MS: "300",
+    AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms,100ms",
+    AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "2",
+    AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: "1000",
+    AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: "4000",
   });
 
   it("stops attempting a destination after consecutive timeouts, logs deferred entries, and delivers everything once it answers", async () => {
@@ -150,19 +137,10 @@ describe("circuit breaker", () => {
 });
 
 describe("replay-resistant signatures", () => {
-  let server: TestServer;
-  let hook: WebhookReceiver;
-  beforeAll(async () => {
-    server = await startTestServer({
-      AGENTBUS_WORKERS: "true",
-      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
-      AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms",
-    });
-    hook = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await hook?.close();
+  const hook = useReceiver();
+  const server = useTestServer({
+    ...DELIVERING,
+    AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "100ms,100ms",
   });
 
   it("signs id.timestamp.body the Standard Webhooks way with a webhook-id stable across retries; a stale replay is detectable", async () => {

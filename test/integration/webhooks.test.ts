@@ -13,8 +13,9 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { WebhookDeliveryStatus } from "../../gen/agentbus/v1/channel_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { systemClock } from "../../src/model/time.js";
+import type { Env } from "../../src/platform/config.js";
 import { createLogger } from "../../src/platform/logger.js";
-import { createOutboundClient } from "../../src/outbound/guarded-fetch.js";
+import { createOutboundClient, type OutboundClient } from "../../src/outbound/guarded-fetch.js";
 import { Db } from "../../src/store/db.js";
 import { PgMessageStore } from "../../src/store/messages.js";
 import { PgWebhookStore } from "../../src/store/webhooks.js";
@@ -71,6 +72,23 @@ async function deliveredAll(base: string, key: string, channel: string, messageI
     const delivered = new Set(log.data.filter((d) => d.status === "delivered").map((d) => d.message_id));
     return messageIds.every((id) => delivered.has(id)) && log.data;
   });
+}
+
+/**
+ * A server with no workers, so its rows wait in the outbox until a dispatcher
+ * the test starts runs, and an outbound client for that dispatcher. Each test
+ * gets its own (with its own database) because a dispatcher claims every due
+ * row there, whoever posted it.
+ */
+async function withIdleServer(env: Env, test: (idle: TestServer, http: OutboundClient) => Promise<void>): Promise<void> {
+  const idle = await startTestServer({ AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true", ...env });
+  const http = createOutboundClient({ allowPrivateTargets: true });
+  try {
+    await test(idle, http);
+  } finally {
+    http.close();
+    await idle.close();
+  }
 }
 
 let server: TestServer;
@@ -558,11 +576,8 @@ describe("the outbox", () => {
   });
 
   it("does not send a message retracted or dropped by the ring buffer before its first attempt; sends an expired one as archived", async () => {
-    // No workers: the rows wait in the outbox until a dispatcher of our own runs.
-    const idle = await startTestServer({ AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" });
-    const http = createOutboundClient({ allowPrivateTargets: true });
-    const clock = new AdjustableClock();
-    try {
+    await withIdleServer({}, async (idle, http) => {
+      const clock = new AdjustableClock();
       const hook = await receiver();
       const key = await mintKey(idle.url);
       const ch = await createChannel(idle.url, key, { webhook_url: hook.url, max_messages: 2 });
@@ -598,17 +613,12 @@ describe("the outbox", () => {
       expect(sent.find((m) => m.id === expired.id)!.active).toBe(false);
       const { rows: left } = await idle.app.pool.query("SELECT 1 FROM webhook_outbox");
       expect(left).toHaveLength(0);
-    } finally {
-      http.close();
-      await idle.close();
-    }
+    });
   });
 
   it("retries a delivery whose sender died mid-attempt once its lease ends", async () => {
-    const idle = await startTestServer({ AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" });
-    const http = createOutboundClient({ allowPrivateTargets: true });
-    const clock = new AdjustableClock();
-    try {
+    await withIdleServer({}, async (idle, http) => {
+      const clock = new AdjustableClock();
       const hook = await receiver();
       const key = await mintKey(idle.url);
       const ch = await createChannel(idle.url, key, { webhook_url: hook.url });
@@ -630,16 +640,11 @@ describe("the outbox", () => {
       const log = await deliveredAll(idle.url, key, ch, [message.id]);
       expect(log[0]).toMatchObject({ attempt: 2, status: "delivered" });
       await dispatcher.stop();
-    } finally {
-      http.close();
-      await idle.close();
-    }
+    });
   });
 
   it("sends every delivery exactly once with several dispatchers on one database", async () => {
-    const idle = await startTestServer({ AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true", AGENTBUS_DB_POOL_SIZE: "30" });
-    const http = createOutboundClient({ allowPrivateTargets: true });
-    try {
+    await withIdleServer({ AGENTBUS_DB_POOL_SIZE: "30" }, async (idle, http) => {
       const hook = await receiver();
       const key = await mintKey(idle.url);
       const ch = await createChannel(idle.url, key, { webhook_url: hook.url });
@@ -657,9 +662,6 @@ describe("the outbox", () => {
       const deliveryIds = hook.requests.map((r) => r.headers["x-service-delivery"]);
       expect(deliveryIds).toHaveLength(total);
       expect(new Set(deliveryIds).size).toBe(total);
-    } finally {
-      http.close();
-      await idle.close();
-    }
+    });
   });
 });

@@ -1,5 +1,6 @@
 /** Catching the error a call must end with, typed, so a test can go on to check its fields. */
 import { expect } from "vitest";
+import { ApiError } from "../../src/model/errors.js";
 
 type ErrorClass<E> = abstract new (...args: never[]) => E;
 
@@ -22,4 +23,9 @@ export async function rejectionOf<E>(type: ErrorClass<E>, promise: Promise<unkno
   );
   expect(err).toBeInstanceOf(type);
   return err as E;
+}
+
+/** The code of the ApiError a use case refuses with; the refusal's other fields are rarely what a domain test is about. */
+export async function refusalCode(promise: Promise<unknown>): Promise<string> {
+  return (await rejectionOf(ApiError, promise)).code;
 }

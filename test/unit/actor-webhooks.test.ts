@@ -1,29 +1,19 @@
 /** Actor webhook use cases (src/domain/actor-webhooks.ts) over an in-memory WebhookStore. */
 import { describe, expect, it } from "vitest";
 import { ActorWebhooks } from "../../src/domain/actor-webhooks.js";
-import type { Caller } from "../../src/model/caller.js";
-import { ApiError } from "../../src/model/errors.js";
 import { AdjustableClock } from "../support/clock.js";
+import { caller } from "../support/domain.js";
+import { refusalCode as code } from "../support/errors.js";
 import { FakeWebhookStore } from "../support/fakes/webhooks.js";
 
-const caller = (keyId: string): Caller => ({ keyId, agentLabel: keyId, ownerId: keyId });
-const owner = caller("key-owner");
-const stranger = caller("key-stranger");
+const owner = caller("owner");
+const stranger = caller("stranger");
 const ACTOR = "0b7c6a1e-5f4d-4c3b-9a2e-1d0f9e8c7b6a";
 
 function setup() {
   const store = new FakeWebhookStore();
   store.actors.set(ACTOR, { id: ACTOR, createdByKeyId: owner.keyId });
   return { store, webhooks: new ActorWebhooks(store, new AdjustableClock()) };
-}
-
-async function code(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
 }
 
 describe("ActorWebhooks", () => {

@@ -1,44 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelRecord } from "../../src/model/channels.js";
-import { buildChannelPatch, changedColumns, clampDiscoveryLimit, parseDiscoveryCursor, parseUpdateMask, sameJson, validateAlias, validateCreateChannel, type ChannelUpdateInput, type CreateChannelInput } from "../../src/domain/channels.js";
+import { buildChannelPatch, changedColumns, clampDiscoveryLimit, parseDiscoveryCursor, parseUpdateMask, sameJson, validateAlias, validateCreateChannel, type CreateChannelInput } from "../../src/domain/channels.js";
 import { ApiError } from "../../src/model/errors.js";
 import { formatTimestamp } from "../../src/model/time.js";
+import { channelUpdateInput, createChannelInput } from "../support/domain.js";
 import { thrownBy } from "../support/errors.js";
 
-const base: CreateChannelInput = {
-  name: "jobs",
-  mode: "claimable",
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-};
+const base = createChannelInput();
 const defaults = { defaultDiscoverable: true };
 
-const noUpdate: ChannelUpdateInput = {
-  name: undefined,
-  mode: undefined,
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  relatedChannels: [],
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  paused: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-};
+const noUpdate = channelUpdateInput();
 
 const caught = (fn: () => unknown) => thrownBy(ApiError, fn);
 

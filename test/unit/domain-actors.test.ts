@@ -3,25 +3,15 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { Actors } from "../../src/domain/actors.js";
 import type { Caller } from "../../src/model/caller.js";
 import type { ChannelView } from "../../src/model/channels.js";
-import { ApiError } from "../../src/model/errors.js";
-import { FakeActorStore } from "../support/fakes/actors.js";
-
-const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
-const alice = caller("alice");
-const bob = caller("bob");
-
-const refusal = async (promise: Promise<unknown>): Promise<string> => {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
-};
+import { alice, bob, fakeDomain } from "../support/domain.js";
+import { refusalCode as refusal } from "../support/errors.js";
+import type { FakeActorStore } from "../support/fakes/actors.js";
 
 let store: FakeActorStore;
 let actors: Actors;
 
 beforeEach(() => {
-  store = new FakeActorStore();
-  actors = new Actors(store, (fn) => fn());
+  ({ actorStore: store, actors } = fakeDomain());
 });
 
 const newActor = (owner: Caller, name: string) => actors.create(owner, { name, description: undefined, metadata: undefined });

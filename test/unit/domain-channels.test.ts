@@ -1,63 +1,16 @@
 /** Channels and ChannelAdmin use cases against in-memory stores. */
 import { beforeEach, describe, expect, it } from "vitest";
 import { ChannelAdmin } from "../../src/domain/channel-admin.js";
-import { Channels, type ChannelUpdateInput, type CreateChannelInput } from "../../src/domain/channels.js";
-import type { Caller } from "../../src/model/caller.js";
-import { ApiError } from "../../src/model/errors.js";
-import { FakeChannelStore } from "../support/fakes/channels.js";
-
-const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
-const alice = caller("alice");
-const bob = caller("bob");
-
-const input = (fields: Partial<CreateChannelInput>): CreateChannelInput => ({
-  name: "jobs",
-  mode: "broadcast",
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  ...fields,
-});
-
-const update = (fields: Partial<ChannelUpdateInput>): ChannelUpdateInput => ({
-  name: undefined,
-  mode: undefined,
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  relatedChannels: [],
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  paused: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  ...fields,
-});
-
-const refusal = async (promise: Promise<unknown>): Promise<string> => {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
-};
+import type { Channels } from "../../src/domain/channels.js";
+import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
+import { refusalCode as refusal } from "../support/errors.js";
+import type { FakeChannelStore } from "../support/fakes/channels.js";
 
 let store: FakeChannelStore;
 let channels: Channels;
 
 beforeEach(() => {
-  store = new FakeChannelStore();
-  channels = new Channels(store, { defaultDiscoverable: true });
+  ({ channelStore: store, channels } = fakeDomain());
 });
 
 describe("Channels", () => {
@@ -69,7 +22,7 @@ describe("Channels", () => {
   });
 
   it("applies the contract's defaults to a create that names only name and mode", async () => {
-    const created = await channels.create(alice, input({}));
+    const created = await channels.create(alice, input());
     expect(created).toMatchObject({ access: "open", discoverable: true, ttlSeconds: 86_400, retentionDays: 7, maxMessages: null, ownerId: "alice" });
   });
 
@@ -90,12 +43,12 @@ describe("Channels", () => {
   });
 
   it("refuses an update by a key other than the owner with forbidden", async () => {
-    const created = await channels.create(alice, input({}));
+    const created = await channels.create(alice, input());
     expect(await refusal(channels.update(bob, created.id, update({ description: "mine now" }), ["description"]))).toBe("forbidden");
   });
 
   it("applies the owner's update and moves updated_at", async () => {
-    const created = await channels.create(alice, input({}));
+    const created = await channels.create(alice, input());
     const updated = await channels.update(alice, created.id, update({ description: "nightly builds" }), ["description"]);
     expect(updated.description).toBe("nightly builds");
     expect(updated.updatedAt).toBeGreaterThan(created.updatedAt);
@@ -129,7 +82,7 @@ describe("Channels", () => {
 
 describe("ChannelAdmin", () => {
   it("pauses any channel by alias, whoever owns it", async () => {
-    const created = await channels.create(alice, input({}));
+    const created = await channels.create(alice, input());
     await channels.addAlias(alice, created.id, "to-pause");
     expect((await new ChannelAdmin(store).pause("to-pause")).paused).toBe(true);
   });

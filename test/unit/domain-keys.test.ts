@@ -1,22 +1,15 @@
 /** Keys use cases against an in-memory store. */
 import { beforeEach, describe, expect, it } from "vitest";
-import { Keys } from "../../src/domain/keys.js";
-import { ApiError } from "../../src/model/errors.js";
-import { AdjustableClock } from "../support/clock.js";
-import { FakeKeyStore } from "../support/fakes/keys.js";
-
-const refusal = async (promise: Promise<unknown>): Promise<string> => {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
-};
+import type { Keys } from "../../src/domain/keys.js";
+import { fakeDomain } from "../support/domain.js";
+import { refusalCode as refusal } from "../support/errors.js";
+import type { FakeKeyStore } from "../support/fakes/keys.js";
 
 let store: FakeKeyStore;
 let keys: Keys;
 
 beforeEach(() => {
-  store = new FakeKeyStore();
-  keys = new Keys(store, { clock: new AdjustableClock(), cacheTtlMs: 5_000 });
+  ({ keyStore: store, keys } = fakeDomain());
 });
 
 describe("Keys", () => {

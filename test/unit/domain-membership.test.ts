@@ -1,61 +1,35 @@
 /** Membership use cases (members, invitations, access requests) against in-memory stores. */
 import { beforeEach, describe, expect, it } from "vitest";
-import { Channels, type CreateChannelInput } from "../../src/domain/channels.js";
-import { Membership } from "../../src/domain/membership.js";
-import type { Caller } from "../../src/model/caller.js";
-import { ApiError } from "../../src/model/errors.js";
-import { AdjustableClock } from "../support/clock.js";
-import { FakeChannelStore } from "../support/fakes/channels.js";
-import { FakeMembershipStore } from "../support/fakes/membership.js";
+import type { Channels } from "../../src/domain/channels.js";
+import type { Membership } from "../../src/domain/membership.js";
+import type { AdjustableClock } from "../support/clock.js";
+import { caller, createChannelInput, fakeDomain } from "../support/domain.js";
+import { refusalCode as refusal } from "../support/errors.js";
+import type { FakeChannelStore } from "../support/fakes/channels.js";
+import type { FakeMembershipStore } from "../support/fakes/membership.js";
 
-const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
 const owner = caller("owner");
 const guest = caller("guest");
 
-const restricted: CreateChannelInput = {
-  name: "private",
-  mode: "broadcast",
-  access: "restricted",
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-};
-
-const refusal = async (promise: Promise<unknown>): Promise<string> => {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
-};
-
-let channels: FakeChannelStore;
+let channelStore: FakeChannelStore;
 let store: FakeMembershipStore;
 let clock: AdjustableClock;
+let channels: Channels;
 let membership: Membership;
 let channelId: string;
 
 beforeEach(async () => {
-  channels = new FakeChannelStore();
-  store = new FakeMembershipStore(channels);
+  ({ channelStore, membershipStore: store, clock, channels, membership } = fakeDomain());
   store.activeKeys.add(owner.keyId);
   store.activeKeys.add(guest.keyId);
-  clock = new AdjustableClock();
-  membership = new Membership(store, channels, clock);
-  channelId = (await new Channels(channels, { defaultDiscoverable: false }).create(owner, restricted)).id;
+  channelId = (await channels.create(owner, createChannelInput({ name: "private", access: "restricted" }))).id;
 });
 
 describe("Membership: invitations", () => {
   it("makes the key that resolves an invitation a member of the channel", async () => {
     const invitation = await membership.createInvitation(owner, channelId);
     await membership.resolveInvitation(guest, invitation.id, "198.51.100.7");
-    expect((await channels.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
+    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
   });
 
   it("records invitation_resolved and member_added when an invitation admits a new member", async () => {
@@ -75,7 +49,7 @@ describe("Membership: invitations", () => {
     const invitation = await membership.createInvitation(owner, channelId);
     await membership.revokeInvitation(owner, invitation.id);
     expect(await refusal(membership.resolveInvitation(guest, invitation.id, "198.51.100.7"))).toBe("invitation_revoked");
-    expect((await channels.findView(channelId, guest.keyId))?.callerIsMember).toBe(false);
+    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(false);
   });
 
   it("refuses an invitation older than 24 hours with invitation_expired", async () => {
@@ -119,7 +93,7 @@ describe("Membership: members", () => {
 
 describe("Membership: access requests", () => {
   it("answers open without filing a request when the channel is open", async () => {
-    const open = await new Channels(channels, { defaultDiscoverable: false }).create(owner, { ...restricted, access: "open" });
+    const open = await channels.create(owner, createChannelInput({ name: "public", access: "open" }));
     expect((await membership.requestAccess(guest, open.id, undefined)).status).toBe("open");
     expect(store.requests.size).toBe(0);
   });
@@ -134,7 +108,7 @@ describe("Membership: access requests", () => {
     const request = await membership.requestAccess(guest, channelId, undefined);
     if (request.status !== "pending") throw new Error(request.status);
     await membership.decideAccessRequest(owner, channelId, request.requestId, "approved");
-    expect((await channels.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
+    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
   });
 
   it("refuses to decide a request twice with access_request_resolved", async () => {

@@ -1,51 +1,21 @@
 /** Messages and ChannelHistory use cases against in-memory stores. */
 import { beforeEach, describe, expect, it } from "vitest";
-import { Actors } from "../../src/domain/actors.js";
-import { Channels, type CreateChannelInput } from "../../src/domain/channels.js";
+import type { Channels } from "../../src/domain/channels.js";
 import { ChannelHistory } from "../../src/domain/history.js";
-import { Messages, type ListInput } from "../../src/domain/messages.js";
-import type { Caller } from "../../src/model/caller.js";
+import type { ListInput, Messages } from "../../src/domain/messages.js";
 import { ApiError } from "../../src/model/errors.js";
-import { AdjustableClock } from "../support/clock.js";
-import { FakeActorStore } from "../support/fakes/actors.js";
-import { FakeChannelStore } from "../support/fakes/channels.js";
+import type { AdjustableClock } from "../support/clock.js";
+import { alice, bob, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
+import { rejectionOf } from "../support/errors.js";
+import type { FakeChannelStore } from "../support/fakes/channels.js";
 import { FakeHistoryStore } from "../support/fakes/history.js";
-import { FakeMessageStore } from "../support/fakes/messages.js";
-import { FakeWakeBus } from "../support/fakes/wake-bus.js";
-
-const caller = (label: string): Caller => ({ keyId: `ak_${label}`, agentLabel: label, ownerId: label });
-const alice = caller("alice");
-const bob = caller("bob");
-
-const channelInput = (fields: Partial<CreateChannelInput>): CreateChannelInput => ({
-  name: "work",
-  mode: "claimable",
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  ...fields,
-});
+import type { FakeWakeBus } from "../support/fakes/wake-bus.js";
 
 const post = (content: string) => ({ content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
 const listAll = (fields: Partial<ListInput> = {}): ListInput => ({ since: undefined, cursor: undefined, limit: undefined, status: "all", ...fields });
-
-const refusal = async (promise: Promise<unknown>): Promise<ApiError> => {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  return err as ApiError;
-};
+const refusal = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
 
 let channelStore: FakeChannelStore;
-let store: FakeMessageStore;
 let bus: FakeWakeBus;
 let clock: AdjustableClock;
 let channels: Channels;
@@ -53,21 +23,8 @@ let messages: Messages;
 let channelId: string;
 
 beforeEach(async () => {
-  channelStore = new FakeChannelStore();
-  store = new FakeMessageStore(channelStore);
-  bus = new FakeWakeBus();
-  clock = new AdjustableClock();
-  channels = new Channels(channelStore, { defaultDiscoverable: true });
-  const actors = new Actors(new FakeActorStore((id, key) => channelStore.isMember(id, key)), (fn) => fn());
-  messages = new Messages(store, channelStore, actors, clock, {
-    maxContentBytes: 1024,
-    bus,
-    afterCommit: (fn) => fn(),
-    longPollMaxWaitSeconds: 0,
-    longPollMaxWaiters: 10,
-    longPollMaxWaitersPerKey: 2,
-  });
-  channelId = (await channels.create(alice, channelInput({}))).id;
+  ({ channelStore, bus, clock, channels, messages } = fakeDomain());
+  channelId = (await channels.create(alice, channelInput())).id;
 });
 
 describe("Messages", () => {

@@ -2,14 +2,13 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelView } from "../../src/model/channels.js";
 import { WebhookDeliveryLog } from "../../src/domain/webhook-deliveries.js";
-import type { Caller } from "../../src/model/caller.js";
-import { ApiError } from "../../src/model/errors.js";
 import type { DeliveryLogRecord } from "../../src/model/webhooks.js";
+import { caller } from "../support/domain.js";
+import { refusalCode as code } from "../support/errors.js";
 import { FakeWebhookStore } from "../support/fakes/webhooks.js";
 
-const caller = (keyId: string): Caller => ({ keyId, agentLabel: keyId, ownerId: keyId });
-const owner = caller("key-owner");
-const member = caller("key-member");
+const owner = caller("owner");
+const member = caller("member");
 const CHANNEL = "c0ffee00-0000-4000-8000-000000000001";
 
 const entry = (id: number): DeliveryLogRecord => ({
@@ -33,15 +32,6 @@ function setup(entries: number) {
   // Only the fields the log's access check reads.
   const channel = { id: CHANNEL, createdByKeyId: owner.keyId, access: "open", callerIsMember: false } as unknown as ChannelView;
   return new WebhookDeliveryLog(store, async (identifier) => (identifier === "ch" ? channel : undefined));
-}
-
-async function code(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApiError);
-  return (err as ApiError).code;
 }
 
 describe("WebhookDeliveryLog", () => {
