@@ -6,7 +6,7 @@ import { Keys } from "../../src/domain/keys.js";
 import { Membership } from "../../src/domain/membership.js";
 import { Messages } from "../../src/domain/messages.js";
 import type { Caller } from "../../src/model/caller.js";
-import { AdjustableClock } from "./clock.js";
+import { ManualClock } from "./clock.js";
 import { FakeActorStore } from "./fakes/actors.js";
 import { FakeChannelStore } from "./fakes/channels.js";
 import { FakeKeyStore } from "./fakes/keys.js";
@@ -65,7 +65,7 @@ export const channelUpdateInput = (fields: Partial<ChannelUpdateInput> = {}): Ch
  * messages see the same channels, and transactions run inline.
  */
 export function fakeDomain() {
-  const clock = new AdjustableClock();
+  const clock = new ManualClock();
   const bus = new FakeWakeBus();
   const channelStore = new FakeChannelStore();
   const messageStore = new FakeMessageStore(channelStore);

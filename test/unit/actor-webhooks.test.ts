@@ -1,7 +1,7 @@
 /** Actor webhook use cases (src/domain/actor-webhooks.ts) over an in-memory WebhookStore. */
 import { describe, expect, it } from "vitest";
 import { ActorWebhooks } from "../../src/domain/actor-webhooks.js";
-import { AdjustableClock } from "../support/clock.js";
+import { ManualClock } from "../support/clock.js";
 import { caller } from "../support/domain.js";
 import { refusalCode as code } from "../support/errors.js";
 import { FakeWebhookStore } from "../support/fakes/webhooks.js";
@@ -13,7 +13,7 @@ const ACTOR = "0b7c6a1e-5f4d-4c3b-9a2e-1d0f9e8c7b6a";
 function setup() {
   const store = new FakeWebhookStore();
   store.actors.set(ACTOR, { id: ACTOR, createdByKeyId: owner.keyId });
-  return { store, webhooks: new ActorWebhooks(store, new AdjustableClock()) };
+  return { store, webhooks: new ActorWebhooks(store, new ManualClock()) };
 }
 
 describe("ActorWebhooks", () => {

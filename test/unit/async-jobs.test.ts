@@ -4,7 +4,7 @@ import { AsyncJobs } from "../../src/domain/jobs.js";
 import type { Caller } from "../../src/model/caller.js";
 import { ApiError } from "../../src/model/errors.js";
 import { resultExpiry } from "../../src/model/jobs.js";
-import { AdjustableClock } from "../support/clock.js";
+import { ManualClock } from "../support/clock.js";
 import { FakeJobStore } from "../support/fakes/jobs.js";
 
 const caller = (keyId: string): Caller => ({ keyId, agentLabel: keyId, ownerId: keyId });
@@ -13,7 +13,7 @@ const bob = caller("key-bob");
 
 function setup(maxUnfinished = 3) {
   const store = new FakeJobStore();
-  const clock = new AdjustableClock();
+  const clock = new ManualClock();
   return { store, clock, jobs: new AsyncJobs(store, clock, "host:1", maxUnfinished) };
 }
 
@@ -60,7 +60,7 @@ describe("AsyncJobs", () => {
     await store.claim(id, clock.now());
     await store.complete(id, { result: { url: "/v1/pdf/1" }, pdf: new Uint8Array([1]) }, clock.now(), resultExpiry(clock.now()));
     expect((await jobs.get(alice, id)).result).toEqual({ url: "/v1/pdf/1" });
-    clock.advanceSeconds(24 * 60 * 60 + 1);
+    await clock.advance((24 * 60 * 60 + 1) * 1000);
     expect((await jobs.get(alice, id)).result).toBeNull();
   });
 
@@ -83,7 +83,7 @@ describe("AsyncJobs", () => {
     await store.claim(id, clock.now());
     await store.complete(id, { result: {}, pdf: new Uint8Array([37, 80, 68, 70]) }, clock.now(), resultExpiry(clock.now()));
     expect([...(await jobs.pdf(alice, id))]).toEqual([37, 80, 68, 70]);
-    clock.advanceSeconds(24 * 60 * 60 + 1);
+    await clock.advance((24 * 60 * 60 + 1) * 1000);
     expect((await refusal(jobs.pdf(alice, id))).code).toBe("result_expired");
   });
 

@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Channels } from "../../src/domain/channels.js";
 import type { Membership } from "../../src/domain/membership.js";
-import type { AdjustableClock } from "../support/clock.js";
+import type { ManualClock } from "../support/clock.js";
 import { caller, createChannelInput, fakeDomain } from "../support/domain.js";
 import { refusalCode as refusal } from "../support/errors.js";
 import type { FakeChannelStore } from "../support/fakes/channels.js";
@@ -13,7 +13,7 @@ const guest = caller("guest");
 
 let channelStore: FakeChannelStore;
 let store: FakeMembershipStore;
-let clock: AdjustableClock;
+let clock: ManualClock;
 let channels: Channels;
 let membership: Membership;
 let channelId: string;
@@ -54,7 +54,7 @@ describe("Membership: invitations", () => {
 
   it("refuses an invitation older than 24 hours with invitation_expired", async () => {
     const invitation = await membership.createInvitation(owner, channelId);
-    clock.advanceSeconds(24 * 60 * 60);
+    await clock.advance(24 * 60 * 60 * 1000);
     expect(await refusal(membership.resolveInvitation(guest, invitation.id, "198.51.100.7"))).toBe("invitation_expired");
   });
 

@@ -4,7 +4,7 @@ import type { Channels } from "../../src/domain/channels.js";
 import { ChannelHistory } from "../../src/domain/history.js";
 import type { ListInput, Messages } from "../../src/domain/messages.js";
 import { ApiError } from "../../src/model/errors.js";
-import type { AdjustableClock } from "../support/clock.js";
+import type { ManualClock } from "../support/clock.js";
 import { alice, bob, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
 import { rejectionOf } from "../support/errors.js";
 import type { FakeChannelStore } from "../support/fakes/channels.js";
@@ -17,7 +17,7 @@ const refusal = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
 
 let channelStore: FakeChannelStore;
 let bus: FakeWakeBus;
-let clock: AdjustableClock;
+let clock: ManualClock;
 let channels: Channels;
 let messages: Messages;
 let channelId: string;
@@ -73,7 +73,7 @@ describe("Messages", () => {
   it("lets another key claim a message whose lease ran out", async () => {
     const { message } = await messages.create(alice, channelId, post("task"));
     await messages.claimWithLease(alice, message.id, undefined, 30, undefined);
-    clock.advanceSeconds(31);
+    await clock.advance(31 * 1000);
     expect((await messages.claim(bob, message.id, undefined, undefined)).status).toBe("claimed");
   });
 
