@@ -245,8 +245,8 @@ function daysInMonth(year: number, month: number): number {
 const TIMESTAMP =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
 
-/** The general parser, and the specification of the fast one. */
-function parseTimestampByRegex(text: string): Micros | undefined {
+/** The general parser, and the specification of the fast one (the unit tests hold the fast one to it). */
+export function parseTimestampByRegex(text: string): Micros | undefined {
   const m = TIMESTAMP.exec(text);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;

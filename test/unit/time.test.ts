@@ -5,7 +5,7 @@
  * below as the specification, on hand-picked and seeded random values.
  */
 import { describe, expect, it } from "vitest";
-import { formatTimestamp, parsePgTimestamp, parseTimestamp } from "../../src/model/time.js";
+import { formatTimestamp, parsePgTimestamp, parseTimestamp, parseTimestampByRegex } from "../../src/model/time.js";
 import { mulberry32 } from "../support/random.js";
 
 // ---------------------------------------------------------------------------
@@ -24,29 +24,7 @@ function referenceFormat(us: number): string {
   );
 }
 
-const TIMESTAMP =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
-
-function referenceParse(text: string): number | undefined {
-  const m = TIMESTAMP.exec(text);
-  if (!m) return undefined;
-  const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h), minute = Number(mi), second = Number(s);
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
-  const epochMs = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59));
-  const check = new Date(epochMs);
-  if (check.getUTCDate() !== day || check.getUTCMonth() !== month - 1) return undefined;
-  let offsetMinutes = 0;
-  if (!zulu && sign) {
-    const offHours = Number(oh), offMinutes = Number(om ?? "0");
-    if (offHours > 23 || offMinutes > 59) return undefined;
-    offsetMinutes = (sign === "-" ? -1 : 1) * (offHours * 60 + offMinutes);
-  }
-  const micros = frac ? Number(frac.slice(0, 6).padEnd(6, "0")) : 0;
-  return (epochMs - offsetMinutes * 60_000) * 1000 + micros;
-}
-
+const referenceParse = parseTimestampByRegex;
 const referencePgParse = (text: string) => referenceParse(/[+-]\d{2}(:?\d{2})?$|Z$/.test(text) ? text : `${text}Z`);
 
 const MAX_SAFE_MICROS = Number.MAX_SAFE_INTEGER;
