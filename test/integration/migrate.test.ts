@@ -4,13 +4,12 @@ import path from "node:path";
 import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
-import { loadConfig } from "../../src/platform/config.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { loadMigrations, loadSqlObjects, migrate, MIGRATIONS_DIR, SQL_DIR, type SqlObject } from "../../src/store/migrate.js";
 import { createPool } from "../../src/store/pool.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createChannel, listMessages, postMessage } from "../support/fixtures.js";
-import { mintKey } from "../support/server.js";
+import { mintKey, testConfig } from "../support/server.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -446,16 +445,7 @@ describe("upgrading a database migrated before src/store/sql existed", () => {
     const outbox = await db.pool.query("SELECT message_id FROM webhook_outbox WHERE channel_id = $1 ORDER BY created_at", [channelId]);
     expect(outbox.rows).toEqual([{ message_id: before.rows[0]!.message_id }, { message_id: after.rows[0]!.message_id }]);
 
-    const config = loadConfig({
-      DATABASE_URL: db.url,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      AGENTBUS_KEY_MINT_LIMIT: "0",
-      AGENTBUS_RATE_LIMIT: "0",
-      AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
-      AGENTBUS_WORKERS: "false",
-    });
-    const app = await startApp({ config, logger: createLogger("silent") });
+    const app = await startApp({ config: testConfig(db.url, { AGENTBUS_WORKERS: "false" }), logger: createLogger("silent") });
     cleanups.push(() => app.close());
     const key = await mintKey(app.url);
     const id = await createChannel(app.url, key);

@@ -7,13 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
-import { loadConfig, type Env } from "../../src/platform/config.js";
+import type { Env } from "../../src/platform/config.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { spawnCli } from "../support/process.js";
-import { mintKey } from "../support/server.js";
+import { mintKey, testConfig } from "../support/server.js";
 import { eventually } from "../support/eventually.js";
 
 const WEBHOOK_ENV = {
@@ -23,16 +23,7 @@ const WEBHOOK_ENV = {
 };
 
 function app(db: TestDatabase, env: Env): Promise<App> {
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    AGENTBUS_KEY_MINT_LIMIT: "0",
-    AGENTBUS_RATE_LIMIT: "0",
-    AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
-    ...env,
-  });
-  return startApp({ config, logger: createLogger("silent") });
+  return startApp({ config: testConfig(db.url, env), logger: createLogger("silent") });
 }
 
 interface Row {

@@ -5,7 +5,7 @@
 import { Writable } from "node:stream";
 import pg from "pg";
 import { startApp, type App, type AppOptions } from "../../src/app.js";
-import { loadConfig, type Env } from "../../src/platform/config.js";
+import { loadConfig, type Config, type Env } from "../../src/platform/config.js";
 import type { Clock } from "../../src/model/time.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "./database.js";
@@ -27,16 +27,26 @@ export interface TestServerOptions {
   jobs?: AppOptions["jobs"];
 }
 
-export async function startTestServer(env: Env = {}, options: TestServerOptions = {}): Promise<TestServer> {
-  const db = await createTestDatabase();
-  const config = loadConfig({
-    DATABASE_URL: db.url,
+/**
+ * The settings every test service runs with over `databaseUrl`: a free port on
+ * loopback, no mint or rate limit, a short shutdown grace; `env` on top.
+ */
+export function testConfig(databaseUrl: string, env: Env = {}): Config {
+  return loadConfig({
+    DATABASE_URL: databaseUrl,
     HOST: "127.0.0.1",
     PORT: "0",
-    AGENTBUS_LOG_LEVEL: "info",
     AGENTBUS_KEY_MINT_LIMIT: "0",
     AGENTBUS_RATE_LIMIT: "0",
     AGENTBUS_SHUTDOWN_GRACE_MS: "1000",
+    ...env,
+  });
+}
+
+export async function startTestServer(env: Env = {}, options: TestServerOptions = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const config = testConfig(db.url, {
+    AGENTBUS_LOG_LEVEL: "info",
     // No background purge racing a test that moves the clock; tests that
     // want the workers pass AGENTBUS_WORKERS: "true" (or call purge()).
     AGENTBUS_WORKERS: "false",
