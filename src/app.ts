@@ -124,15 +124,16 @@ export function createDomain({ db, bus, clock, config, keys }: DomainDependencie
     longPollMaxWaiters: config.longPollMaxWaiters,
     longPollMaxWaitersPerKey: config.longPollMaxWaitersPerKey,
   });
+  const webhookStore = new PgWebhookStore(db);
   return {
     keys,
     channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
     membership: new Membership(new PgMembershipStore(db), channelStore, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
-    webhookDeliveries: new WebhookDeliveryLog(new PgWebhookStore(db), (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
+    webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,
     actors,
-    actorWebhooks: new ActorWebhooks(new PgWebhookStore(db), clock),
+    actorWebhooks: new ActorWebhooks(webhookStore, clock),
     channelAdmin: new ChannelAdmin(channelStore),
     jobs: new AsyncJobs(new PgJobStore(db), clock, `${hostname()}:${process.pid}`, config.jobsMaxQueuedPerKey),
   };
@@ -245,14 +246,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the
     // pool, so stopped before it (cleanups run in reverse).
-    const webhooks = config.workers ? await openWebhookDispatcher(config, db, clock, logger, outageLog) : undefined;
-    if (webhooks) cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
-    const fetchers = config.workers ? openFetchers(config) : undefined;
-    if (fetchers) cleanups.push(() => fetchers.close());
-    const jobs = config.workers
-      ? await JobRunner.start({ backend: agendaBackend(pool), deps: { ...jobStores(db), clock, logger, webhooks, pdf, ...fetchers?.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions })
-      : undefined;
-    if (jobs) cleanups.push(() => jobs.stop());
+    const { webhooks, jobs } = config.workers
+      ? await startBackgroundWork({ pool, db, outageLog }, pdf, { config, logger, clock, jobOptions }, cleanups)
+      : { webhooks: undefined, jobs: undefined };
 
     const shutdown = new AbortController();
     // Every in-flight call listens on this one signal; the default cap of 10
@@ -308,9 +304,31 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
   }
 }
 
-/** The stores the job kinds use. */
-function jobStores(db: Db): { jobs: PgJobStore; purge: PgPurgeStore } {
-  return { jobs: new PgJobStore(db), purge: new PgPurgeStore(db) };
+/**
+ * The background workers of `agentbus serve` and `agentbus worker` alike: the
+ * webhook dispatcher, the fetchers, and the job runner (whose webhook sweep
+ * goes through that dispatcher). `cleanups` stops them in reverse order.
+ */
+async function startBackgroundWork(
+  { pool, db, outageLog }: { pool: pg.Pool; db: Db; outageLog: LogLimiter },
+  pdf: PdfRenderer | undefined,
+  { config, logger, clock, jobOptions }: { config: Config; logger: Logger; clock: Clock; jobOptions: AppOptions["jobs"] },
+  cleanups: Array<() => Promise<void>>,
+): Promise<{ webhooks: WebhookDispatcher; jobs: JobRunner }> {
+  const webhooks = await openWebhookDispatcher(config, db, clock, logger, outageLog);
+  cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
+  const fetchers = openFetchers(config);
+  cleanups.push(() => fetchers.close());
+  const jobs = await JobRunner.start({
+    backend: agendaBackend(pool),
+    deps: { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock, logger, webhooks, pdf, ...fetchers.deps },
+    stopTimeoutMs: config.shutdownGraceMs,
+    maxRunningPerKey: config.jobsMaxRunningPerKey,
+    outageLog,
+    ...jobOptions,
+  });
+  cleanups.push(() => jobs.stop());
+  return { webhooks, jobs };
 }
 
 /** The webhook dispatcher over the outbox, woken by NOTIFY on its own connection, sending with the guarded outbound client. */
@@ -341,12 +359,7 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
   try {
     const pdf = openRenderer(config, logger, cleanups);
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
-    const webhooks = await openWebhookDispatcher(config, db, clock, logger, outageLog);
-    cleanups.push(() => webhooks.stop(config.shutdownGraceMs));
-    const fetchers = openFetchers(config);
-    cleanups.push(() => fetchers.close());
-    const jobs = await JobRunner.start({ backend: agendaBackend(pool), deps: { ...jobStores(db), clock, logger, webhooks, pdf, ...fetchers.deps }, stopTimeoutMs: config.shutdownGraceMs, maxRunningPerKey: config.jobsMaxRunningPerKey, outageLog, ...jobOptions });
-    cleanups.push(() => jobs.stop());
+    const { jobs } = await startBackgroundWork({ pool, db, outageLog }, pdf, { config, logger, clock, jobOptions }, cleanups);
     await logComponents({ config: { ...config, workers: true }, databaseUrl: url, bus: undefined, pdf }, logger);
     let closed: Promise<void> | undefined;
     return {
