@@ -81,17 +81,35 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
       if (data.length > 0) return data;
       const remaining = deadline - clock.monotonicMs();
       if (remaining <= 0 || options.signal?.aborted) return data;
-      let timer: Timer | undefined;
-      const onAbort = () => wake();
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = clock.setTimer(remaining, () => resolve(undefined))))]);
-      timer?.cancel();
-      options.signal?.removeEventListener("abort", onAbort);
+      delivery = await nextWake(woken, wake, clock, remaining, options.signal);
       // A wake-up for data this reader filters out (e.g. status=unclaimed)
       // loops back to waiting for the rest of the time.
       if (clock.monotonicMs() >= deadline || options.signal?.aborted) return read();
     } finally {
       unsubscribe();
     }
+  }
+}
+
+/**
+ * Waits for a wake-up (`woken`, which `wake` resolves), for `ms` on the
+ * clock, or for `signal` to abort, whichever comes first: the wake-up's
+ * delivery number, or undefined. Long-polls and watch streams both wait so.
+ */
+export async function nextWake(
+  woken: Promise<number | undefined>,
+  wake: (delivery?: number) => void,
+  clock: Clock,
+  ms: number,
+  signal: AbortSignal | undefined,
+): Promise<number | undefined> {
+  let timer: Timer | undefined;
+  const onAbort = () => wake();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await Promise.race([woken, new Promise<undefined>((resolve) => (timer = clock.setTimer(ms, () => resolve(undefined))))]);
+  } finally {
+    timer?.cancel();
+    signal?.removeEventListener("abort", onAbort);
   }
 }

@@ -13,12 +13,12 @@ import { isUuid } from "../model/ids.js";
 import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
-import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros, type Timer } from "../model/time.js";
+import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
 import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
-import { readOrWait, WaiterSlots } from "./long-poll.js";
+import { nextWake, readOrWait, WaiterSlots } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
 export interface ActorDirectory {
@@ -259,12 +259,7 @@ export class Messages {
           cursor = message.createdAt;
         }
         if (page.length === MAX_PAGE_SIZE) continue;
-        let timer: Timer | undefined;
-        const onAbort = () => wake();
-        signal?.addEventListener("abort", onAbort, { once: true });
-        delivery = await Promise.race([woken, new Promise<undefined>((resolve) => (timer = this.clock.setTimer(WATCH_RECHECK_MS, () => resolve(undefined))))]);
-        timer?.cancel();
-        signal?.removeEventListener("abort", onAbort);
+        delivery = await nextWake(woken, wake, this.clock, WATCH_RECHECK_MS, signal);
       } finally {
         unsubscribe();
       }
