@@ -59,6 +59,8 @@ import { startSchemaThread } from "./domain/json-schema-thread.js";
 export { openDatabase, type Database };
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
+/** This process in the job runner's records (agenda_jobs.last_modified_by). */
+const PROCESS_NAME = `${hostname()}:${process.pid}`;
 
 export interface AppOptions {
   config: Config;
@@ -135,7 +137,7 @@ export function createDomain({ db, bus, clock, config, keys }: DomainDependencie
     actors,
     actorWebhooks: new ActorWebhooks(webhookStore, clock),
     channelAdmin: new ChannelAdmin(channelStore),
-    jobs: new AsyncJobs(new PgJobStore(db), clock, `${hostname()}:${process.pid}`, config.jobsMaxQueuedPerKey),
+    jobs: new AsyncJobs(new PgJobStore(db, PROCESS_NAME), clock, config.jobsMaxQueuedPerKey),
   };
 }
 
@@ -321,7 +323,7 @@ async function startBackgroundWork(
   cleanups.push(() => fetchers.close());
   const jobs = await JobRunner.start({
     backend: agendaBackend(pool),
-    deps: { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock, logger, webhooks, pdf, ...fetchers.deps },
+    deps: { jobs: new PgJobStore(db, PROCESS_NAME), purge: new PgPurgeStore(db), clock, logger, webhooks, pdf, ...fetchers.deps },
     stopTimeoutMs: config.shutdownGraceMs,
     maxRunningPerKey: config.jobsMaxRunningPerKey,
     outageLog,

@@ -39,8 +39,6 @@ export class AsyncJobs {
   constructor(
     private readonly store: JobStore,
     private readonly clock: Clock,
-    /** Recorded as last_modified_by of the Agenda job (host:pid). */
-    private readonly source: string,
     /** Unfinished (queued or processing) jobs one key may have, all kinds together (AGENTBUS_JOBS_MAX_QUEUED_PER_KEY). */
     private readonly maxUnfinishedPerKey: number,
   ) {}
@@ -51,7 +49,7 @@ export class AsyncJobs {
    * maxUnfinishedPerKey unfinished jobs: one key cannot fill the queue.
    */
   async submit(caller: Caller, kind: JobKindName, input: JsonValue): Promise<number> {
-    return this.store.submit({ kind, ownerKeyId: caller.keyId, input, now: this.clock.now() }, this.source, (unfinished) => {
+    return this.store.submit({ kind, ownerKeyId: caller.keyId, input, now: this.clock.now() }, (unfinished) => {
       if (unfinished >= this.maxUnfinishedPerKey) {
         throw new ApiError("job_limit_exceeded", `This key has ${unfinished} unfinished jobs; at most ${this.maxUnfinishedPerKey} may be queued or running at once`, {
           details: { retry_after: JOB_LIMIT_RETRY_AFTER_SECONDS, max_unfinished_jobs: this.maxUnfinishedPerKey },

@@ -38,7 +38,6 @@
  */
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { exponential } from "agenda";
-import { hostname } from "node:os";
 import type { JsonValue } from "../model/json.js";
 import { JobFailure } from "../model/job-failure.js";
 import { agendaJobName, resultExpiry, type JobKindName } from "../model/jobs.js";
@@ -82,7 +81,6 @@ export interface AsyncJobDefinition<K extends JobKindName, Input> {
 export const DEFAULT_MAX_ATTEMPTS = 3;
 const LOCK_LIFETIME_MS = 30_000;
 const TOUCH_EVERY_MS = 10_000;
-const SOURCE = `${hostname()}:${process.pid}`;
 
 export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobDefinition<K, Input>): JobKind<AsyncJobData> {
   const maxAttempts = definition.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
@@ -130,7 +128,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
       } catch (err) {
         if (run.signal.aborted) {
           // Shutting down: hand the job over rather than count this as a failure.
-          await jobs.handOver(definition.kind, jobId, clock.now(), SOURCE);
+          await jobs.handOver(definition.kind, jobId, clock.now());
           logger.info("worker stopping; job handed over");
           return;
         }

@@ -7,13 +7,11 @@
  * time, agenda_jobs rows removed by hand). Runs are idempotent, so queuing
  * one too many is harmless.
  */
-import { hostname } from "node:os";
 import type { JobKind } from "./types.js";
 
 /** Left alone for this long first, so a job between two steps of its run is not taken for an orphan. */
 export const ORPHAN_AFTER_SECONDS = 30;
 const BATCH = 100;
-const SOURCE = `${hostname()}:${process.pid}`;
 
 export const jobSweepJob: JobKind = {
   name: "job-sweep",
@@ -23,7 +21,7 @@ export const jobSweepJob: JobKind = {
     const orphans = await jobs.findOrphaned(clock.now() - ORPHAN_AFTER_SECONDS * 1_000_000, BATCH);
     for (const job of orphans) {
       if (run.signal.aborted) return;
-      await jobs.requeueOrphan(job.kind, job.id, clock.now(), SOURCE);
+      await jobs.requeueOrphan(job.kind, job.id, clock.now());
     }
     if (orphans.length > 0) run.logger.warn({ jobs: orphans.map((j) => j.id) }, "re-queued jobs that had no Agenda job");
   },

@@ -14,7 +14,7 @@ export interface JobStore {
    * to `admit` (which throws to refuse), inserts the job queued and queues
    * its run. Returns the job id.
    */
-  submit(job: NewJob, source: string, admit: (unfinished: number) => void): Promise<number>;
+  submit(job: NewJob, admit: (unfinished: number) => void): Promise<number>;
   /** The job if it exists and belongs to the key (docs/decisions.md#jobs-private: anyone else's is as unknown as a missing one). */
   find(id: number, ownerKeyId: string): Promise<JobRecord | undefined>;
   /** A job of the key with its PDF bytes, unless the result has expired at `now`. */
@@ -31,11 +31,11 @@ export interface JobStore {
   /** A processing job goes back to queued (it waits for a retry). */
   release(id: number, now: Micros): Promise<void>;
   /** A processing job goes back to queued with a new run queued, in one transaction (the worker is stopping). */
-  handOver(kind: JobKindName, id: number, now: Micros, source: string): Promise<void>;
+  handOver(kind: JobKindName, id: number, now: Micros): Promise<void>;
   /** Unfinished jobs untouched since `before` that no pending run will take (the sweep's). */
   findOrphaned(before: Micros, limit: number): Promise<Array<{ id: number; kind: JobKindName }>>;
   /** An orphan is marked queued as of `now` and a run is queued for it, in one transaction. */
-  requeueOrphan(kind: JobKindName, id: number, now: Micros, source: string): Promise<void>;
+  requeueOrphan(kind: JobKindName, id: number, now: Micros): Promise<void>;
 }
 
 /** Which job runner kinds are taken fairly between keys (FAIR_NEXT_JOB_SQL), and how many of one key's run at once. */

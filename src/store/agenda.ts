@@ -15,24 +15,26 @@
  * - The schema is ours, so the backend starts with ensureSchema: false and
  *   no replica runs DDL at start.
  *
- * This is the one module that knows agenda_jobs' columns and Agenda's NOTIFY
- * payload (test/integration/worker.test.ts checks the table against the
- * installed backend's): the enqueue inside the caller's transaction, the
- * sweep's probe for jobs without a run, and the fair "next job" statement.
+ * Jobs are queued through Agenda's own API (AgendaJobQueue), inside the
+ * caller's transaction. This is the one module that reads agenda_jobs'
+ * columns in SQL of ours (test/integration/worker.test.ts checks the table
+ * against the installed backend's): the sweep's probe for jobs without a run
+ * and the fair "next job" statement.
  */
-import { PostgresBackend } from "@agendajs/postgres-backend";
-import type {
-  AgendaBackend,
-  JobId,
-  JobLogger,
-  JobParameters,
-  JobRepository,
-  JobRepositoryOptions,
-  JobsOverview,
-  JobsQueryOptions,
-  JobsResult,
-  NotificationChannel,
-  RemoveJobsOptions,
+import { PostgresBackend, PostgresJobRepository, PostgresNotificationChannel } from "@agendajs/postgres-backend";
+import {
+  Agenda,
+  type AgendaBackend,
+  type JobId,
+  type JobLogger,
+  type JobParameters,
+  type JobRepository,
+  type JobRepositoryOptions,
+  type JobsOverview,
+  type JobsQueryOptions,
+  type JobsResult,
+  type NotificationChannel,
+  type RemoveJobsOptions,
 } from "agenda";
 import pg from "pg";
 import { agendaJobName, type JobKindName } from "../model/jobs.js";
@@ -178,29 +180,75 @@ export function agendaBackend(pool: pg.Pool): (fair: FairScheduling) => AgendaBa
 export const AGENDA_NOTIFY_CHANNEL = "agenda:jobs";
 
 /**
- * Queues the Agenda job that runs job $2, and wakes the workers.
- *
- * Written here rather than through agenda.now() so that it joins the caller's
- * transaction: agenda_jobs is our table (0006_jobs_and_history.sql, checked
- * against the installed backend by test/integration/worker.test.ts), and the
- * row is what @agendajs/postgres-backend's saveJob() writes for now(). The
- * NOTIFY carries the payload of its PostgresNotificationChannel.publish()
- * (a worker then fills its queue for that name at once); PostgreSQL delivers
- * it only when the transaction commits, so no worker looks before the job
- * row is visible. API replicas without workers enqueue the same way.
+ * The pool as Agenda's enqueue side sees it: like agendaPoolView, but a query
+ * made inside a Db transaction runs on that transaction's connection. So a
+ * job saved by Agenda commits, or rolls back, with the caller's writes.
  */
-const ENQUEUE_SQL = `WITH queued AS (
-    INSERT INTO agenda_jobs (name, priority, next_run_at, type, data, last_modified_by)
-    VALUES ($1, 0, now(), 'normal', jsonb_build_object('job_id', $2::bigint), $3)
-    RETURNING id, name, next_run_at, priority
-  )
-  SELECT pg_notify('${AGENDA_NOTIFY_CHANNEL}', json_build_object(
-    'jobId', q.id, 'jobName', q.name, 'nextRunAt', q.next_run_at, 'priority', q.priority,
-    'timestamp', now(), 'source', $3::text)::text)
-  FROM queued q`;
+function transactionalPoolView(db: Db): pg.Pool {
+  const query = (text: string | pg.QueryConfig, values?: unknown[]) =>
+    db.execute(typeof text === "string" ? { text, values, types: defaultTypes } : { ...text, types: defaultTypes });
+  return new Proxy(agendaPoolView(db.pool), {
+    get(target, prop) {
+      return prop === "query" ? query : Reflect.get(target, prop, target);
+    },
+  });
+}
 
-export async function enqueueJob(db: Db, kind: JobKindName, jobId: number, source: string): Promise<void> {
-  await db.query(ENQUEUE_SQL, [agendaJobName(kind), jobId, source], "jobs_enqueue");
+/**
+ * Agenda's PostgreSQL notification channel, publishing only: it never
+ * LISTENs (the workers' channels do), so an API replica holds no connection
+ * for it. Its NOTIFY goes through the transactional view, and PostgreSQL
+ * delivers a NOTIFY made in a transaction only when that commits: no worker
+ * looks for a job before its row is visible, and a rolled-back job is never
+ * announced.
+ */
+class PublishingChannel extends PostgresNotificationChannel {
+  constructor(pool: pg.Pool) {
+    super({ pool, channelName: AGENDA_NOTIFY_CHANNEL });
+  }
+  override connect(): Promise<void> {
+    this.setState("connected");
+    return Promise.resolve();
+  }
+  override disconnect(): Promise<void> {
+    this.setState("disconnected");
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Queues runs of the async jobs through Agenda's own API (now()), inside the
+ * caller's transaction: a job row and the Agenda job that runs it commit
+ * together or not at all, so no crash between the two can leave a job
+ * queued forever. This Agenda instance is never started: it only writes
+ * jobs, so API replicas without workers (AGENTBUS_WORKERS=false) enqueue the
+ * same way and never process.
+ */
+export class AgendaJobQueue {
+  private readonly agenda: Agenda;
+
+  /** `source` is recorded as the Agenda job's last_modified_by and in its notification (host:pid). */
+  constructor(db: Db, source: string) {
+    const pool = transactionalPoolView(db);
+    const channel = new PublishingChannel(pool);
+    // Agenda connects its backend from its constructor: connecting this one
+    // touches no database (schema is ours, the channel only publishes), so
+    // there is no failure to go unhandled.
+    const backend: AgendaBackend = {
+      name: "PostgreSQL (enqueue only)",
+      repository: new PostgresJobRepository({ pool, ensureSchema: false }),
+      notificationChannel: channel,
+      ownsConnection: false,
+      connect: () => channel.connect(),
+      disconnect: () => channel.disconnect(),
+    };
+    this.agenda = new Agenda({ backend, name: source });
+  }
+
+  /** Queues a run of job `jobId` now. Call inside the transaction that writes the job. */
+  async enqueue(kind: JobKindName, jobId: number): Promise<void> {
+    await this.agenda.now(agendaJobName(kind), { job_id: jobId });
+  }
 }
 
 /** $1 untouched since, $2 batch size. Agenda's rows of a name are few (done ones are removed), so the probe is cheap. */

@@ -26,7 +26,11 @@ export class Db {
    * costs as much as executing.
    */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
-    const config: pg.QueryConfig = name === undefined ? { text, values } : { name, text, values };
+    return this.execute<R>(name === undefined ? { text, values } : { name, text, values });
+  }
+
+  /** Runs one statement given as pg's QueryConfig (its own type parsers, say), on the current transaction if there is one. */
+  execute<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     const current = this.scope.getStore();
     return current ? current.client.query<R>(config) : this.pool.query<R>(config);
   }

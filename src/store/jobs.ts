@@ -2,15 +2,16 @@
  * SQL for the async jobs (docs/decisions.md#job-record; tables of 0008_async_jobs.sql).
  *
  * Every "now" is the caller's (the injected clock), like the purge's. The
- * Agenda job that runs a job is written by enqueueJob() (store/agenda.ts) in
- * the same transaction, so a job row and its Agenda job commit together or
- * not at all: no crash between the two can leave a row queued forever.
+ * Agenda job that runs a job is queued through Agenda (AgendaJobQueue,
+ * store/agenda.ts) in the same transaction, so a job row and its Agenda job
+ * commit together or not at all: no crash between the two can leave a row
+ * queued forever.
  */
 import type { JsonValue } from "../model/json.js";
 import type { ClaimedJob, JobErrorRecord, JobKindName, JobRecord, JobStatusName, NewJob, PdfDownloadRow } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { JobStore } from "../ports/jobs.js";
-import { enqueueJob, ORPHANED_JOBS_SQL } from "./agenda.js";
+import { AgendaJobQueue, ORPHANED_JOBS_SQL } from "./agenda.js";
 import type { Db } from "./db.js";
 
 interface JobRow {
@@ -41,7 +42,7 @@ const toJobRecord = (row: JobRow): JobRecord => ({
   expiresAt: row.expires_at,
 });
 
-/** Inserts a queued job; returns its id. Call enqueueJob() in the same transaction. */
+/** Inserts a queued job; returns its id. Queue its run in the same transaction. */
 async function insertJob(db: Db, job: NewJob): Promise<number> {
   const at = formatTimestamp(job.now);
   const { rows } = await db.query<{ id: number }>(
@@ -161,13 +162,21 @@ async function lockAndCountUnfinishedJobs(db: Db, ownerKeyId: string): Promise<n
 }
 
 export class PgJobStore implements JobStore {
-  constructor(private readonly db: Db) {}
+  private readonly queue: AgendaJobQueue;
 
-  submit(job: NewJob, source: string, admit: (unfinished: number) => void): Promise<number> {
+  /** `source` names this process in the Agenda jobs it queues (host:pid). */
+  constructor(
+    private readonly db: Db,
+    source: string,
+  ) {
+    this.queue = new AgendaJobQueue(db, source);
+  }
+
+  submit(job: NewJob, admit: (unfinished: number) => void): Promise<number> {
     return this.db.transaction(async () => {
       admit(await lockAndCountUnfinishedJobs(this.db, job.ownerKeyId));
       const id = await insertJob(this.db, job);
-      await enqueueJob(this.db, job.kind, id, source);
+      await this.queue.enqueue(job.kind, id);
       return id;
     });
   }
@@ -196,10 +205,10 @@ export class PgJobStore implements JobStore {
     return releaseJob(this.db, id, now);
   }
 
-  handOver(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+  handOver(kind: JobKindName, id: number, now: Micros): Promise<void> {
     return this.db.transaction(async () => {
       await releaseJob(this.db, id, now);
-      await enqueueJob(this.db, kind, id, source);
+      await this.queue.enqueue(kind, id);
     });
   }
 
@@ -207,10 +216,10 @@ export class PgJobStore implements JobStore {
     return findOrphanedJobs(this.db, before, limit);
   }
 
-  requeueOrphan(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+  requeueOrphan(kind: JobKindName, id: number, now: Micros): Promise<void> {
     return this.db.transaction(async () => {
       await touchJob(this.db, id, now);
-      await enqueueJob(this.db, kind, id, source);
+      await this.queue.enqueue(kind, id);
     });
   }
 }

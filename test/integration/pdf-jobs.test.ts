@@ -177,11 +177,11 @@ describe("the job sweep", () => {
     const later = new AdjustableClock();
     later.advanceSeconds(60);
     const run = { data: {}, signal: new AbortController().signal, touch: async () => {}, logger: createLogger("silent") };
-    await jobSweepJob.run(run, { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
+    await jobSweepJob.run(run, { jobs: new PgJobStore(db, "test"), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
     const { rows } = await idle.app.pool.query("SELECT name FROM agenda_jobs WHERE data->>'job_id' = $1", [String(id)]);
     expect(rows).toEqual([{ name: "pdf" }]);
     // A second sweep finds it covered.
-    await jobSweepJob.run(run, { jobs: new PgJobStore(db), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
+    await jobSweepJob.run(run, { jobs: new PgJobStore(db, "test"), purge: new PgPurgeStore(db), clock: later, logger: createLogger("silent") });
     const again = await idle.app.pool.query("SELECT name FROM agenda_jobs WHERE data->>'job_id' = $1", [String(id)]);
     expect(again.rows).toHaveLength(1);
   });

@@ -404,7 +404,7 @@ describe("a worker that stops while it renders", () => {
     // Another worker process (here: a second runner with its own Chromium) takes it.
     const logger = createLogger("silent");
     const renderer = new PdfRenderer({ chromium: { executablePath: undefined }, concurrency: 1, timeoutMs: 30_000, logger });
-    const runner = await JobRunner.start({ backend: agendaBackend(pool), deps: { jobs: new PgJobStore(new Db(pool)), purge: new PgPurgeStore(new Db(pool)), clock: systemClock, logger, pdf: renderer }, kinds: [pdfJob], processEveryMs: 500 });
+    const runner = await JobRunner.start({ backend: agendaBackend(pool), deps: { jobs: new PgJobStore(new Db(pool), "test"), purge: new PgPurgeStore(new Db(pool)), clock: systemClock, logger, pdf: renderer }, kinds: [pdfJob], processEveryMs: 500 });
     try {
       const done = await waitForJob(stopping.url, owner, id, 30_000);
       expect(done.status).toBe("completed");

@@ -107,7 +107,7 @@ describe("JobRunner", () => {
     const clock = new AdjustableClock();
     const runner = await JobRunner.start({
       backend: agendaBackend(db.pool),
-      deps: { jobs: new PgJobStore(new Db(db.pool)), purge: new PgPurgeStore(new Db(db.pool)), clock, logger: silent },
+      deps: { jobs: new PgJobStore(new Db(db.pool), "test"), purge: new PgPurgeStore(new Db(db.pool)), clock, logger: silent },
       intervals: { purge: "1 second" },
       processEveryMs: 200,
     });
@@ -144,7 +144,7 @@ describe("JobRunner", () => {
         finished = true;
       },
     };
-    const runner = await JobRunner.start({ backend: agendaBackend(db.pool), deps: { jobs: new PgJobStore(appDb), purge: new PgPurgeStore(appDb), clock: new AdjustableClock(), logger: silent }, kinds: [probe] });
+    const runner = await JobRunner.start({ backend: agendaBackend(db.pool), deps: { jobs: new PgJobStore(appDb, "test"), purge: new PgPurgeStore(appDb), clock: new AdjustableClock(), logger: silent }, kinds: [probe] });
     await runner.enqueue(probe, { n: 1 });
     await running;
     await runner.stop();

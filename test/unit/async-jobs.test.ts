@@ -14,7 +14,7 @@ const bob = caller("key-bob");
 function setup(maxUnfinished = 3) {
   const store = new FakeJobStore();
   const clock = new ManualClock();
-  return { store, clock, jobs: new AsyncJobs(store, clock, "host:1", maxUnfinished) };
+  return { store, clock, jobs: new AsyncJobs(store, clock, maxUnfinished) };
 }
 
 async function refusal(p: Promise<unknown>): Promise<ApiError> {
@@ -27,11 +27,11 @@ async function refusal(p: Promise<unknown>): Promise<ApiError> {
 }
 
 describe("AsyncJobs", () => {
-  it("creates a job queued and queues its run under the given source", async () => {
+  it("creates a job queued and queues its run", async () => {
     const { store, jobs } = setup();
     const id = await jobs.submit(alice, "pdf", { content: "<p>x</p>" });
     expect((await jobs.get(alice, id)).status).toBe("queued");
-    expect(store.queued).toEqual([{ kind: "pdf", id, source: "host:1" }]);
+    expect(store.queued).toEqual([{ kind: "pdf", id }]);
   });
 
   it("refuses a key's submission beyond its unfinished jobs with 429 job_limit_exceeded and Retry-After, for that key only", async () => {

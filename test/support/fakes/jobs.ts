@@ -13,10 +13,10 @@ interface StoredJob extends JobRecord {
 export class FakeJobStore implements JobStore {
   readonly jobs = new Map<number, StoredJob>();
   /** Runs queued, in order (what the job runner would be asked to run). */
-  readonly queued: Array<{ kind: JobKindName; id: number; source: string }> = [];
+  readonly queued: Array<{ kind: JobKindName; id: number }> = [];
   private nextId = 1;
 
-  async submit(job: NewJob, source: string, admit: (unfinished: number) => void): Promise<number> {
+  async submit(job: NewJob, admit: (unfinished: number) => void): Promise<number> {
     admit([...this.jobs.values()].filter((j) => j.ownerKeyId === job.ownerKeyId && (j.status === "queued" || j.status === "processing")).length);
     const id = this.nextId++;
     this.jobs.set(id, {
@@ -34,7 +34,7 @@ export class FakeJobStore implements JobStore {
       attempts: 0,
       pdf: null,
     });
-    this.queued.push({ kind: job.kind, id, source });
+    this.queued.push({ kind: job.kind, id });
     return id;
   }
 
@@ -86,9 +86,9 @@ export class FakeJobStore implements JobStore {
     if (job?.status === "processing") Object.assign(job, { status: "queued", updatedAt: now });
   }
 
-  async handOver(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+  async handOver(kind: JobKindName, id: number, now: Micros): Promise<void> {
     await this.release(id, now);
-    this.queued.push({ kind, id, source });
+    this.queued.push({ kind, id });
   }
 
   async findOrphaned(before: Micros, limit: number): Promise<Array<{ id: number; kind: JobKindName }>> {
@@ -99,9 +99,9 @@ export class FakeJobStore implements JobStore {
       .map((j) => ({ id: j.id, kind: j.kind }));
   }
 
-  async requeueOrphan(kind: JobKindName, id: number, now: Micros, source: string): Promise<void> {
+  async requeueOrphan(kind: JobKindName, id: number, now: Micros): Promise<void> {
     const job = this.jobs.get(id);
     if (job && (job.status === "queued" || job.status === "processing")) Object.assign(job, { status: "queued", updatedAt: now });
-    this.queued.push({ kind, id, source });
+    this.queued.push({ kind, id });
   }
 }
