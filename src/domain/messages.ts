@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
-import { assertCanUse } from "./channel.js";
+import { assertCanUse, namedChannel } from "./channel.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
@@ -390,8 +390,7 @@ export class Messages {
 
   /** The channel, if it exists and the caller may read and write it. */
   private async usableChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = await this.channels.findView(identifier, caller.keyId);
-    if (!channel) throw new ApiError("channel_not_found");
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertCanUse(channel, caller);
     return channel;
   }
