@@ -7,6 +7,7 @@ import type { Messages } from "../../src/domain/messages.js";
 import { AMBIGUOUS_IDS_LISTED } from "../../src/model/channels.js";
 import { ApiError } from "../../src/model/errors.js";
 import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
+import { settle } from "../support/clock.js";
 import { refusalCode as refusal, rejectionOf, thrownBy } from "../support/errors.js";
 
 describe("namedChannel", () => {
@@ -29,15 +30,19 @@ describe("use cases by name", () => {
   let channels: Channels;
   let messages: Messages;
   let membership: Membership;
+  let clock: ReturnType<typeof fakeDomain>["clock"];
 
   beforeEach(() => {
-    ({ channels, messages, membership } = fakeDomain());
+    ({ channels, messages, membership, clock } = fakeDomain());
   });
+
+  const post = (identifier: string, content: string) =>
+    messages.create(alice, identifier, { content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
 
   it("gets, posts to and lists the members of the caller's channel by its name", async () => {
     const created = await channels.create(alice, input({ name: "builds" }));
     expect((await channels.get(alice, "builds")).id).toBe(created.id);
-    expect((await messages.create(alice, "builds", { content: "hi", actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] })).message.channelId).toBe(created.id);
+    expect((await post("builds", "hi")).message.channelId).toBe(created.id);
     expect((await membership.listMembers(alice, "builds")).map((m) => m.keyId)).toEqual([alice.keyId]);
   });
 
@@ -59,5 +64,19 @@ describe("use cases by name", () => {
     const err = await rejectionOf(ApiError, channels.update(alice, "twice", update({ description: "x" }), undefined));
     expect(err.code).toBe("ambiguous_channel_name");
     expect(err.details.channel_ids).toEqual(ids.slice(0, AMBIGUOUS_IDS_LISTED));
+  });
+
+  it("keeps a watch opened by name on its channel once the name turns ambiguous", async () => {
+    const first = await channels.create(alice, input({ name: "builds" }));
+    const abort = new AbortController();
+    const watch = await messages.openWatch(alice, "builds", undefined, abort.signal);
+    await channels.create(alice, input({ name: "builds" }));
+    const next = watch.messages.next();
+    // Past the watch's access recheck, which must look the channel up by the id it opened, not by the name.
+    await clock.advance(15_000);
+    await settle();
+    await post(first.id, "still here");
+    expect((await next).value).toMatchObject({ channelId: first.id, content: "still here" });
+    abort.abort();
   });
 });
