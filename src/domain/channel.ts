@@ -4,7 +4,7 @@
  */
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import type { ChannelRecord, ChannelView } from "../model/channels.js";
+import { isAmbiguous, type ChannelLookup, type ChannelRecord, type ChannelView } from "../model/channels.js";
 
 export const isOwner = (channel: ChannelRecord, caller: Caller): boolean => channel.createdByKeyId === caller.keyId;
 
@@ -21,4 +21,19 @@ export function assertCanUse(channel: ChannelView, caller: Caller): void {
 export function assertOwner(channel: ChannelView, caller: Caller): void {
   assertCanUse(channel, caller);
   if (!isOwner(channel, caller)) throw new ApiError("forbidden");
+}
+
+/**
+ * The channel a `{identifier}` named (docs/decisions.md#channel-names): 404 channel_not_found when
+ * none; 409 ambiguous_channel_name, listing the candidates' ids, when it was a bare name that
+ * several channels of the caller's key carry.
+ */
+export function namedChannel<T extends ChannelView>(found: ChannelLookup<T>, identifier: string): T {
+  if (found === undefined) throw new ApiError("channel_not_found", `Channel '${identifier}' not found`);
+  if (isAmbiguous(found)) {
+    throw new ApiError("ambiguous_channel_name", `Several of your channels are named '${identifier}'; name one by its id or an alias`, {
+      details: { channel_ids: found.ambiguousIds },
+    });
+  }
+  return found;
 }

@@ -6,7 +6,7 @@
  * contract's 422 codes.
  */
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, assertOwner } from "./channel.js";
+import { assertCanUse, assertOwner, namedChannel } from "./channel.js";
 import type {
   ChannelAccess,
   ChannelChanges,
@@ -498,8 +498,7 @@ export class Channels {
 
   /** Any key for an open channel; the owner and members for a restricted one. */
   async get(caller: Caller, identifier: string): Promise<ChannelResource> {
-    const found = await this.store.findResource(identifier, caller.keyId);
-    if (!found) throw channelNotFound(identifier);
+    const found = namedChannel(await this.store.findResource(identifier, caller.keyId), identifier);
     assertCanUse(found, caller);
     return found;
   }
@@ -552,8 +551,7 @@ export class Channels {
   }
 
   private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const view = await this.store.findView(identifier, caller.keyId);
-    if (!view) throw channelNotFound(identifier);
+    const view = namedChannel(await this.store.findView(identifier, caller.keyId), identifier);
     assertOwner(view, caller);
     return view;
   }

@@ -4,7 +4,7 @@
  * may read the channel (docs/decisions.md#channel-access).
  */
 import type { Caller } from "../model/caller.js";
-import { assertCanUse } from "./channel.js";
+import { assertCanUse, namedChannel } from "./channel.js";
 import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseCursor } from "./messages.js";
 import { formatTimestamp } from "../model/time.js";
@@ -37,8 +37,7 @@ export class ChannelHistory {
       throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
     }
     const before = parseCursor("cursor", query.cursor);
-    const channel = await this.channels.findView(identifier, caller.keyId);
-    if (!channel) throw new ApiError("channel_not_found");
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertCanUse(channel, caller);
     const data = await this.history.list(channel.id, before, limit);
     const last = data.at(-1);

@@ -7,8 +7,8 @@
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
 import type { AccessRequestRecord, ChannelEventRecord, InvitationRecord, MemberRecord } from "../model/membership.js";
-import { assertCanUse, assertOwner, isOwner } from "./channel.js";
-import type { ChannelView } from "../model/channels.js";
+import { assertCanUse, assertOwner, isOwner, namedChannel } from "./channel.js";
+import { isAmbiguous, type ChannelView } from "../model/channels.js";
 import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
@@ -208,8 +208,7 @@ export class Membership {
 
   /** Any key that can use the channel: open → anyone, restricted → owner and members. Expires in 24 h. */
   async createInvitation(caller: Caller, identifier: string): Promise<InvitationView> {
-    const channel = await this.channels.findView(identifier, caller.keyId);
-    if (!channel) throw channelNotFound(identifier);
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertCanUse(channel, caller);
     const now = this.clock.now();
     const created = await this.store.insertInvitation({
@@ -269,7 +268,8 @@ export class Membership {
     const found = await this.findInvitation(invitationId);
     if (caller.keyId !== found.createdByKeyId && caller.keyId !== found.channelOwnerKeyId) {
       const channel = await this.channels.findView(found.channel.id, caller.keyId);
-      if (!channel) throw invitationNotFound();
+      // By id: one channel or none.
+      if (!channel || isAmbiguous(channel)) throw invitationNotFound();
       assertCanUse(channel, caller);
       throw new ApiError("forbidden", "Only the invitation's creator or the channel owner may revoke it", {
         suggestion: "Use the key that created the invitation or the key that owns the channel.",
@@ -301,8 +301,7 @@ export class Membership {
   async requestAccess(caller: Caller, identifier: string, reason: string | undefined): Promise<AccessRequestOutcome> {
     const valid = validateReason(reason);
     for (let attempt = 0; ; attempt++) {
-      const channel = await this.channels.findView(identifier, caller.keyId);
-      if (!channel) throw channelNotFound(identifier);
+      const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
       if (channel.access === "open") return { status: "open", note: OPEN_CHANNEL_NOTE };
       if (channel.callerIsMember || isOwner(channel, caller)) return { status: "already_member" };
       const outcome = await this.store.upsertPendingRequest({ channelId: channel.id, requesterKeyId: caller.keyId, reason: valid, createdAt: this.clock.now() });
@@ -355,8 +354,7 @@ export class Membership {
   // --- Helpers -------------------------------------------------------------
 
   private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = await this.channels.findView(identifier, caller.keyId);
-    if (!channel) throw channelNotFound(identifier);
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertOwner(channel, caller);
     return channel;
   }

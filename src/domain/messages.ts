@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
-import { assertCanUse } from "./channel.js";
+import { assertCanUse, namedChannel } from "./channel.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
@@ -222,25 +222,24 @@ export class Messages {
       });
     }
     signal?.addEventListener("abort", release, { once: true });
-    return { cursor, messages: this.follow(caller, identifier, channel, start, signal, release), close: release };
+    return { cursor, messages: this.follow(caller, channel, start, signal, release), close: release };
   }
 
   private async *follow(
     caller: Caller,
-    identifier: string,
     opened: ChannelView,
     start: Micros | null,
     signal: AbortSignal | undefined,
     release: () => void,
   ): AsyncGenerator<MessageRecord> {
     try {
-      yield* this.followChannel(caller, identifier, opened, start, signal);
+      yield* this.followChannel(caller, opened, start, signal);
     } finally {
       release();
     }
   }
 
-  private async *followChannel(caller: Caller, identifier: string, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
+  private async *followChannel(caller: Caller, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
     let channel = opened;
     let cursor = start;
     let lastCheck = this.clock.monotonicMs();
@@ -264,8 +263,9 @@ export class Messages {
         unsubscribe();
       }
       // A member removed while watching stops receiving within the recheck interval.
+      // By the id it opened: a name (or a re-taken alias) may name another channel by now.
       if (this.clock.monotonicMs() - lastCheck >= WATCH_RECHECK_MS) {
-        channel = await this.usableChannel(caller, identifier);
+        channel = await this.usableChannel(caller, channel.id);
         lastCheck = this.clock.monotonicMs();
       }
     }
@@ -390,8 +390,7 @@ export class Messages {
 
   /** The channel, if it exists and the caller may read and write it. */
   private async usableChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = await this.channels.findView(identifier, caller.keyId);
-    if (!channel) throw new ApiError("channel_not_found");
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertCanUse(channel, caller);
     return channel;
   }

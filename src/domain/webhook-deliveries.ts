@@ -5,14 +5,14 @@
  * channel_access_denied first.
  */
 import type { Caller } from "../model/caller.js";
-import { assertOwner } from "./channel.js";
-import type { ChannelView } from "../model/channels.js";
+import { assertOwner, namedChannel } from "./channel.js";
+import type { ChannelLookup, ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
 import type { DeliveryLogRecord } from "../model/webhooks.js";
 import type { WebhookStore } from "../ports/webhooks.js";
 
-export type ChannelViewFinder = (identifier: string, caller: Caller) => Promise<ChannelView | undefined>;
+export type ChannelViewFinder = (identifier: string, caller: Caller) => Promise<ChannelLookup<ChannelView>>;
 
 export interface DeliveryLogPage {
   data: DeliveryLogRecord[];
@@ -42,8 +42,7 @@ export class WebhookDeliveryLog {
         suggestion: "Pass next_cursor from the previous page unchanged, or leave cursor out for the newest attempts.",
       });
     }
-    const channel = await this.findChannel(identifier, caller);
-    if (!channel) throw new ApiError("channel_not_found");
+    const channel = namedChannel(await this.findChannel(identifier, caller), identifier);
     assertOwner(channel, caller);
     const data = await this.store.listDeliveries(channel.id, cursor, limit);
     const last = data.at(-1);

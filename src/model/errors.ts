@@ -56,7 +56,7 @@ export const errorCatalog = {
   admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),
   // 404
   not_found: spec(404, "not_found", "No such route", "See /openapi.json for the routes this service offers."),
-  channel_not_found: spec(404, "not_found", "Channel not found", "Check the channel id or alias; discover channels with GET /v1/channels."),
+  channel_not_found: spec(404, "not_found", "Channel not found", "Check the channel id, alias or name (names resolve only for channels your key created); discover channels with GET /v1/channels."),
   message_not_found: spec(404, "not_found", "Message not found", "List the channel's messages with GET /v1/channels/{identifier}/messages."),
   actor_not_found: spec(404, "not_found", "Actor not found", "Create the actor with POST /v1/actors, or use its id or alias."),
   invitation_not_found: spec(404, "not_found", "Invitation not found", "Ask the channel owner for a new invitation."),
@@ -66,6 +66,7 @@ export const errorCatalog = {
   // 405
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
   // 409
+  ambiguous_channel_name: spec(409, "failed_precondition", "Several of your channels have this name", "Address the channel by its id (listed in channel_ids) or give it an alias with POST /v1/channels/{identifier}/aliases; renaming one of them also ends the ambiguity."),
   alias_conflict: spec(409, "already_exists", "That alias is already taken", "Choose another alias."),
   label_in_use: spec(409, "already_exists", "An active key already uses this agent_label", "Choose another agent_label (e.g. add a suffix), or keep using the key that holds it; revoking that key with DELETE /v1/keys/me frees the label."),
   already_claimed: spec(409, "failed_precondition", "This message has already been claimed", "List open work with GET /v1/channels/{identifier}/messages?status=unclaimed and claim another message."),

@@ -2,6 +2,7 @@
 import type { Caller } from "../model/caller.js";
 import type {
   ChannelChanges,
+  ChannelLookup,
   ChannelResource,
   ChannelSummary,
   ChannelView,
@@ -17,10 +18,13 @@ export interface ChannelUpdate {
 }
 
 export interface ChannelStore {
-  /** By id, else by alias, with the caller's membership; undefined when none. */
-  findView(identifier: string, callerKeyId: string): Promise<ChannelView | undefined>;
+  /**
+   * By id, else by alias, else by a name the caller's key owns (docs/decisions.md#channel-names), with
+   * the caller's membership; the ids when the name is the key's for several channels; undefined when none.
+   */
+  findView(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>>;
   /** findView plus aliases and related channels. */
-  findResource(identifier: string, callerKeyId: string): Promise<(ChannelResource & ChannelView) | undefined>;
+  findResource(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelResource & ChannelView>>;
   /** For each ref (channel id or alias), the channel id it names, or null; in input order. */
   resolveRefs(refs: readonly string[]): Promise<Array<string | null>>;
   /** Creates the channel with `owner` as owner and first member, linked to relatedIds; returns it as GET renders it. */
@@ -41,6 +45,6 @@ export interface ChannelStore {
    * look-alike; undefined when the channel is gone. Adding one it has is fine.
    */
   addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined>;
-  /** Sets paused on the channel named by id or alias and returns it; undefined when none. */
+  /** Sets paused on the channel named by id or alias (an operator has no key, so no name) and returns it; undefined when none. */
   setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined>;
 }

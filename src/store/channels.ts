@@ -1,14 +1,16 @@
-/** SQL for channels: lookup by id or alias on behalf of a caller, create, discovery, update, delete, aliases, pause. */
+/** SQL for channels: lookup by id, alias or owned name on behalf of a caller, create, discovery, update, delete, aliases, pause. */
 import type { Caller } from "../model/caller.js";
-import type {
-  ChannelChanges,
-  ChannelRecord,
-  ChannelResource,
-  ChannelSummary,
-  ChannelView,
-  LockedChannel,
-  NewChannel,
-  RelatedChannelRef,
+import {
+  AMBIGUOUS_IDS_LISTED,
+  type ChannelChanges,
+  type ChannelLookup,
+  type ChannelRecord,
+  type ChannelResource,
+  type ChannelSummary,
+  type ChannelView,
+  type LockedChannel,
+  type NewChannel,
+  type RelatedChannelRef,
 } from "../model/channels.js";
 import type { ChannelStore, ChannelUpdate } from "../ports/channels.js";
 import type { JsonValue } from "../model/json.js";
@@ -72,20 +74,57 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
 /** PostgreSQL text cannot hold U+0000: such an identifier names nothing (and must not reach a query). */
 export const hasNul = (text: string): boolean => text.includes("\u0000");
 
-/** Finds a channel by id, else by alias, with the caller's membership; undefined when none. */
-export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
+/**
+ * The one rule for what a `{identifier}` names (docs/decisions.md#channel-names), as the CTE
+ * `named(id)`: the channel with that id; else the channel holding that alias; else every channel
+ * the caller's key created under that name (more than one only when the key gave two channels one
+ * name). Parameters: $1 the identifier when it is a UUID (else null), $2 the identifier, $3 the
+ * caller's key id (null: no names resolve). Each branch is one index probe: the primary key,
+ * channel_aliases' primary key, channels_by_owner_key_and_name.
+ */
+const NAMED_CHANNELS = `named_candidates AS (
+    SELECT c.id, 1 AS precedence FROM channels c WHERE c.id = $1::uuid
+    UNION ALL
+    SELECT a.channel_id, 2 FROM channel_aliases a WHERE a.alias = $2
+    UNION ALL
+    SELECT c.id, 3 FROM channels c WHERE c.created_by_key_id = $3 AND c.name = $2
+  ), named AS (
+    SELECT id FROM named_candidates WHERE precedence = (SELECT min(precedence) FROM named_candidates)
+  )`;
+
+/** NAMED_CHANNELS' first three parameters for an identifier. */
+const namedParams = (identifier: string, callerKeyId: string | null): [string | null, string, string | null] => [
+  isUuid(identifier) ? identifier : null,
+  identifier,
+  callerKeyId,
+];
+
+/** One row: the channel; several (only a bare name matches several): the ambiguity, by id; none: undefined. */
+function oneNamed<R extends { id: string }, T extends ChannelView>(rows: R[], toFound: (row: R) => T): ChannelLookup<T> {
+  const [first, ...others] = rows;
+  if (first === undefined) return undefined;
+  return others.length === 0 ? toFound(first) : { ambiguousIds: rows.map((r) => r.id) };
+}
+
+/** The caller's standing in the channel: owner or a member row. $3 is the caller's key id. */
+const IS_MEMBER = `(c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member`;
+
+/** Every channel the identifier names for the caller (several only when ambiguous), oldest first. Exported for the query-plan test. */
+export const CHANNEL_VIEW_SQL = `WITH ${NAMED_CHANNELS}
+  SELECT ${CHANNEL_COLUMNS}, ${IS_MEMBER}
+  FROM named JOIN channels c ON c.id = named.id
+  ORDER BY c.created_at
+  LIMIT ${AMBIGUOUS_IDS_LISTED}`;
+
+/** The channel the identifier names, with the caller's membership; its ambiguity, or undefined when none. */
+export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
   if (hasNul(identifier)) return undefined;
   const { rows } = await db.query<ChannelRow & { is_member: boolean }>(
-    `SELECT ${CHANNEL_COLUMNS},
-       (c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member
-     FROM channels c
-     WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
-     LIMIT 1`,
-    [isUuid(identifier) ? identifier : null, identifier, callerKeyId],
+    CHANNEL_VIEW_SQL,
+    namedParams(identifier, callerKeyId),
     "channel_view",
   );
-  const row = rows[0];
-  return row && { ...toChannelRecord(row), callerIsMember: row.is_member };
+  return oneNamed(rows, (row) => ({ ...toChannelRecord(row), callerIsMember: row.is_member }));
 }
 
 // ---------------------------------------------------------------------------
@@ -181,18 +220,17 @@ export async function findChannelResource(
   db: Db,
   identifier: string,
   callerKeyId: string,
-): Promise<(ChannelResource & ChannelView) | undefined> {
+): Promise<ChannelLookup<ChannelResource & ChannelView>> {
   if (hasNul(identifier)) return undefined;
   const { rows } = await db.query<ChannelRow & ChannelExtrasRow & { is_member: boolean }>(
-    `SELECT ${CHANNEL_COLUMNS}, ${CHANNEL_EXTRAS},
-       (c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member
-     FROM channels c
-     WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
-     LIMIT 1`,
-    [isUuid(identifier) ? identifier : null, identifier, callerKeyId],
+    `WITH ${NAMED_CHANNELS}
+     SELECT ${CHANNEL_COLUMNS}, ${CHANNEL_EXTRAS}, ${IS_MEMBER}
+     FROM named JOIN channels c ON c.id = named.id
+     ORDER BY c.created_at
+     LIMIT ${AMBIGUOUS_IDS_LISTED}`,
+    namedParams(identifier, callerKeyId),
   );
-  const row = rows[0];
-  return row && { ...toResource(row), callerIsMember: row.is_member };
+  return oneNamed(rows, (row) => ({ ...toResource(row), callerIsMember: row.is_member }));
 }
 
 /** For each ref (channel id or alias), the channel id it names, or null; in input order. */
@@ -287,8 +325,8 @@ export async function deleteChannel(db: Db, id: string): Promise<void> {
 }
 
 /**
- * Sets paused on the channel named by id or alias; returns its id, or
- * undefined when there is none. The channel row is locked like a write
+ * Sets paused on the channel named by id or alias (the operator has no key,
+ * so no name resolves); returns its id, or undefined when there is none. The channel row is locked like a write
  * locks it, so a message being posted either commits before the pause or
  * sees it. updated_at moves only when the value changes, so pausing a
  * paused channel changes nothing.
@@ -296,17 +334,16 @@ export async function deleteChannel(db: Db, id: string): Promise<void> {
 export async function setChannelPaused(db: Db, identifier: string, paused: boolean): Promise<string | undefined> {
   if (hasNul(identifier)) return undefined;
   const { rows } = await db.query<{ id: string }>(
-    `WITH target AS (
+    `WITH ${NAMED_CHANNELS}, target AS (
        SELECT c.id, c.paused FROM channels c
-       WHERE c.id = $1::uuid OR c.id = (SELECT a.channel_id FROM channel_aliases a WHERE a.alias = $2)
-       LIMIT 1
+       WHERE c.id = (SELECT id FROM named LIMIT 1)
        FOR NO KEY UPDATE
      ), changed AS (
-       UPDATE channels c SET paused = $3, updated_at = greatest(clock_timestamp(), c.updated_at + interval '1 microsecond')
-       FROM target t WHERE c.id = t.id AND t.paused <> $3
+       UPDATE channels c SET paused = $4, updated_at = greatest(clock_timestamp(), c.updated_at + interval '1 microsecond')
+       FROM target t WHERE c.id = t.id AND t.paused <> $4
      )
      SELECT id FROM target`,
-    [isUuid(identifier) ? identifier : null, identifier, paused],
+    [...namedParams(identifier, null), paused],
   );
   return rows[0]?.id;
 }
@@ -314,11 +351,11 @@ export async function setChannelPaused(db: Db, identifier: string, paused: boole
 export class PgChannelStore implements ChannelStore {
   constructor(private readonly db: Db) {}
 
-  findView(identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
+  findView(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
     return findChannelView(this.db, identifier, callerKeyId);
   }
 
-  findResource(identifier: string, callerKeyId: string): Promise<(ChannelResource & ChannelView) | undefined> {
+  findResource(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelResource & ChannelView>> {
     return findChannelResource(this.db, identifier, callerKeyId);
   }
 

@@ -1,5 +1,6 @@
 /** Membership use cases (members, invitations, access requests) against in-memory stores. */
 import { beforeEach, describe, expect, it } from "vitest";
+import { namedChannel } from "../../src/domain/channel.js";
 import type { Channels } from "../../src/domain/channels.js";
 import type { Membership } from "../../src/domain/membership.js";
 import type { ManualClock } from "../support/clock.js";
@@ -29,7 +30,7 @@ describe("Membership: invitations", () => {
   it("makes the key that resolves an invitation a member of the channel", async () => {
     const invitation = await membership.createInvitation(owner, channelId);
     await membership.resolveInvitation(guest, invitation.id, "198.51.100.7");
-    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
+    expect(namedChannel(await channelStore.findView(channelId, guest.keyId), channelId).callerIsMember).toBe(true);
   });
 
   it("records invitation_resolved and member_added when an invitation admits a new member", async () => {
@@ -49,7 +50,7 @@ describe("Membership: invitations", () => {
     const invitation = await membership.createInvitation(owner, channelId);
     await membership.revokeInvitation(owner, invitation.id);
     expect(await refusal(membership.resolveInvitation(guest, invitation.id, "198.51.100.7"))).toBe("invitation_revoked");
-    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(false);
+    expect(namedChannel(await channelStore.findView(channelId, guest.keyId), channelId).callerIsMember).toBe(false);
   });
 
   it("refuses an invitation older than 24 hours with invitation_expired", async () => {
@@ -108,7 +109,7 @@ describe("Membership: access requests", () => {
     const request = await membership.requestAccess(guest, channelId, undefined);
     if (request.status !== "pending") throw new Error(request.status);
     await membership.decideAccessRequest(owner, channelId, request.requestId, "approved");
-    expect((await channelStore.findView(channelId, guest.keyId))?.callerIsMember).toBe(true);
+    expect(namedChannel(await channelStore.findView(channelId, guest.keyId), channelId).callerIsMember).toBe(true);
   });
 
   it("refuses to decide a request twice with access_request_resolved", async () => {

@@ -816,7 +816,8 @@ export const AccessRequestOutcomeSchema: GenEnum<AccessRequestOutcome> = /*@__PU
 /**
  * Channels and everything about them except their live messages: discovery,
  * aliases, history, members, invitations, access requests, events and the
- * webhook delivery log. `identifier` is a channel id or alias throughout.
+ * webhook delivery log. `identifier` is a channel id, alias or the name of a
+ * channel the calling key created, tried in that order (see docs/decisions.md#channel-names).
  *
  * @generated from service agentbus.v1.ChannelService
  */

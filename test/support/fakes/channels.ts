@@ -1,13 +1,16 @@
 /** ChannelStore over Maps, with the member rows that decide a caller's standing (shared with FakeMembershipStore). */
 import { randomUUID } from "node:crypto";
 import type { Caller } from "../../../src/model/caller.js";
-import type {
-  ChannelRecord,
-  ChannelResource,
-  ChannelSummary,
-  ChannelView,
-  LockedChannel,
-  NewChannel,
+import {
+  AMBIGUOUS_IDS_LISTED,
+  type AmbiguousChannelName,
+  type ChannelLookup,
+  type ChannelRecord,
+  type ChannelResource,
+  type ChannelSummary,
+  type ChannelView,
+  type LockedChannel,
+  type NewChannel,
 } from "../../../src/model/channels.js";
 import type { MemberRecord } from "../../../src/model/membership.js";
 import type { Micros } from "../../../src/model/time.js";
@@ -38,6 +41,17 @@ export class FakeChannelStore implements ChannelStore {
     return this.channels.get(identifier) ?? this.channels.get(this.aliases.get(identifier) ?? "");
   }
 
+  /** By id, else alias, else the names of the caller's key's channels (docs/decisions.md#channel-names), like PgChannelStore. */
+  private named(identifier: string, callerKeyId: string): ChannelRecord | AmbiguousChannelName | undefined {
+    const record = this.byIdentifier(identifier);
+    if (record) return record;
+    const owned = [...this.channels.values()]
+      .filter((c) => c.createdByKeyId === callerKeyId && c.name === identifier)
+      .sort((a, b) => a.createdAt - b.createdAt);
+    if (owned.length > 1) return { ambiguousIds: owned.slice(0, AMBIGUOUS_IDS_LISTED).map((c) => c.id) };
+    return owned[0];
+  }
+
   private view(record: ChannelRecord, callerKeyId: string): ChannelView {
     return { ...record, callerIsMember: record.createdByKeyId === callerKeyId || this.isMember(record.id, callerKeyId) };
   }
@@ -52,14 +66,14 @@ export class FakeChannelStore implements ChannelStore {
     return { ...record, aliases, relatedChannels };
   }
 
-  async findView(identifier: string, callerKeyId: string): Promise<ChannelView | undefined> {
-    const record = this.byIdentifier(identifier);
-    return record && this.view(record, callerKeyId);
+  async findView(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
+    const found = this.named(identifier, callerKeyId);
+    return found && ("ambiguousIds" in found ? found : this.view(found, callerKeyId));
   }
 
-  async findResource(identifier: string, callerKeyId: string): Promise<(ChannelResource & ChannelView) | undefined> {
-    const record = this.byIdentifier(identifier);
-    return record && { ...this.resource(record), callerIsMember: this.view(record, callerKeyId).callerIsMember };
+  async findResource(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelResource & ChannelView>> {
+    const found = this.named(identifier, callerKeyId);
+    return found && ("ambiguousIds" in found ? found : { ...this.resource(found), callerIsMember: this.view(found, callerKeyId).callerIsMember });
   }
 
   async resolveRefs(refs: readonly string[]): Promise<Array<string | null>> {

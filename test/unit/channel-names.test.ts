@@ -1,0 +1,82 @@
+/** The channel-name rule (docs/decisions.md#channel-names): namedChannel, and the use cases over in-memory stores. */
+import { beforeEach, describe, expect, it } from "vitest";
+import { namedChannel } from "../../src/domain/channel.js";
+import type { Channels } from "../../src/domain/channels.js";
+import type { Membership } from "../../src/domain/membership.js";
+import type { Messages } from "../../src/domain/messages.js";
+import { AMBIGUOUS_IDS_LISTED } from "../../src/model/channels.js";
+import { ApiError } from "../../src/model/errors.js";
+import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
+import { settle } from "../support/clock.js";
+import { refusalCode as refusal, rejectionOf, thrownBy } from "../support/errors.js";
+
+describe("namedChannel", () => {
+  it("answers 404 channel_not_found naming the identifier when nothing matched", () => {
+    const err = thrownBy(ApiError, () => namedChannel(undefined, "nowhere"));
+    expect(err.code).toBe("channel_not_found");
+    expect(err.message).toContain("nowhere");
+  });
+
+  it("answers 409 ambiguous_channel_name with the ids in details and a suggestion", () => {
+    const err = thrownBy(ApiError, () => namedChannel({ ambiguousIds: ["a", "b"] }, "twice"));
+    expect(err.code).toBe("ambiguous_channel_name");
+    expect(err.status).toBe(409);
+    expect(err.details).toEqual({ channel_ids: ["a", "b"] });
+    expect(err.suggestion).toBeTruthy();
+  });
+});
+
+describe("use cases by name", () => {
+  let channels: Channels;
+  let messages: Messages;
+  let membership: Membership;
+  let clock: ReturnType<typeof fakeDomain>["clock"];
+
+  beforeEach(() => {
+    ({ channels, messages, membership, clock } = fakeDomain());
+  });
+
+  const post = (identifier: string, content: string) =>
+    messages.create(alice, identifier, { content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
+
+  it("gets, posts to and lists the members of the caller's channel by its name", async () => {
+    const created = await channels.create(alice, input({ name: "builds" }));
+    expect((await channels.get(alice, "builds")).id).toBe(created.id);
+    expect((await post("builds", "hi")).message.channelId).toBe(created.id);
+    expect((await membership.listMembers(alice, "builds")).map((m) => m.keyId)).toEqual([alice.keyId]);
+  });
+
+  it("does not resolve another key's channel name", async () => {
+    await channels.create(alice, input({ name: "builds" }));
+    expect(await refusal(channels.get(bob, "builds"))).toBe("channel_not_found");
+  });
+
+  it("prefers an alias to a name", async () => {
+    const aliased = await channels.create(bob, input({ name: "other" }));
+    await channels.addAlias(bob, aliased.id, "builds");
+    await channels.create(alice, input({ name: "builds" }));
+    expect((await channels.get(alice, "builds")).id).toBe(aliased.id);
+  });
+
+  it("refuses a name two of the caller's channels share, listing at most AMBIGUOUS_IDS_LISTED ids oldest first", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < AMBIGUOUS_IDS_LISTED + 2; i++) ids.push((await channels.create(alice, input({ name: "twice" }))).id);
+    const err = await rejectionOf(ApiError, channels.update(alice, "twice", update({ description: "x" }), undefined));
+    expect(err.code).toBe("ambiguous_channel_name");
+    expect(err.details.channel_ids).toEqual(ids.slice(0, AMBIGUOUS_IDS_LISTED));
+  });
+
+  it("keeps a watch opened by name on its channel once the name turns ambiguous", async () => {
+    const first = await channels.create(alice, input({ name: "builds" }));
+    const abort = new AbortController();
+    const watch = await messages.openWatch(alice, "builds", undefined, abort.signal);
+    await channels.create(alice, input({ name: "builds" }));
+    const next = watch.messages.next();
+    // Past the watch's access recheck, which must look the channel up by the id it opened, not by the name.
+    await clock.advance(15_000);
+    await settle();
+    await post(first.id, "still here");
+    expect((await next).value).toMatchObject({ channelId: first.id, content: "still here" });
+    abort.abort();
+  });
+});
