@@ -74,6 +74,15 @@ describe("POST /v1/channels/{identifier}/messages:batchCreate", () => {
     expect(hundred.body.data).toHaveLength(100);
   });
 
+  it("answers 413 payload_too_large for a batch over the body limit, storing nothing", async () => {
+    const ch = await createChannel(url(), owner);
+    // 100 items of 15 KiB metadata each: every item is within its own limits, the body (1.5 MiB) is not.
+    const res = await batchCreate<Record<string, unknown>>(owner, ch, drafts(100).map((d) => ({ ...d, metadata: { blob: "x".repeat(15_000) } })));
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ error: "payload_too_large" });
+    expect((await listMessages(url(), owner, ch, "?since=0")).data).toEqual([]);
+  });
+
   it("refuses the whole batch on a paused channel with 503 channel_paused", async () => {
     const ch = await createChannel(url(), owner);
     await server.app.pool.query("UPDATE channels SET paused = true WHERE id = $1", [ch]);
