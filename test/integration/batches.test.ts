@@ -9,10 +9,12 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { AckStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { createChannel, listMessages, postMessage, type MessageJson, type PageJson } from "../support/fixtures.js";
 import { mintKey, rest, untilParked, useTestServer } from "../support/server.js";
 
-const server = useTestServer({ AGENTBUS_MAX_CONTENT_BYTES: "64" });
+// Workers on and private targets allowed: the webhook test pushes to a local receiver.
+const server = useTestServer({ AGENTBUS_MAX_CONTENT_BYTES: "64", AGENTBUS_WORKERS: "true", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" });
 const url = () => server.url;
 let owner: string;
 let other: string;
@@ -128,6 +130,19 @@ describe("POST /v1/channels/{identifier}/messages:batchCreate", () => {
     await untilParked(server, parked + 1);
     const created = await batchCreate(owner, ch, drafts(5));
     expect((await waiting).body.data.map((m) => m.id)).toEqual(created.body.data.map((m) => m.id));
+  });
+
+  it("pushes the channel webhook once per message of the batch, as for single posts", async () => {
+    const hook = await WebhookReceiver.start();
+    try {
+      const ch = await createChannel(url(), owner, { webhook_url: hook.url });
+      const created = await batchCreate(owner, ch, drafts(3, "pushed"));
+      const received = await hook.waitFor(3);
+      const pushed = received.map((r) => JSON.parse(r.body) as { message: { id: string } });
+      expect(pushed.map((p) => p.message.id).sort()).toEqual(created.body.data.map((m) => m.id).sort());
+    } finally {
+      await hook.close();
+    }
   });
 
   it("gives a reader following next_cursor every message of concurrent batches exactly once, each batch contiguous", async () => {
