@@ -14,7 +14,7 @@ import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
-import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
+import type { CreateRefusal, ListFilter, MessageInspection, MessageRecord, NewMessage } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
@@ -86,6 +86,15 @@ export interface Page {
   shared: boolean;
 }
 
+/** A message body that passed the checks needing no channel. */
+interface CheckedBody {
+  content: string;
+  metadata: { [key: string]: JsonValue };
+}
+
+/** One item of a batch ack or release: its status, or the error the single call would have thrown. */
+export type BatchItemResult<S extends string> = { messageId: string; status: S } | { messageId: string; error: ApiError };
+
 export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
 export type AckStatus = "acknowledged" | "already_acknowledged";
 
@@ -105,6 +114,37 @@ export class Messages {
   async create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
     // The body is judged before the channel is looked up: a bad request is a
     // bad request whichever channel it names.
+    const body = this.checkBody(input);
+    const channel = await this.usableChannel(caller, identifier);
+    const result = await this.store.create(await this.prepare(caller, channel, input, body));
+    if (result.outcome !== "created") throw refusal(result, channel);
+    this.announce(channel.id);
+    return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
+  }
+
+  /**
+   * Posts a batch: every item is judged as create() judges one message, and
+   * an item's error carries its `index`. All are stored, in order, or none:
+   * the store rolls the batch back when the channel refuses any item (pause,
+   * write limit). Long-polls are woken once, for the whole batch.
+   */
+  async createBatch(caller: Caller, identifier: string, inputs: readonly NewMessageInput[]): Promise<{ messages: MessageRecord[]; nextCursor: string }> {
+    checkBatchSize("messages", inputs.length);
+    const bodies = inputs.map((input, index) => atIndex(index, () => this.checkBody(input)));
+    const channel = await this.usableChannel(caller, identifier);
+    const drafts: NewMessage[] = [];
+    for (const [index, input] of inputs.entries()) {
+      drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!)));
+    }
+    const result = await this.store.createAll(channel.id, drafts);
+    if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
+    this.announce(channel.id);
+    const last = result.messages[result.messages.length - 1]!;
+    return { messages: result.messages, nextCursor: formatTimestamp(last.createdAt) };
+  }
+
+  /** The checks of a message body that need no channel. */
+  private checkBody(input: NewMessageInput): CheckedBody {
     const content = input.content;
     if (content === undefined) throw new ApiError("missing_field", "'content' is required", { details: { field: "content" } });
     if (content.trim() === "") throw new ApiError("invalid_string", "'content' must contain a non-whitespace character", { details: { field: "content" } });
@@ -124,8 +164,11 @@ export class Messages {
     if (input.mentions.some((m) => m.trim() === "")) {
       throw new ApiError("invalid_mentions", "'mentions' entries must be non-empty actor ids or aliases", { details: { field: "mentions" } });
     }
+    return { content, metadata };
+  }
 
-    const channel = await this.usableChannel(caller, identifier);
+  /** The checks against the channel (metadata schema), then the message to store with its actor and mentions resolved. */
+  private async prepare(caller: Caller, channel: ChannelView, input: NewMessageInput, { content, metadata }: CheckedBody): Promise<NewMessage> {
     const problems = await violationsOffThread(channel.metadataSchema, metadata);
     if (problems.length > 0) {
       throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
@@ -134,8 +177,7 @@ export class Messages {
     }
     const actor = input.actor === undefined ? null : await this.actors.resolveOwn(caller, input.actor);
     const mentions = input.mentions.length === 0 ? [] : await this.actors.resolveMentions(input.mentions, channel);
-
-    const result = await this.store.create({
+    return {
       channelId: channel.id,
       authorKeyId: caller.keyId,
       actor,
@@ -143,25 +185,7 @@ export class Messages {
       content,
       metadata,
       mentions,
-    });
-    switch (result.outcome) {
-      case "created":
-        this.announce(channel.id);
-        return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
-      case "channel_not_found":
-        throw new ApiError("channel_not_found");
-      case "channel_paused": {
-        const retryAfter = result.retryAfter ?? 30;
-        throw new ApiError("channel_paused", undefined, { details: { retry_after: retryAfter }, headers: { "Retry-After": String(retryAfter) } });
-      }
-      case "channel_write_rate_exceeded": {
-        const retryAfter = result.retryAfter ?? 60;
-        throw new ApiError("channel_write_rate_exceeded", `The channel accepts ${channel.maxWritesPerMinute} messages per minute`, {
-          details: { retry_after: retryAfter },
-          headers: { "Retry-After": String(retryAfter) },
-        });
-      }
-    }
+    };
   }
 
   async list(caller: Caller, identifier: string, input: ListInput): Promise<Page> {
@@ -323,7 +347,25 @@ export class Messages {
 
   async release(caller: Caller, messageId: string, actorRef: string | undefined): Promise<MessageRecord> {
     assertMessageId(messageId);
+    return this.releaseAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef));
+  }
+
+  /**
+   * Releases each id on its own, as release() would, in the order given (a
+   * repeated id is judged again). The actor is resolved once: a bad actor
+   * refuses the whole request, since it applies to every item.
+   */
+  async releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined): Promise<Array<BatchItemResult<"released">>> {
+    checkBatchSize("message_ids", messageIds.length);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
+    return eachOnItsOwn(messageIds, async (messageId) => {
+      assertMessageId(messageId);
+      await this.releaseAs(caller, messageId, actor);
+      return "released" as const;
+    });
+  }
+
+  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef): Promise<MessageRecord> {
     const now = this.clock.now();
     const released = await this.store.release(messageId, caller.keyId, actor, now);
     if (released) {
@@ -341,7 +383,20 @@ export class Messages {
 
   async ack(caller: Caller, messageId: string, actorRef: string | undefined): Promise<{ status: AckStatus; message: MessageRecord }> {
     assertMessageId(messageId);
+    return this.ackAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef));
+  }
+
+  /** Acknowledges each id on its own, as ack() would (see releaseBatch). */
+  async ackBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined): Promise<Array<BatchItemResult<AckStatus>>> {
+    checkBatchSize("message_ids", messageIds.length);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
+    return eachOnItsOwn(messageIds, async (messageId) => {
+      assertMessageId(messageId);
+      return (await this.ackAs(caller, messageId, actor)).status;
+    });
+  }
+
+  private async ackAs(caller: Caller, messageId: string, actor: ActorRef): Promise<{ status: AckStatus; message: MessageRecord }> {
     const now = this.clock.now();
     const acked = await this.store.ack(messageId, caller.keyId, actor, now);
     if (acked) return { status: "acknowledged", message: acked };
@@ -449,3 +504,76 @@ export function parseCursor(field: "since" | "cursor", value: string | undefined
   return parsed;
 }
 
+
+export const MAX_BATCH_ITEMS = 100;
+
+/** 1..MAX_BATCH_ITEMS items in a batch request. */
+function checkBatchSize(field: "messages" | "message_ids", count: number): void {
+  if (count < 1 || count > MAX_BATCH_ITEMS) {
+    throw new ApiError("invalid_batch_size", `'${field}' must hold 1 to ${MAX_BATCH_ITEMS} items; it holds ${count}`, {
+      details: { field, max_items: MAX_BATCH_ITEMS, received_items: count },
+    });
+  }
+}
+
+/** The channel's refusal of a write as the error the caller sees. */
+function refusal(result: { outcome: CreateRefusal; retryAfter: number | null }, channel: ChannelView): ApiError {
+  switch (result.outcome) {
+    case "channel_not_found":
+      return new ApiError("channel_not_found");
+    case "channel_paused": {
+      const retryAfter = result.retryAfter ?? 30;
+      return new ApiError("channel_paused", undefined, { details: { retry_after: retryAfter }, headers: { "Retry-After": String(retryAfter) } });
+    }
+    case "channel_write_rate_exceeded": {
+      const retryAfter = result.retryAfter ?? 60;
+      return new ApiError("channel_write_rate_exceeded", `The channel accepts ${channel.maxWritesPerMinute} messages per minute`, {
+        details: { retry_after: retryAfter },
+        headers: { "Retry-After": String(retryAfter) },
+      });
+    }
+  }
+}
+
+/** The same error, naming the batch item it is about. */
+function withIndex(index: number, err: ApiError): ApiError {
+  return new ApiError(err.code, `messages[${index}]: ${err.message}`, {
+    details: { index, ...err.details },
+    suggestion: err.suggestion,
+    headers: err.headers,
+  });
+}
+
+function atIndex<T>(index: number, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw err instanceof ApiError ? withIndex(index, err) : err;
+  }
+}
+
+async function atIndexAsync<T>(index: number, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof ApiError ? withIndex(index, err) : err;
+  }
+}
+
+/**
+ * Runs `fn` for each id in turn (in order, so a repeated id sees the effect
+ * of its earlier occurrence); an ApiError becomes that item's result, any
+ * other failure (the database) fails the request.
+ */
+async function eachOnItsOwn<S extends string>(messageIds: readonly string[], fn: (messageId: string) => Promise<S>): Promise<Array<BatchItemResult<S>>> {
+  const results: Array<BatchItemResult<S>> = [];
+  for (const messageId of messageIds) {
+    try {
+      results.push({ messageId, status: await fn(messageId) });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      results.push({ messageId, error: err });
+    }
+  }
+  return results;
+}

@@ -115,6 +115,7 @@ export const errorCatalog = {
   invalid_since: INVALID("since", "Pass a next_cursor value from a previous page unchanged, an RFC 3339 timestamp, or 0."),
   invalid_wait: INVALID("wait", "Use a number of seconds, e.g. wait=20."),
   invalid_status: INVALID("status", "Use \"unclaimed\" or \"claimed\"."),
+  invalid_batch_size: INVALID("batch size", "Send 1 to 100 items; split larger batches."),
   invalid_lease_seconds: INVALID("lease_seconds", "Use an integer from 30 to 3600."),
   invalid_webhook_url: INVALID("webhook URL", "Use an absolute http:// or https:// URL."),
   invalid_url: INVALID("URL", "Use an absolute http:// or https:// URL."),

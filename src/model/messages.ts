@@ -33,9 +33,16 @@ export interface MessageRecord {
 
 export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions">;
 
+export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";
+
 export type CreateOutcome =
   | { outcome: "created"; message: MessageRecord }
-  | { outcome: "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded"; retryAfter: number | null };
+  | { outcome: CreateRefusal; retryAfter: number | null };
+
+/** A batch is stored whole or not at all: the refusal names the first item the channel refused. */
+export type BatchCreateOutcome =
+  | { outcome: "created"; messages: MessageRecord[] }
+  | { outcome: CreateRefusal; retryAfter: number | null; index: number };
 
 export type ListFilter = "all" | "unclaimed" | "claimed";
 

@@ -1,11 +1,13 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 
 export interface MessageStore {
   /** Writes a message, or tells why the channel refused it. */
   create(input: NewMessage): Promise<CreateOutcome>;
+  /** Writes messages to one channel in order, all or none (the first refused item rolls back the rest). */
+  createAll(channelId: string, inputs: readonly NewMessage[]): Promise<BatchCreateOutcome>;
   /** Live messages after `since`, oldest first. */
   list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]>;
   /** Claims when the message is claimable by this key right now; undefined when not. */

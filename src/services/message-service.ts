@@ -7,6 +7,7 @@ import {
   type ListMessagesResponseSchema,
 } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
 import type { Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
@@ -30,6 +31,8 @@ function renderPage(page: Page, now: Micros): ListMessagesResponseShape {
 const filterOf = (status: MessageStatus) =>
   status === MessageStatus.UNCLAIMED ? "unclaimed" : status === MessageStatus.CLAIMED ? "claimed" : "all";
 
+const itemError = (err: ApiError) => ({ error: err.code, message: err.message });
+
 export function messageService(messages: Messages, clock: Clock): ServiceEntry {
   // Long-polls woken by one delivery share one read (Messages.readPage), so
   // they get the same page array; they share its rendering too.
@@ -45,6 +48,19 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         mentions: req.mentions,
       });
       return { message: renderMessage(message, clock.now()), nextCursor };
+    },
+
+    async batchCreateMessages(req, ctx) {
+      const drafts = req.messages.map((m) => ({
+        content: m.content,
+        actor: m.actor,
+        actorLabel: m.actorLabel,
+        metadata: m.metadata,
+        mentions: m.mentions,
+      }));
+      const { messages: created, nextCursor } = await messages.createBatch(callerOf(ctx), req.identifier, drafts);
+      const now = clock.now();
+      return { data: created.map((m) => renderMessage(m, now)), nextCursor };
     },
 
     async listMessages(req, ctx) {
@@ -106,6 +122,22 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         status: status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED,
         message: renderMessage(message, clock.now()),
       };
+    },
+
+    async batchAckMessages(req, ctx) {
+      const results = await messages.ackBatch(callerOf(ctx), req.messageIds, req.actor);
+      return {
+        results: results.map((r) =>
+          "error" in r
+            ? { messageId: r.messageId, error: itemError(r.error) }
+            : { messageId: r.messageId, status: r.status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED },
+        ),
+      };
+    },
+
+    async batchReleaseMessages(req, ctx) {
+      const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor);
+      return { results: results.map((r) => ("error" in r ? { messageId: r.messageId, error: itemError(r.error) } : r)) };
     },
 
     async retractMessage(req, ctx) {

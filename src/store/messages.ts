@@ -13,7 +13,9 @@ import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
 import type {
   Acknowledgement,
+  BatchCreateOutcome,
   CreateOutcome,
+  CreateRefusal,
   ListFilter,
   MessageInspection,
   MessageRecord,
@@ -146,6 +148,16 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
 
+/** Thrown inside createAll's transaction to roll the batch back. */
+class BatchRefused extends Error {
+  constructor(
+    readonly index: number,
+    readonly refusal: Extract<CreateOutcome, { outcome: CreateRefusal }>,
+  ) {
+    super(refusal.outcome);
+  }
+}
+
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
 
@@ -168,6 +180,31 @@ export class PgMessageStore implements MessageStore {
       this.queues.set(input.channelId, fresh);
       void this.drain(input.channelId, fresh);
     });
+  }
+
+  /**
+   * Writes a client's batch in one call of the write function, in its own
+   * transaction (a savepoint inside an idempotent request's): the function
+   * judges pause and throttle per message, so when it refuses any of them the
+   * ones it did insert are rolled back. Not queued with single writes: the
+   * batch is already one round trip, and joining others' would tie their
+   * outcome to its all-or-nothing.
+   */
+  async createAll(channelId: string, inputs: readonly NewMessage[]): Promise<BatchCreateOutcome> {
+    try {
+      return await this.db.transaction(async () => {
+        const outcomes = await this.writeBatch(channelId, inputs);
+        const messages: MessageRecord[] = [];
+        for (const [index, outcome] of outcomes.entries()) {
+          if (outcome.outcome !== "created") throw new BatchRefused(index, outcome);
+          messages.push(outcome.message);
+        }
+        return { outcome: "created" as const, messages };
+      });
+    } catch (err) {
+      if (!(err instanceof BatchRefused)) throw err;
+      return { outcome: err.refusal.outcome, retryAfter: err.refusal.retryAfter, index: err.index };
+    }
   }
 
   private readonly queues = new Map<string, PendingWrite[]>();
@@ -219,7 +256,7 @@ export class PgMessageStore implements MessageStore {
     });
   }
 
-  private async writeBatch(channelId: string, inputs: NewMessage[]): Promise<CreateOutcome[]> {
+  private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
     const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros }>(
       "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[])",
       [

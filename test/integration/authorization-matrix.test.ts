@@ -14,6 +14,8 @@
  *     resolved by any key (#invitations);
  *   - leases are heartbeaten and released by their holder only; a message is
  *     retracted by its author or the channel owner (#leases-and-retract);
+ *   - batchAck and batchRelease answer 200 to any key: each id's refusal is
+ *     in its own result, the one the single call would have given (#batches);
  *   - a missing or revoked key is 401 on every route (ResolveInvitation without
  *     a key: 401 api_key_required); admin routes take X-Admin-Token (#pause).
  *
@@ -174,6 +176,12 @@ const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice
 const keyIdOf = (key: string) => key.split(".")[0] as string;
 const sameBody = (body: Record<string, unknown>): SuccessBody => ({ rest: body, grpc: body });
 
+/** A batch call that succeeds (200) while its one item is refused with `error`. */
+const itemRefused = (error: string): SuccessBody => ({
+  rest: { results: [{ status: null, error: { error } }] },
+  grpc: { results: [{ error: { error } }] },
+});
+
 const onChannel = async (env: Env): Promise<Prepared> => ({ fields: { identifier: await env.channel() } });
 
 const rows: Row[] = [
@@ -303,6 +311,13 @@ const rows: Row[] = [
     rule: channelUsers(201),
     prepare: async (env) => ({ fields: { identifier: await env.channel(), content: "posted by the matrix" } }),
   },
+  {
+    rpc: "MessageService.BatchCreateMessages",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(201),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), messages: [{ content: "batched by the matrix" }] } }),
+  },
   { rpc: "MessageService.ListMessages", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
   {
     // since=0: the shared channel holds a message, so an open stream answers at once.
@@ -379,6 +394,45 @@ const rows: Row[] = [
     rule: channelUsers(200),
     success: () => ({ rest: { status: "acknowledged" }, grpc: { status: AckStatus.ACKNOWLEDGED } }),
     prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    // Any key may call; each id is judged as AckMessage would, answered in its result.
+    rpc: "MessageService.BatchAckMessages",
+    scope: "channel",
+    mutates: true,
+    rule: anyKey(200),
+    success: (access, who) =>
+      access === "restricted" && who === "stranger"
+        ? itemRefused("channel_access_denied")
+        : { rest: { results: [{ status: "acknowledged", error: null }] }, grpc: { results: [{ status: AckStatus.ACKNOWLEDGED }] } },
+    prepare: async (env) => ({ fields: { message_ids: [await workerMessage(env)] } }),
+  },
+  {
+    // Claimed by the worker: every other caller gets the item's refusal, as from ReleaseMessage.
+    rpc: "MessageService.BatchReleaseMessages",
+    variant: "another key's claim",
+    scope: "channel",
+    mutates: true,
+    rule: anyKey(200),
+    success: (access, who) => itemRefused(access === "restricted" && who === "stranger" ? "channel_access_denied" : "forbidden"),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.inst.keys.worker, messageId);
+      return { fields: { message_ids: [messageId] } };
+    },
+  },
+  {
+    rpc: "MessageService.BatchReleaseMessages",
+    variant: "the caller's own claim",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => sameBody({ results: [{ status: "released" }] }),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.self, messageId);
+      return { fields: { message_ids: [messageId] } };
+    },
   },
   {
     // Posted by the worker: the channel owner may retract it, another member may not.

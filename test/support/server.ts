@@ -133,6 +133,6 @@ export async function mintKey(base: string, label = `agent-${Math.random().toStr
  * Until `count` long-polls or watches wait on the server's wake bus: a write
  * from then on must wake them. What a test would otherwise sleep to let happen.
  */
-export function untilParked(server: TestServer, count: number): Promise<true> {
+export function untilParked(server: Pick<TestServer, "app">, count: number): Promise<true> {
   return eventually(async () => server.app.bus.subscriptions >= count);
 }

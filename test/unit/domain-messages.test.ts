@@ -84,6 +84,41 @@ describe("Messages", () => {
   });
 });
 
+describe("Messages batches", () => {
+  it("creates a batch in order, announces it once and returns the cursor of its last message", async () => {
+    const { messages: created, nextCursor } = await messages.createBatch(alice, channelId, [post("a"), post("b"), post("c")]);
+    expect(created.map((m) => m.content)).toEqual(["a", "b", "c"]);
+    expect(bus.published).toEqual([channelId]);
+    expect((await messages.list(bob, channelId, listAll({ since: nextCursor }))).data).toEqual([]);
+  });
+
+  it("refuses a batch whose item is invalid with that item's code and index, before writing any", async () => {
+    const err = await refusal(messages.createBatch(alice, channelId, [post("fine"), post("  ")]));
+    expect([err.code, err.details.index, err.details.field]).toEqual(["invalid_string", 1, "content"]);
+    expect(err.message).toMatch(/^messages\[1\]: /);
+    expect((await messages.list(bob, channelId, listAll())).data).toEqual([]);
+  });
+
+  it("refuses an empty batch and one of 101 items with invalid_batch_size", async () => {
+    expect((await refusal(messages.createBatch(alice, channelId, []))).code).toBe("invalid_batch_size");
+    expect((await refusal(messages.createBatch(alice, channelId, Array.from({ length: 101 }, () => post("x"))))).code).toBe("invalid_batch_size");
+  });
+
+  it("acks each id on its own, judging a repeated id again", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    const results = await messages.ackBatch(bob, [message.id, "nope", message.id], undefined);
+    expect(results.map((r) => ("error" in r ? r.error.code : r.status))).toEqual(["acknowledged", "message_not_found", "already_acknowledged"]);
+  });
+
+  it("releases only the caller's own claims, the others answering as release() would", async () => {
+    const { messages: [mine, theirs] } = await messages.createBatch(alice, channelId, [post("mine"), post("theirs")]);
+    await messages.claim(alice, mine!.id, undefined, undefined);
+    await messages.claim(bob, theirs!.id, undefined, undefined);
+    const results = await messages.releaseBatch(alice, [mine!.id, theirs!.id], undefined);
+    expect(results.map((r) => ("error" in r ? r.error.code : r.status))).toEqual(["released", "forbidden"]);
+  });
+});
+
 describe("ChannelHistory", () => {
   it("refuses a stranger to a restricted channel with channel_access_denied", async () => {
     const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));

@@ -39,6 +39,9 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/channels/c1/messages", "CreateMessage"],
   ["GET", "/v1/channels/c1/messages", "ListMessages"],
   ["GET", "/v1/channels/c1/messages:stream", "WatchMessages"],
+  ["POST", "/v1/channels/c1/messages:batchCreate", "BatchCreateMessages"],
+  ["POST", "/v1/messages:batchAck", "BatchAckMessages"],
+  ["POST", "/v1/messages:batchRelease", "BatchReleaseMessages"],
   ["POST", "/v1/messages/m1/claim", "ClaimMessage"],
   ["POST", "/v1/messages/m1/claim-with-lease", "ClaimMessageWithLease"],
   ["POST", "/v1/leases/t1/heartbeat", "HeartbeatLease"],
@@ -83,6 +86,14 @@ describe("REST routes derived from google.api.http", () => {
 
   it("reports the allowed methods for a known path with the wrong method", () => {
     expect(routes.match("PUT", "/v1/channels/c1")).toEqual({ kind: "wrong_method", allowed: expect.arrayContaining(["GET", "PATCH", "DELETE"]) });
+  });
+
+  it("tells a collection's :verb from the routes of its items and from the collection itself", () => {
+    expect(routes.match("POST", "/v1/messages:batchAck")).toMatchObject({ kind: "route", pathParams: {} });
+    expect(routes.match("POST", "/v1/messages:unknownVerb").kind).toBe("none");
+    expect(routes.match("DELETE", "/v1/messages:batchAck").kind).toBe("wrong_method");
+    expect(routes.match("POST", "/v1/channels/c1/messages:batchCreate")).toMatchObject({ kind: "route", pathParams: { identifier: "c1" } });
+    expect(routes.match("POST", "/v1/channels/c1/messages")).toMatchObject({ kind: "route", route: { method: { name: "CreateMessage" } } });
   });
 
   it("matches nothing for an unknown path", () => {

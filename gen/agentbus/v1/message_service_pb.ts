@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message_service.proto.
  */
 export const file_agentbus_v1_message_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSJwChFBY2tNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJKmkKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdFX1NUQVRVU19VTkNMQUlNRUQQARIaChZNRVNTQUdFX1NUQVRVU19DTEFJTUVEEAIqjgEKC0NsYWltU3RhdHVzEhwKGENMQUlNX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFENMQUlNX1NUQVRVU19DTEFJTUVEEAESIAocQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQ0xBSU1FRBACEiUKIUNMQUlNX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBADKmkKCUFja1N0YXR1cxIaChZBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXQUNLX1NUQVRVU19BQ0tOT1dMRURHRUQQARIjCh9BQ0tfU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAIy4QkKDk1lc3NhZ2VTZXJ2aWNlEoYBCg1DcmVhdGVNZXNzYWdlEiEuYWdlbnRidXMudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaHC5hZ2VudGJ1cy52MS5NZXNzYWdlRW52ZWxvcGUiNMLzGAMIyQGC0+STAic6ASoiIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSggEKDExpc3RNZXNzYWdlcxIgLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIS5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSItkAIBgtPkkwIkEiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEosBCg1XYXRjaE1lc3NhZ2VzEiEuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1JlcXVlc3QaIi5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpzdHJlYW0wARJ/CgxDbGFpbU1lc3NhZ2USIC5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXF1ZXN0GiEuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbRKlAQoVQ2xhaW1NZXNzYWdlV2l0aExlYXNlEikuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBoqLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlIjWC0+STAi86ASoiKi92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0td2l0aC1sZWFzZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEnwKDlJldHJhY3RNZXNzYWdlEiIuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXNwb25zZSIhgtPkkwIbKhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9YgZwcm90bzM", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSJwChFBY2tNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIrUBCgxNZXNzYWdlRHJhZnQSFAoHY29udGVudBgBIAEoCUgAiAEBEhIKBWFjdG9yGAIgASgJSAGIAQESGAoLYWN0b3JfbGFiZWwYAyABKAlIAogBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIbWVudGlvbnMYBSADKAlCCgoIX2NvbnRlbnRCCAoGX2FjdG9yQg4KDF9hY3Rvcl9sYWJlbCJdChpCYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEisKCG1lc3NhZ2VzGAIgAygLMhkuYWdlbnRidXMudjEuTWVzc2FnZURyYWZ0ImsKG0JhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIwCg5CYXRjaEl0ZW1FcnJvchINCgVlcnJvchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkwKF0JhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0EhMKC21lc3NhZ2VfaWRzGAEgAygJEhIKBWFjdG9yGAIgASgJSACIAQFCCAoGX2FjdG9yIogBCg5CYXRjaEFja1Jlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEisKBnN0YXR1cxgCIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1c0gAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJIChhCYXRjaEFja01lc3NhZ2VzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0IlAKG0JhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJ0ChJCYXRjaFJlbGVhc2VSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRITCgZzdGF0dXMYAiABKAlIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiUAocQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZRIwCgdyZXN1bHRzGAEgAygLMh8uYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlUmVzdWx0KmkKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdFX1NUQVRVU19VTkNMQUlNRUQQARIaChZNRVNTQUdFX1NUQVRVU19DTEFJTUVEEAIqjgEKC0NsYWltU3RhdHVzEhwKGENMQUlNX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFENMQUlNX1NUQVRVU19DTEFJTUVEEAESIAocQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQ0xBSU1FRBACEiUKIUNMQUlNX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBADKmkKCUFja1N0YXR1cxIaChZBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXQUNLX1NUQVRVU19BQ0tOT1dMRURHRUQQARIjCh9BQ0tfU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAIypg0KDk1lc3NhZ2VTZXJ2aWNlEoYBCg1DcmVhdGVNZXNzYWdlEiEuYWdlbnRidXMudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaHC5hZ2VudGJ1cy52MS5NZXNzYWdlRW52ZWxvcGUiNMLzGAMIyQGC0+STAic6ASoiIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSggEKDExpc3RNZXNzYWdlcxIgLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIS5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSItkAIBgtPkkwIkEiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEosBCg1XYXRjaE1lc3NhZ2VzEiEuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1JlcXVlc3QaIi5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpzdHJlYW0wARJ/CgxDbGFpbU1lc3NhZ2USIC5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXF1ZXN0GiEuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbRKlAQoVQ2xhaW1NZXNzYWdlV2l0aExlYXNlEikuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBoqLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlIjWC0+STAi86ASoiKi92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0td2l0aC1sZWFzZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEnwKDlJldHJhY3RNZXNzYWdlEiIuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXNwb25zZSIhgtPkkwIbKhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9EqoBChNCYXRjaENyZWF0ZU1lc3NhZ2VzEicuYWdlbnRidXMudjEuQmF0Y2hDcmVhdGVNZXNzYWdlc1JlcXVlc3QaKC5hZ2VudGJ1cy52MS5CYXRjaENyZWF0ZU1lc3NhZ2VzUmVzcG9uc2UiQMLzGAMIyQGC0+STAjM6ASoiLi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXM6YmF0Y2hDcmVhdGUSgQEKEEJhdGNoQWNrTWVzc2FnZXMSJC5hZ2VudGJ1cy52MS5CYXRjaEFja01lc3NhZ2VzUmVxdWVzdBolLmFnZW50YnVzLnYxLkJhdGNoQWNrTWVzc2FnZXNSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvbWVzc2FnZXM6YmF0Y2hBY2sSkQEKFEJhdGNoUmVsZWFzZU1lc3NhZ2VzEiguYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXF1ZXN0GikuYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjEvbWVzc2FnZXM6YmF0Y2hSZWxlYXNlYgZwcm90bzM", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.CreateMessageRequest
@@ -508,6 +508,280 @@ export const RetractMessageResponseSchema: GenMessage<RetractMessageResponse> = 
   messageDesc(file_agentbus_v1_message_service, 17);
 
 /**
+ * One message of a batch: the body of CreateMessage without the channel.
+ *
+ * @generated from message agentbus.v1.MessageDraft
+ */
+export type MessageDraft = Message<"agentbus.v1.MessageDraft"> & {
+  /**
+   * @generated from field: optional string content = 1;
+   */
+  content?: string | undefined;
+
+  /**
+   * Id or alias of one of the caller's actors.
+   *
+   * @generated from field: optional string actor = 2;
+   */
+  actor?: string | undefined;
+
+  /**
+   * Free-text label of the poster.
+   *
+   * @generated from field: optional string actor_label = 3;
+   */
+  actorLabel?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * Actor ids or aliases to notify.
+   *
+   * @generated from field: repeated string mentions = 5;
+   */
+  mentions: string[];
+};
+
+/**
+ * Describes the message agentbus.v1.MessageDraft.
+ * Use `create(MessageDraftSchema)` to create a new message.
+ */
+export const MessageDraftSchema: GenMessage<MessageDraft> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 18);
+
+/**
+ * @generated from message agentbus.v1.BatchCreateMessagesRequest
+ */
+export type BatchCreateMessagesRequest = Message<"agentbus.v1.BatchCreateMessagesRequest"> & {
+  /**
+   * @generated from field: string identifier = 1;
+   */
+  identifier: string;
+
+  /**
+   * 1..100 messages, stored in this order.
+   *
+   * @generated from field: repeated agentbus.v1.MessageDraft messages = 2;
+   */
+  messages: MessageDraft[];
+};
+
+/**
+ * Describes the message agentbus.v1.BatchCreateMessagesRequest.
+ * Use `create(BatchCreateMessagesRequestSchema)` to create a new message.
+ */
+export const BatchCreateMessagesRequestSchema: GenMessage<BatchCreateMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 19);
+
+/**
+ * @generated from message agentbus.v1.BatchCreateMessagesResponse
+ */
+export type BatchCreateMessagesResponse = Message<"agentbus.v1.BatchCreateMessagesResponse"> & {
+  /**
+   * The stored messages, in the order sent.
+   *
+   * @generated from field: repeated agentbus.v1.Message data = 1;
+   */
+  data: Message$1[];
+
+  /**
+   * Pass as `since` to read what comes after the last message of the batch.
+   *
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchCreateMessagesResponse.
+ * Use `create(BatchCreateMessagesResponseSchema)` to create a new message.
+ */
+export const BatchCreateMessagesResponseSchema: GenMessage<BatchCreateMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 20);
+
+/**
+ * Why one item of a batch failed: the code and message the single call
+ * would have answered with.
+ *
+ * @generated from message agentbus.v1.BatchItemError
+ */
+export type BatchItemError = Message<"agentbus.v1.BatchItemError"> & {
+  /**
+   * @generated from field: string error = 1;
+   */
+  error: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchItemError.
+ * Use `create(BatchItemErrorSchema)` to create a new message.
+ */
+export const BatchItemErrorSchema: GenMessage<BatchItemError> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 21);
+
+/**
+ * @generated from message agentbus.v1.BatchAckMessagesRequest
+ */
+export type BatchAckMessagesRequest = Message<"agentbus.v1.BatchAckMessagesRequest"> & {
+  /**
+   * 1..100 message ids; a repeated id is judged again (the second ack of it
+   * answers already_acknowledged).
+   *
+   * @generated from field: repeated string message_ids = 1;
+   */
+  messageIds: string[];
+
+  /**
+   * One of the caller's actors (id, alias or name); default the key's own actor.
+   *
+   * 3: result (reserved for results)
+   *
+   * @generated from field: optional string actor = 2;
+   */
+  actor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchAckMessagesRequest.
+ * Use `create(BatchAckMessagesRequestSchema)` to create a new message.
+ */
+export const BatchAckMessagesRequestSchema: GenMessage<BatchAckMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 22);
+
+/**
+ * Exactly one of `status` and `error` is set (over REST the other is null).
+ *
+ * @generated from message agentbus.v1.BatchAckResult
+ */
+export type BatchAckResult = Message<"agentbus.v1.BatchAckResult"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: optional agentbus.v1.AckStatus status = 2;
+   */
+  status?: AckStatus | undefined;
+
+  /**
+   * @generated from field: agentbus.v1.BatchItemError error = 3;
+   */
+  error?: BatchItemError | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchAckResult.
+ * Use `create(BatchAckResultSchema)` to create a new message.
+ */
+export const BatchAckResultSchema: GenMessage<BatchAckResult> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 23);
+
+/**
+ * @generated from message agentbus.v1.BatchAckMessagesResponse
+ */
+export type BatchAckMessagesResponse = Message<"agentbus.v1.BatchAckMessagesResponse"> & {
+  /**
+   * One per requested id, in the order sent.
+   *
+   * @generated from field: repeated agentbus.v1.BatchAckResult results = 1;
+   */
+  results: BatchAckResult[];
+};
+
+/**
+ * Describes the message agentbus.v1.BatchAckMessagesResponse.
+ * Use `create(BatchAckMessagesResponseSchema)` to create a new message.
+ */
+export const BatchAckMessagesResponseSchema: GenMessage<BatchAckMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 24);
+
+/**
+ * @generated from message agentbus.v1.BatchReleaseMessagesRequest
+ */
+export type BatchReleaseMessagesRequest = Message<"agentbus.v1.BatchReleaseMessagesRequest"> & {
+  /**
+   * 1..100 message ids; a repeated id is judged again (its second release
+   * answers not_claimed).
+   *
+   * @generated from field: repeated string message_ids = 1;
+   */
+  messageIds: string[];
+
+  /**
+   * 3: delay_seconds (reserved for delays)
+   *
+   * @generated from field: optional string actor = 2;
+   */
+  actor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchReleaseMessagesRequest.
+ * Use `create(BatchReleaseMessagesRequestSchema)` to create a new message.
+ */
+export const BatchReleaseMessagesRequestSchema: GenMessage<BatchReleaseMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 25);
+
+/**
+ * Exactly one of `status` and `error` is set (over REST the other is null).
+ *
+ * @generated from message agentbus.v1.BatchReleaseResult
+ */
+export type BatchReleaseResult = Message<"agentbus.v1.BatchReleaseResult"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * "released".
+   *
+   * @generated from field: optional string status = 2;
+   */
+  status?: string | undefined;
+
+  /**
+   * @generated from field: agentbus.v1.BatchItemError error = 3;
+   */
+  error?: BatchItemError | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.BatchReleaseResult.
+ * Use `create(BatchReleaseResultSchema)` to create a new message.
+ */
+export const BatchReleaseResultSchema: GenMessage<BatchReleaseResult> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 26);
+
+/**
+ * @generated from message agentbus.v1.BatchReleaseMessagesResponse
+ */
+export type BatchReleaseMessagesResponse = Message<"agentbus.v1.BatchReleaseMessagesResponse"> & {
+  /**
+   * One per requested id, in the order sent.
+   *
+   * @generated from field: repeated agentbus.v1.BatchReleaseResult results = 1;
+   */
+  results: BatchReleaseResult[];
+};
+
+/**
+ * Describes the message agentbus.v1.BatchReleaseMessagesResponse.
+ * Use `create(BatchReleaseMessagesResponseSchema)` to create a new message.
+ */
+export const BatchReleaseMessagesResponseSchema: GenMessage<BatchReleaseMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 27);
+
+/**
  * @generated from enum agentbus.v1.MessageStatus
  */
 export enum MessageStatus {
@@ -691,6 +965,42 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof RetractMessageRequestSchema;
     output: typeof RetractMessageResponseSchema;
+  },
+  /**
+   * Posts 1 to 100 messages to one channel in one request: all are stored,
+   * in the order given, or none is (any invalid item, a paused channel or the
+   * channel's write limit refuses the whole batch). One `next_cursor`, after
+   * the last message.
+   *
+   * @generated from rpc agentbus.v1.MessageService.BatchCreateMessages
+   */
+  batchCreateMessages: {
+    methodKind: "unary";
+    input: typeof BatchCreateMessagesRequestSchema;
+    output: typeof BatchCreateMessagesResponseSchema;
+  },
+  /**
+   * Acknowledges 1 to 100 messages, each judged on its own by the rules of
+   * AckMessage: one result per id, in the order given; the call succeeds
+   * even when items fail.
+   *
+   * @generated from rpc agentbus.v1.MessageService.BatchAckMessages
+   */
+  batchAckMessages: {
+    methodKind: "unary";
+    input: typeof BatchAckMessagesRequestSchema;
+    output: typeof BatchAckMessagesResponseSchema;
+  },
+  /**
+   * Gives 1 to 100 claimed messages back, each judged on its own by the
+   * rules of ReleaseMessage: one result per id, in the order given.
+   *
+   * @generated from rpc agentbus.v1.MessageService.BatchReleaseMessages
+   */
+  batchReleaseMessages: {
+    methodKind: "unary";
+    input: typeof BatchReleaseMessagesRequestSchema;
+    output: typeof BatchReleaseMessagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentbus_v1_message_service, 0);

@@ -104,6 +104,24 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
   already be someone else's.
 - Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).
 
+Batches (1 to 100 items each; see docs/decisions.md#batches):
+
+\`\`\`sh
+curl -s -X POST $B/v1/channels/$CH/messages:batchCreate -H "X-API-Key: $KEY" \\
+  -d '{"messages":[{"content":"task 1"},{"content":"task 2","metadata":{"priority":1}}]}'
+# 201 {"data":[…in the order sent…],"next_cursor":"…after the last…"}
+curl -s -X POST $B/v1/messages:batchAck -H "X-API-Key: $KEY" -d '{"message_ids":["…","…"]}'
+# 200 {"results":[{"message_id":"…","status":"acknowledged","error":null},
+#                 {"message_id":"…","status":null,"error":{"error":"message_not_found","message":"…"}}]}
+\`\`\`
+
+- \`batchCreate\` is all or nothing: an invalid item answers the single post's error with \`index\` (which item),
+  a paused channel or the channel's write limit refuses the whole batch, and nothing is stored. The whole body must fit
+  the body limit (1 MiB by default; 413 \`payload_too_large\`): split big batches.
+- \`batchAck\` and \`POST /v1/messages:batchRelease\` judge each id on its own, in order, as the single call would:
+  the answer is 200 with one result per id, \`status\` or \`error\` (the other null). A repeated id is judged again.
+  Both take an optional \`actor\` for every item.
+
 ## 6. Following a broadcast channel
 
 - Long-poll as in step 4, or

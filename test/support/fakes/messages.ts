@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import type { CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../../../src/model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -38,6 +38,18 @@ export class FakeMessageStore implements MessageStore {
     this.messages.set(message.id, message);
     this.heads.set(channel.id, createdAt);
     return { outcome: "created", message };
+  }
+
+  async createAll(channelId: string, inputs: readonly NewMessage[]): Promise<BatchCreateOutcome> {
+    const channel = this.channels.channels.get(channelId);
+    if (!channel) return { outcome: "channel_not_found", retryAfter: null, index: 0 };
+    if (channel.paused) return { outcome: "channel_paused", retryAfter: null, index: 0 };
+    const messages: MessageRecord[] = [];
+    for (const input of inputs) {
+      const outcome = await this.create(input);
+      if (outcome.outcome === "created") messages.push(outcome.message);
+    }
+    return { outcome: "created", messages };
   }
 
   async list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]> {
