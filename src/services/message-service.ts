@@ -13,7 +13,7 @@ import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../m
 import { callerOf, streamOpenKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
-import { renderMessage } from "../protocol/render-message.js";
+import { renderFoundMessage, renderMessage } from "../protocol/render-message.js";
 
 const claimStatus = {
   claimed: ClaimStatus.CLAIMED,
@@ -101,11 +101,16 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async ackMessage(req, ctx) {
-      const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor);
+      const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor, { result: req.result, metadata: req.metadata });
       return {
         status: status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED,
         message: renderMessage(message, clock.now()),
       };
+    },
+
+    async getMessage(req, ctx) {
+      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: ctx.signal });
+      return renderFoundMessage(found, clock.now());
     },
 
     async retractMessage(req, ctx) {
