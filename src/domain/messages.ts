@@ -465,6 +465,8 @@ export class Messages {
     }
     if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
     if (!(await this.store.retract(found.message, now))) throw new ApiError("message_claimed");
+    // A producer waiting on GET /v1/messages/{id}?wait= gets the archived copy at once.
+    this.announce(found.message.channelId);
   }
 
   private readonly readsInFlight = new Map<string, Promise<MessageRecord[]>>();

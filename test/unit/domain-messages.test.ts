@@ -197,6 +197,14 @@ describe("Messages: results", () => {
       expect((await awaited).message.acknowledgedBy).toHaveLength(1);
     });
 
+    it("returns the archived copy once the message is retracted", async () => {
+      const { message } = await waiting.create(alice, channelId, post("withdrawn"));
+      const awaited = waiting.get(bob, message.id, { wait: 30 });
+      await eventually(async () => bus.subscriptions === 1);
+      await waiting.retract(alice, message.id);
+      expect((await awaited).archivedAt).toBe(clock.now());
+    });
+
     it("returns the message unacknowledged when the wait runs out", async () => {
       const task = await claimedByBob();
       const awaited = waiting.get(alice, task.id, { wait: 5 });
