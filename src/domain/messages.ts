@@ -14,7 +14,7 @@ import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
-import type { CreateRefusal, ListFilter, MessageInspection, MessageRecord, NewMessage } from "../model/messages.js";
+import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewMessage } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
@@ -41,6 +41,8 @@ export interface MessagesOptions {
 }
 
 export const MAX_METADATA_BYTES = 16 * 1024;
+/** The most a result may be, in UTF-8 bytes (docs/decisions.md#results). */
+export const MAX_RESULT_BYTES = 64 * 1024;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
 export const LEASE_SECONDS = { min: 30, max: 3600, default: 300 } as const;
@@ -94,6 +96,44 @@ interface CheckedBody {
 
 /** One item of a batch ack or release: its status, or the error the single call would have thrown. */
 export type BatchItemResult<S extends string> = { messageId: string; status: S } | { messageId: string; error: ApiError };
+
+/** What an acknowledgement may carry besides who sends it (docs/decisions.md#results). */
+export interface AckExtras {
+  result?: string | undefined;
+  metadata?: { [key: string]: JsonValue } | undefined;
+}
+
+export interface GetInput {
+  /** Long-poll seconds to wait for an acknowledgement; capped by the server. */
+  wait?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** An acknowledgement's result and metadata, within their size limits. */
+interface CheckedAck {
+  result: string | null;
+  metadata: { [key: string]: JsonValue };
+}
+
+function checkAckExtras(extras: AckExtras): CheckedAck {
+  const result = extras.result ?? null;
+  if (result !== null) {
+    const resultBytes = byteLength(result);
+    if (resultBytes > MAX_RESULT_BYTES) {
+      throw new ApiError("result_too_large", `'result' is ${resultBytes} bytes; the limit is ${MAX_RESULT_BYTES}`, {
+        details: { max_result_bytes: MAX_RESULT_BYTES, received_bytes: resultBytes },
+      });
+    }
+  }
+  const metadata = extras.metadata ?? {};
+  const metadataBytes = byteLength(JSON.stringify(metadata));
+  if (metadataBytes > MAX_METADATA_BYTES) {
+    throw new ApiError("metadata_too_large", `'metadata' is ${metadataBytes} bytes; the limit is ${MAX_METADATA_BYTES}`, {
+      details: { max_metadata_bytes: MAX_METADATA_BYTES, received_bytes: metadataBytes },
+    });
+  }
+  return { result, metadata };
+}
 
 export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
 export type AckStatus = "acknowledged" | "already_acknowledged";
@@ -381,9 +421,10 @@ export class Messages {
     });
   }
 
-  async ack(caller: Caller, messageId: string, actorRef: string | undefined): Promise<{ status: AckStatus; message: MessageRecord }> {
+  async ack(caller: Caller, messageId: string, actorRef: string | undefined, extras: AckExtras = {}): Promise<{ status: AckStatus; message: MessageRecord }> {
     assertMessageId(messageId);
-    return this.ackAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef));
+    const checked = checkAckExtras(extras);
+    return this.ackAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef), checked);
   }
 
   /** Acknowledges each id on its own, as ack() would (see releaseBatch). */
@@ -392,16 +433,92 @@ export class Messages {
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
-      return (await this.ackAs(caller, messageId, actor)).status;
+      return (await this.ackAs(caller, messageId, actor, checkAckExtras({}))).status;
     });
   }
 
-  private async ackAs(caller: Caller, messageId: string, actor: ActorRef): Promise<{ status: AckStatus; message: MessageRecord }> {
+  private async ackAs(caller: Caller, messageId: string, actor: ActorRef, { result, metadata }: CheckedAck): Promise<{ status: AckStatus; message: MessageRecord }> {
     const now = this.clock.now();
-    const acked = await this.store.ack(messageId, caller.keyId, actor, now);
-    if (acked) return { status: "acknowledged", message: acked };
+    const acked = await this.store.ack(messageId, { keyId: caller.keyId, actor, result, metadata }, now);
+    if (acked) {
+      // Producers waiting on GET /v1/messages/{id}?wait= for this ack.
+      this.announce(acked.channelId);
+      return { status: "acknowledged", message: acked };
+    }
     const found = await this.inspect(messageId, caller, now);
+    // A replay changes nothing, whatever result it carries: the first one stands.
+    if (found.message.acknowledgedBy.some((a) => a.id === actor.id)) return { status: "already_acknowledged", message: found.message };
+    if (result !== null) {
+      if (found.message.result !== null) throw new ApiError("result_already_set");
+      if (found.mode === "claimable") {
+        const claim = effectiveClaim(found.message, now);
+        if (!claim) throw new ApiError("not_claimed", "Only the holder of the claim may send a result; this message is not claimed");
+        if (claim.keyId !== caller.keyId || claim.actor.id !== actor.id) {
+          throw new ApiError("forbidden", "Only the key and actor holding the claim may send a result", {
+            suggestion: "Acknowledge without 'result', or send it with the key and actor that claimed the message.",
+          });
+        }
+      }
+    }
     return { status: "already_acknowledged", message: found.message };
+  }
+
+  /**
+   * One message by id, for anyone who may read its channel: live, or its
+   * archived copy once it moved to history (docs/decisions.md#results). With
+   * `wait`, waits until the message is acknowledged (or stops being live),
+   * then answers with it as it is then; a wait that runs out answers with
+   * the message unacknowledged.
+   */
+  async get(caller: Caller, messageId: string, input: GetInput = {}): Promise<FoundMessage> {
+    assertMessageId(messageId);
+    const wait = input.wait ?? 0;
+    if (!Number.isFinite(wait) || wait < 0) {
+      throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
+    }
+    const found = await this.readable(caller, messageId);
+    if (wait === 0 || this.settled(found)) return found;
+    let latest = found;
+    // The first read was just done above: readOrWait's own first read can
+    // answer "nothing yet" without a query; the re-read after subscribing
+    // (which no wake-up can slip past) does query.
+    let readBefore = true;
+    const read = async (): Promise<FoundMessage[]> => {
+      if (readBefore) {
+        readBefore = false;
+        return [];
+      }
+      // Gone meanwhile (its history purged): answer with what was last seen.
+      const current = await this.store.find(messageId, caller.keyId);
+      if (current === undefined) return [latest];
+      latest = current;
+      return this.settled(current) ? [current] : [];
+    };
+    await readOrWait(read, {
+      bus: this.options.bus,
+      clock: this.clock,
+      channelId: found.message.channelId,
+      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
+      maxWaiters: this.options.longPollMaxWaiters,
+      takeSlot: () => this.waiterSlots.take(caller.keyId),
+      signal: input.signal,
+    });
+    return latest;
+  }
+
+  /** Nothing more will happen to the message that a waiter waits for. */
+  private settled(found: FoundMessage): boolean {
+    return found.archivedAt !== null || found.message.acknowledgedBy.length > 0 || found.message.expiresAt <= this.clock.now();
+  }
+
+  /** The message live or archived, when the caller may read its channel (404, then 403, like the other reads). */
+  private async readable(caller: Caller, messageId: string): Promise<FoundMessage> {
+    const found = await this.store.find(messageId, caller.keyId);
+    if (!found) throw new ApiError("message_not_found");
+    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
+      throw new ApiError("channel_access_denied");
+    }
+    return found;
   }
 
   async retract(caller: Caller, messageId: string): Promise<void> {
@@ -414,6 +531,8 @@ export class Messages {
     }
     if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
     if (!(await this.store.retract(found.message, now))) throw new ApiError("message_claimed");
+    // A producer waiting on GET /v1/messages/{id}?wait= gets the archived copy at once.
+    this.announce(found.message.channelId);
   }
 
   private readonly readsInFlight = new Map<string, Promise<MessageRecord[]>>();

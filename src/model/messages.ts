@@ -6,6 +6,8 @@ import type { Micros } from "./time.js";
 
 export interface Acknowledgement extends ActorRef {
   occurredAt: Micros;
+  /** Sent with the acknowledgement; {} when none (docs/decisions.md#results). */
+  metadata: { [key: string]: JsonValue };
 }
 
 export interface Claim {
@@ -29,6 +31,8 @@ export interface MessageRecord {
   expiresAt: Micros;
   claim: Claim | null;
   acknowledgedBy: Acknowledgement[];
+  /** The work's outcome, from the first acknowledgement that carried one (docs/decisions.md#results). */
+  result: string | null;
 }
 
 export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions">;
@@ -55,6 +59,15 @@ export interface NewClaim {
   leaseExpiresAt: Micros | null;
 }
 
+/** An acknowledgement to record: who, when, and what it carries. */
+export interface NewAck {
+  keyId: string;
+  actor: ActorRef;
+  /** Stored only while the message has none, and (claimable channels) only from the claim holder. */
+  result: string | null;
+  metadata: { [key: string]: JsonValue };
+}
+
 /** Why a claim, ack or release matched nothing. */
 export interface MessageInspection {
   message: MessageRecord;
@@ -62,6 +75,12 @@ export interface MessageInspection {
   access: ChannelAccess;
   channelOwnerKeyId: string;
   callerIsMember: boolean;
+}
+
+/** A message found by id, live or archived, with its channel and the caller's standing. */
+export interface FoundMessage extends MessageInspection {
+  /** When it moved to history; null while it is live. */
+  archivedAt: Micros | null;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewMessage } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 
 export interface MessageStore {
@@ -12,8 +12,14 @@ export interface MessageStore {
   list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]>;
   /** Claims when the message is claimable by this key right now; undefined when not. */
   claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined>;
-  /** Adds the actor to acknowledged_by unless it is already there; undefined when nothing changed. */
-  ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined>;
+  /**
+   * Adds the actor to acknowledged_by unless it is already there, storing a
+   * result only while none is stored and (claimable channels) only from the
+   * claim holder; undefined when nothing changed.
+   */
+  ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined>;
+  /** The message live, or else its archived copy, with its channel and the caller's standing. */
+  find(messageId: string, keyId: string): Promise<FoundMessage | undefined>;
   /** Clears the claim when this key and actor hold it; undefined when they do not. */
   release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined>;
   /** Extends a live lease held by this key; undefined when there is none. */

@@ -2,7 +2,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
 import { effectiveClaim } from "../model/messages.js";
-import type { MessageRecord } from "../model/messages.js";
+import type { FoundMessage, MessageRecord } from "../model/messages.js";
 import { toProtoTimestamp, type Micros } from "../model/time.js";
 
 export function renderMessage(message: MessageRecord, now: Micros): MessageInitShape<typeof MessageSchema> {
@@ -20,7 +20,17 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     claimedByKeyId: claim?.keyId,
     claimedAt: claim ? toProtoTimestamp(claim.claimedAt) : undefined,
     mentions: message.mentions,
-    acknowledgedBy: message.acknowledgedBy.map((a) => ({ id: a.id, name: a.name, occurredAt: toProtoTimestamp(a.occurredAt) })),
+    acknowledgedBy: message.acknowledgedBy.map((a) => ({ id: a.id, name: a.name, occurredAt: toProtoTimestamp(a.occurredAt), metadata: a.metadata })),
     active: message.expiresAt > now,
+    result: message.result ?? undefined,
   };
+}
+
+/**
+ * A message found by id: live as of now, or an archived copy as it stood
+ * when it was archived (inactive, even when retracted before its expiry).
+ */
+export function renderFoundMessage(found: FoundMessage, now: Micros): MessageInitShape<typeof MessageSchema> {
+  if (found.archivedAt === null) return renderMessage(found.message, now);
+  return { ...renderMessage(found.message, found.archivedAt), active: false };
 }

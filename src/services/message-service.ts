@@ -14,7 +14,7 @@ import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../m
 import { callerOf, streamOpenKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
-import { renderMessage } from "../protocol/render-message.js";
+import { renderFoundMessage, renderMessage } from "../protocol/render-message.js";
 
 const claimStatus = {
   claimed: ClaimStatus.CLAIMED,
@@ -117,7 +117,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async ackMessage(req, ctx) {
-      const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor);
+      const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor, { result: req.result, metadata: req.metadata });
       return {
         status: status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED,
         message: renderMessage(message, clock.now()),
@@ -138,6 +138,11 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     async batchReleaseMessages(req, ctx) {
       const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor);
       return { results: results.map((r) => ("error" in r ? { messageId: r.messageId, error: itemError(r.error) } : r)) };
+    },
+
+    async getMessage(req, ctx) {
+      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: ctx.signal });
+      return renderFoundMessage(found, clock.now());
     },
 
     async retractMessage(req, ctx) {

@@ -18,7 +18,9 @@ import type {
   CreateRefusal,
   ListFilter,
   MessageInspection,
+  FoundMessage,
   MessageRecord,
+  NewAck,
   NewClaim,
   NewMessage,
 } from "../model/messages.js";
@@ -58,12 +60,22 @@ export interface MessageRow {
   claimed_at: Micros | null;
   lease_token: string | null;
   lease_expires_at: Micros | null;
-  acknowledged_by: Array<{ id: string; name: string; occurred_at: string }>;
+  acknowledged_by: Array<{ id: string; name: string; occurred_at: string; metadata?: { [key: string]: JsonValue } }>;
+  result: string | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by`;
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result`;
+
+/**
+ * Every stored column of a message, in the order of an explicit column list:
+ * copying to message_history names them, because columns added later (like
+ * result) sit at different positions in the two tables.
+ */
+export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+  created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+  lease_token, lease_expires_at, acknowledged_by, result`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
@@ -100,8 +112,9 @@ export function toRecord(row: MessageRow): MessageRecord {
             leaseExpiresAt: row.lease_expires_at,
           },
     acknowledgedBy: row.acknowledged_by.map(
-      (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0 }),
+      (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0, metadata: a.metadata ?? {} }),
     ),
+    result: row.result,
   };
 }
 
@@ -157,6 +170,32 @@ class BatchRefused extends Error {
     super(refusal.outcome);
   }
 }
+
+/**
+ * $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 result (or
+ * null), $7 the ack's metadata. An acknowledged message can no longer lapse
+ * back to open work, so its lease is dropped.
+ */
+export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
+      || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text, 'metadata', $7::jsonb)),
+    result = coalesce($6::text, m.result), lease_token = NULL, lease_expires_at = NULL
+  WHERE m.id = $1 AND m.expires_at > $5::timestamptz
+    AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
+    AND ${accessible("$2")}
+    AND ($6::text IS NULL OR (m.result IS NULL AND (
+      NOT EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
+      OR (m.claimed_by_key_id = $2 AND m.claimed_by_actor_id::text = $3::text AND NOT ${LAPSED("$5::timestamptz")}))))
+  RETURNING ${COLUMNS}`;
+
+/** $1 message, $2 the caller's key: the live row, else the archived one. */
+const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
+    EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
+  FROM (
+    SELECT ${COLUMNS}, NULL::timestamptz AS archived_at FROM messages m WHERE m.id = $1
+    UNION ALL
+    SELECT ${COLUMNS}, m.archived_at FROM message_history m WHERE m.id = $1
+  ) x JOIN channels c ON c.id = x.channel_id
+  ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
 
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
@@ -291,6 +330,7 @@ export class PgMessageStore implements MessageStore {
                 expiresAt: row.expires_at,
                 claim: null,
                 acknowledgedBy: [],
+                result: null,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -330,20 +370,43 @@ export class PgMessageStore implements MessageStore {
     return rows[0] && toRecord(rows[0]);
   }
 
-  /** Appends the actor to acknowledged_by unless it is already there. */
-  async ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
-    const { rows } = await this.db.query<MessageRow>(
-      // An acknowledged message can no longer lapse back to open work, so its lease is dropped.
-      `UPDATE messages m SET acknowledged_by = m.acknowledged_by || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text)),
-         lease_token = NULL, lease_expires_at = NULL
-       WHERE m.id = $1 AND m.expires_at > $6
-         AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
-         AND ${accessible("$2")}
-       RETURNING ${COLUMNS}`,
-      [messageId, keyId, actor.id, actor.name, formatTimestamp(now), formatTimestamp(now)],
-      "ack",
-    );
+  /**
+   * Appends the actor to acknowledged_by unless it is already there. An ack
+   * carrying a result matches only while the message has none and, in a
+   * claimable channel, only from the holder of a claim that still holds
+   * (docs/decisions.md#results); inspect() tells the caller why otherwise.
+   */
+  async ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined> {
+    const { rows } = await this.db.query<MessageRow>(ACK_SQL, [
+      messageId,
+      ack.keyId,
+      ack.actor.id,
+      ack.actor.name,
+      formatTimestamp(now),
+      ack.result,
+      JSON.stringify(ack.metadata),
+    ], "ack");
     return rows[0] && toRecord(rows[0]);
+  }
+
+  /** The message live, or else its archived copy, with its channel and the caller's standing. */
+  async find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
+    const { rows } = await this.db.query<MessageRow & { archived_at: Micros | null; mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
+      FIND_SQL,
+      [messageId, keyId],
+      "find_message",
+    );
+    const row = rows[0];
+    return (
+      row && {
+        message: toRecord(row),
+        archivedAt: row.archived_at,
+        mode: row.mode,
+        access: row.access,
+        channelOwnerKeyId: row.owner_key_id,
+        callerIsMember: row.is_member,
+      }
+    );
   }
 
   /** Clears the claim when this key and actor hold it. */
@@ -425,7 +488,8 @@ export class PgMessageStore implements MessageStore {
         `WITH target AS (
            SELECT m.* FROM messages m WHERE m.id = $1 AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")}) FOR UPDATE
          ), moved AS (
-           INSERT INTO message_history SELECT t.*, $2::timestamptz, 'retracted' FROM target t RETURNING id
+           INSERT INTO message_history (${MESSAGE_FIELDS}, archived_at, reason)
+           SELECT ${MESSAGE_FIELDS}, $2::timestamptz, 'retracted' FROM target t RETURNING id
          ), gone AS (
            DELETE FROM messages m USING moved WHERE m.id = moved.id RETURNING m.channel_id
          )

@@ -435,6 +435,41 @@ const rows: Row[] = [
     },
   },
   {
+    // Claimed by the worker: a result from anyone else is refused, the owner's too.
+    rpc: "MessageService.AckMessage",
+    variant: "with a result, another key's claim",
+    scope: "channel",
+    mutates: true,
+    rule: only([], 200),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.inst.keys.worker, messageId);
+      return { fields: { message_id: messageId, result: "done" } };
+    },
+  },
+  {
+    rpc: "MessageService.AckMessage",
+    variant: "with a result, the caller's own claim",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => ({ rest: { status: "acknowledged" }, grpc: { status: AckStatus.ACKNOWLEDGED } }),
+    prepare: async (env) => {
+      const messageId = await workerMessage(env);
+      await claim(env.inst, env.self, messageId);
+      return { fields: { message_id: messageId, result: "done" } };
+    },
+  },
+  {
+    // Reading changes nothing; the fresh channel only keeps the posted messages out of the shared one.
+    rpc: "MessageService.GetMessage",
+    scope: "channel",
+    mutates: true,
+    rule: channelUsers(200),
+    success: () => sameBody({ content: "work item" }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
     // Posted by the worker: the channel owner may retract it, another member may not.
     rpc: "MessageService.RetractMessage",
     variant: "a member's message",

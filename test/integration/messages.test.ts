@@ -27,7 +27,7 @@ describe("POST /v1/channels/{identifier}/messages", () => {
     expect(res.status).toBe(201);
     const m = res.body.message;
     expect(Object.keys(m).sort()).toEqual(
-      ["acknowledged_by", "active", "actor", "actor_label", "channel_id", "claimed_at", "claimed_by", "claimed_by_key_id", "content", "created_at", "expires_at", "id", "mentions", "metadata"].sort(),
+      ["acknowledged_by", "active", "actor", "actor_label", "channel_id", "claimed_at", "claimed_by", "claimed_by_key_id", "content", "created_at", "expires_at", "id", "mentions", "metadata", "result"].sort(),
     );
     expect(m).toMatchObject({
       channel_id: ch,
@@ -41,6 +41,7 @@ describe("POST /v1/channels/{identifier}/messages", () => {
       mentions: [],
       acknowledged_by: [],
       active: true,
+      result: null,
     });
     expect(m.created_at).toMatch(TIMESTAMP_6);
     expect(res.body.next_cursor).toBe(m.created_at);
@@ -272,7 +273,7 @@ describe("claim and ack (claims, acks)", () => {
     const first = await rest<{ status: string; message: MessageJson }>(url(), "POST", `/v1/messages/${m.id}/ack`, { key: other });
     expect(first.status).toBe(200);
     expect(first.body.status).toBe("acknowledged");
-    expect(first.body.message.acknowledged_by).toEqual([{ id: expect.any(String), name: "other", occurred_at: expect.stringMatching(TIMESTAMP_6) }]);
+    expect(first.body.message.acknowledged_by).toEqual([{ id: expect.any(String), name: "other", occurred_at: expect.stringMatching(TIMESTAMP_6), metadata: {} }]);
     const second = await rest<{ status: string; message: MessageJson }>(url(), "POST", `/v1/messages/${m.id}/ack`, { key: other });
     expect(second.body.status).toBe("already_acknowledged");
     expect(second.body.message.acknowledged_by).toHaveLength(1);

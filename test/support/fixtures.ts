@@ -11,7 +11,8 @@ export interface MessageJson {
   claimed_by: { id: string; name: string } | null;
   claimed_by_key_id: string | null;
   claimed_at: string | null;
-  acknowledged_by: Array<{ id: string; name: string; occurred_at: string }>;
+  acknowledged_by: Array<{ id: string; name: string; occurred_at: string; metadata: Record<string, unknown> }>;
+  result: string | null;
   mentions: Array<{ id: string; name: string }>;
   active: boolean;
   [key: string]: unknown;

@@ -2,20 +2,25 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Channels } from "../../src/domain/channels.js";
 import { ChannelHistory } from "../../src/domain/history.js";
-import type { ListInput, Messages } from "../../src/domain/messages.js";
+import { Messages, type ListInput } from "../../src/domain/messages.js";
 import { ApiError } from "../../src/model/errors.js";
 import type { ManualClock } from "../support/clock.js";
 import { alice, bob, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
 import { rejectionOf } from "../support/errors.js";
+import { eventually } from "../support/eventually.js";
 import type { FakeChannelStore } from "../support/fakes/channels.js";
 import { FakeHistoryStore } from "../support/fakes/history.js";
 import type { FakeWakeBus } from "../support/fakes/wake-bus.js";
+import type { FakeMessageStore } from "../support/fakes/messages.js";
+import type { Actors } from "../../src/domain/actors.js";
 
 const post = (content: string) => ({ content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
 const listAll = (fields: Partial<ListInput> = {}): ListInput => ({ since: undefined, cursor: undefined, limit: undefined, status: "all", ...fields });
 const refusal = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
 
 let channelStore: FakeChannelStore;
+let messageStore: FakeMessageStore;
+let actors: Actors;
 let bus: FakeWakeBus;
 let clock: ManualClock;
 let channels: Channels;
@@ -23,7 +28,7 @@ let messages: Messages;
 let channelId: string;
 
 beforeEach(async () => {
-  ({ channelStore, bus, clock, channels, messages } = fakeDomain());
+  ({ channelStore, messageStore, actors, bus, clock, channels, messages } = fakeDomain());
   channelId = (await channels.create(alice, channelInput())).id;
 });
 
@@ -116,6 +121,143 @@ describe("Messages batches", () => {
     await messages.claim(bob, theirs!.id, undefined, undefined);
     const results = await messages.releaseBatch(alice, [mine!.id, theirs!.id], undefined);
     expect(results.map((r) => ("error" in r ? r.error.code : r.status))).toEqual(["released", "forbidden"]);
+  });
+});
+
+describe("Messages: results", () => {
+  /** A task in the (claimable) channel, claimed by bob. */
+  async function claimedByBob() {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    await messages.claim(bob, message.id, undefined, undefined);
+    return message;
+  }
+
+  it("stores the claim holder's result and announces the ack on the wake-up bus", async () => {
+    const task = await claimedByBob();
+    bus.published.length = 0;
+    const { status, message } = await messages.ack(bob, task.id, undefined, { result: "done", metadata: { n: 1 } });
+    expect([status, message.result, message.acknowledgedBy[0]?.metadata]).toEqual(["acknowledged", "done", { n: 1 }]);
+    expect(bus.published).toEqual([channelId]);
+  });
+
+  it("refuses a result over 64 KiB counted in UTF-8 bytes with result_too_large, before anything is stored", async () => {
+    const task = await claimedByBob();
+    const err = await refusal(messages.ack(bob, task.id, undefined, { result: "€".repeat(21_846) }));
+    expect([err.code, err.details]).toEqual(["result_too_large", { max_result_bytes: 65_536, received_bytes: 65_538 }]);
+    expect(messageStore.messages.get(task.id)?.acknowledgedBy).toEqual([]);
+  });
+
+  it("refuses ack metadata over 16 KiB with metadata_too_large", async () => {
+    const task = await claimedByBob();
+    expect((await refusal(messages.ack(bob, task.id, undefined, { metadata: { blob: "x".repeat(16_384) } }))).code).toBe("metadata_too_large");
+  });
+
+  it("answers a replay already_acknowledged with the first result, whatever result it carries", async () => {
+    const task = await claimedByBob();
+    await messages.ack(bob, task.id, undefined, { result: "first" });
+    const replay = await messages.ack(bob, task.id, undefined, { result: "second" });
+    expect([replay.status, replay.message.result]).toEqual(["already_acknowledged", "first"]);
+  });
+
+  it("refuses a result from another key than the claim holder with forbidden", async () => {
+    const task = await claimedByBob();
+    expect((await refusal(messages.ack(alice, task.id, undefined, { result: "mine" }))).code).toBe("forbidden");
+  });
+
+  it("refuses a result for an unclaimed message of a claimable channel with not_claimed", async () => {
+    const { message } = await messages.create(alice, channelId, post("open"));
+    expect((await refusal(messages.ack(bob, message.id, undefined, { result: "done" }))).code).toBe("not_claimed");
+  });
+
+  it("refuses a second result in a broadcast channel with result_already_set, and keeps the first", async () => {
+    const broadcast = await channels.create(alice, channelInput({ name: "news", mode: "broadcast" }));
+    const { message } = await messages.create(alice, broadcast.id, post("question"));
+    await messages.ack(bob, message.id, undefined, { result: "bob's answer" });
+    expect((await refusal(messages.ack(alice, message.id, undefined, { result: "alice's" }))).code).toBe("result_already_set");
+    expect(messageStore.messages.get(message.id)?.result).toBe("bob's answer");
+  });
+
+  it("gets a message for a reader, and refuses a stranger to a restricted channel with channel_access_denied", async () => {
+    const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));
+    const { message } = await messages.create(alice, restricted.id, post("secret"));
+    expect((await messages.get(alice, message.id)).message.content).toBe("secret");
+    expect((await refusal(messages.get(bob, message.id))).code).toBe("channel_access_denied");
+  });
+
+  it("answers message_not_found for an unknown or malformed id", async () => {
+    expect((await refusal(messages.get(bob, "00000000-0000-4000-8000-000000000000"))).code).toBe("message_not_found");
+    expect((await refusal(messages.get(bob, "nope"))).code).toBe("message_not_found");
+  });
+
+  it("gets a retracted message as its archived copy", async () => {
+    const { message } = await messages.create(alice, channelId, post("withdrawn"));
+    await messages.retract(alice, message.id);
+    expect((await messages.get(bob, message.id)).archivedAt).toBe(clock.now());
+  });
+
+  it("refuses a negative or non-finite wait with invalid_wait", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    expect((await refusal(messages.get(bob, message.id, { wait: -1 }))).code).toBe("invalid_wait");
+    expect((await refusal(messages.get(bob, message.id, { wait: Number.NaN }))).code).toBe("invalid_wait");
+  });
+
+  describe("with wait", () => {
+    let waiting: Messages;
+    beforeEach(() => {
+      waiting = new Messages(messageStore, channelStore, actors, clock, {
+        maxContentBytes: 1024,
+        bus,
+        afterCommit: (fn) => fn(),
+        longPollMaxWaitSeconds: 30,
+        longPollMaxWaiters: 10,
+        longPollMaxWaitersPerKey: 2,
+      });
+    });
+
+    it("returns once the message is acknowledged, with its result", async () => {
+      const task = await claimedByBob();
+      const awaited = waiting.get(alice, task.id, { wait: 30 });
+      await eventually(async () => bus.subscriptions === 1);
+      await waiting.ack(bob, task.id, undefined, { result: "done" });
+      expect((await awaited).message.result).toBe("done");
+    });
+
+    it("keeps waiting through wake-ups that leave the message unacknowledged", async () => {
+      const task = await claimedByBob();
+      const awaited = waiting.get(alice, task.id, { wait: 30 });
+      await eventually(async () => bus.subscriptions === 1);
+      await waiting.create(alice, channelId, post("another"));
+      await eventually(async () => bus.subscriptions === 1);
+      await waiting.ack(bob, task.id, undefined, { result: "done" });
+      expect((await awaited).message.acknowledgedBy).toHaveLength(1);
+    });
+
+    it("returns the archived copy once the message is retracted", async () => {
+      const { message } = await waiting.create(alice, channelId, post("withdrawn"));
+      const awaited = waiting.get(bob, message.id, { wait: 30 });
+      await eventually(async () => bus.subscriptions === 1);
+      await waiting.retract(alice, message.id);
+      expect((await awaited).archivedAt).toBe(clock.now());
+    });
+
+    it("returns the message unacknowledged when the wait runs out", async () => {
+      const task = await claimedByBob();
+      const awaited = waiting.get(alice, task.id, { wait: 5 });
+      await eventually(async () => bus.subscriptions === 1);
+      await clock.advance(5_000);
+      const found = await awaited;
+      expect([found.message.result, found.message.acknowledgedBy]).toEqual([null, []]);
+      expect(bus.subscriptions).toBe(0);
+    });
+
+    it("answers at once, without waiting, past the key's waiter slots", async () => {
+      const task = await claimedByBob();
+      const held = [waiting.get(alice, task.id, { wait: 30 }), waiting.get(alice, task.id, { wait: 30 })];
+      await eventually(async () => bus.subscriptions === 2);
+      expect((await waiting.get(alice, task.id, { wait: 30 })).message.acknowledgedBy).toEqual([]);
+      await waiting.ack(bob, task.id, undefined, {});
+      await Promise.all(held);
+    });
   });
 });
 

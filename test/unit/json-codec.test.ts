@@ -187,7 +187,7 @@ describe("renderMessage: Struct, nested messages and lists", () => {
 
   it("renders repeated messages as arrays, applying the same rules inside", () => {
     expect(out.mentions).toEqual([{ id: "a2", name: "worker" }]);
-    expect(out.acknowledged_by).toEqual([{ id: "a2", name: "worker", occurred_at: "2026-11-21T03:15:00.000001Z" }]);
+    expect(out.acknowledged_by).toEqual([{ id: "a2", name: "worker", occurred_at: "2026-11-21T03:15:00.000001Z", metadata: null }]);
   });
 });
 

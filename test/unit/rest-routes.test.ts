@@ -47,6 +47,7 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/leases/t1/heartbeat", "HeartbeatLease"],
   ["POST", "/v1/messages/m1/release", "ReleaseMessage"],
   ["POST", "/v1/messages/m1/ack", "AckMessage"],
+  ["GET", "/v1/messages/m1", "GetMessage"],
   ["DELETE", "/v1/messages/m1", "RetractMessage"],
   ["POST", "/v1/actors", "CreateActor"],
   ["GET", "/v1/actors/a1", "GetActor"],

@@ -12,7 +12,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message.proto.
  */
 export const file_agentbus_v1_message: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIlwKD0Fja25vd2xlZGdlbWVudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi8KC29jY3VycmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKWBAoHTWVzc2FnZRIKCgJpZBgBIAEoCRISCgpjaGFubmVsX2lkGAIgASgJEiQKBWFjdG9yGAMgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSGAoLYWN0b3JfbGFiZWwYBCABKAlIAIgBARIPCgdjb250ZW50GAUgASgJEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgpjbGFpbWVkX2J5GAkgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSHgoRY2xhaW1lZF9ieV9rZXlfaWQYCiABKAlIAYgBARIuCgpjbGFpbWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghtZW50aW9ucxgMIAMoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEjUKD2Fja25vd2xlZGdlZF9ieRgNIAMoCzIcLmFnZW50YnVzLnYxLkFja25vd2xlZGdlbWVudBIOCgZhY3RpdmUYDiABKAhCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZCLOBAoOSGlzdG9yeU1lc3NhZ2USCgoCaWQYASABKAkSEgoKY2hhbm5lbF9pZBgCIAEoCRIkCgVhY3RvchgDIAEoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEhgKC2FjdG9yX2xhYmVsGAQgASgJSACIAQESDwoHY29udGVudBgFIAEoCRIpCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKY2xhaW1lZF9ieRgJIAEoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEh4KEWNsYWltZWRfYnlfa2V5X2lkGAogASgJSAGIAQESLgoKY2xhaW1lZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIbWVudGlvbnMYDCADKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhI1Cg9hY2tub3dsZWRnZWRfYnkYDSADKAsyHC5hZ2VudGJ1cy52MS5BY2tub3dsZWRnZW1lbnQSDgoGYWN0aXZlGA4gASgIEi8KC2FyY2hpdmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfYWN0b3JfbGFiZWxCFAoSX2NsYWltZWRfYnlfa2V5X2lkYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIocBCg9BY2tub3dsZWRnZW1lbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrYECgdNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBITCgZyZXN1bHQYECABKAlIAogBAUIOCgxfYWN0b3JfbGFiZWxCFAoSX2NsYWltZWRfYnlfa2V5X2lkQgkKB19yZXN1bHQi7gQKDkhpc3RvcnlNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIvCgthcmNoaXZlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoGcmVzdWx0GBEgASgJSAKIAQFCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZEIJCgdfcmVzdWx0YgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.ActorRef
@@ -54,6 +54,13 @@ export type Acknowledgement = Message$1<"agentbus.v1.Acknowledgement"> & {
    * @generated from field: google.protobuf.Timestamp occurred_at = 3;
    */
   occurredAt?: Timestamp | undefined;
+
+  /**
+   * The metadata sent with this acknowledgement; {} when none.
+   *
+   * @generated from field: google.protobuf.Struct metadata = 5;
+   */
+  metadata?: JsonObject | undefined;
 };
 
 /**
@@ -148,6 +155,14 @@ export type Message = Message$1<"agentbus.v1.Message"> & {
    * @generated from field: bool active = 14;
    */
   active: boolean;
+
+  /**
+   * The outcome of the work, from the first acknowledgement that carried one
+   * (in a claimable channel, the claim holder's); unset until then.
+   *
+   * @generated from field: optional string result = 16;
+   */
+  result?: string | undefined;
 };
 
 /**
@@ -239,6 +254,11 @@ export type HistoryMessage = Message$1<"agentbus.v1.HistoryMessage"> & {
    * @generated from field: google.protobuf.Timestamp archived_at = 15;
    */
   archivedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string result = 17;
+   */
+  result?: string | undefined;
 };
 
 /**

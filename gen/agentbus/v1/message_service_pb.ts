@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message as Message$1 } from "./message_pb.js";
+import type { Message as Message$1, MessageSchema } from "./message_pb.js";
 import { file_agentbus_v1_message } from "./message_pb.js";
 import { file_agentbus_v1_options } from "./options_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message_service.proto.
  */
 export const file_agentbus_v1_message_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSJwChFBY2tNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIrUBCgxNZXNzYWdlRHJhZnQSFAoHY29udGVudBgBIAEoCUgAiAEBEhIKBWFjdG9yGAIgASgJSAGIAQESGAoLYWN0b3JfbGFiZWwYAyABKAlIAogBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIbWVudGlvbnMYBSADKAlCCgoIX2NvbnRlbnRCCAoGX2FjdG9yQg4KDF9hY3Rvcl9sYWJlbCJdChpCYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEisKCG1lc3NhZ2VzGAIgAygLMhkuYWdlbnRidXMudjEuTWVzc2FnZURyYWZ0ImsKG0JhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIwCg5CYXRjaEl0ZW1FcnJvchINCgVlcnJvchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkwKF0JhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0EhMKC21lc3NhZ2VfaWRzGAEgAygJEhIKBWFjdG9yGAIgASgJSACIAQFCCAoGX2FjdG9yIogBCg5CYXRjaEFja1Jlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEisKBnN0YXR1cxgCIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1c0gAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJIChhCYXRjaEFja01lc3NhZ2VzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0IlAKG0JhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJ0ChJCYXRjaFJlbGVhc2VSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRITCgZzdGF0dXMYAiABKAlIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiUAocQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZRIwCgdyZXN1bHRzGAEgAygLMh8uYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlUmVzdWx0KmkKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdFX1NUQVRVU19VTkNMQUlNRUQQARIaChZNRVNTQUdFX1NUQVRVU19DTEFJTUVEEAIqjgEKC0NsYWltU3RhdHVzEhwKGENMQUlNX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFENMQUlNX1NUQVRVU19DTEFJTUVEEAESIAocQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQ0xBSU1FRBACEiUKIUNMQUlNX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBADKmkKCUFja1N0YXR1cxIaChZBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXQUNLX1NUQVRVU19BQ0tOT1dMRURHRUQQARIjCh9BQ0tfU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAIypg0KDk1lc3NhZ2VTZXJ2aWNlEoYBCg1DcmVhdGVNZXNzYWdlEiEuYWdlbnRidXMudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaHC5hZ2VudGJ1cy52MS5NZXNzYWdlRW52ZWxvcGUiNMLzGAMIyQGC0+STAic6ASoiIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSggEKDExpc3RNZXNzYWdlcxIgLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIS5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSItkAIBgtPkkwIkEiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEosBCg1XYXRjaE1lc3NhZ2VzEiEuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1JlcXVlc3QaIi5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpzdHJlYW0wARJ/CgxDbGFpbU1lc3NhZ2USIC5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXF1ZXN0GiEuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbRKlAQoVQ2xhaW1NZXNzYWdlV2l0aExlYXNlEikuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBoqLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlIjWC0+STAi86ASoiKi92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0td2l0aC1sZWFzZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEnwKDlJldHJhY3RNZXNzYWdlEiIuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmV0cmFjdE1lc3NhZ2VSZXNwb25zZSIhgtPkkwIbKhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9EqoBChNCYXRjaENyZWF0ZU1lc3NhZ2VzEicuYWdlbnRidXMudjEuQmF0Y2hDcmVhdGVNZXNzYWdlc1JlcXVlc3QaKC5hZ2VudGJ1cy52MS5CYXRjaENyZWF0ZU1lc3NhZ2VzUmVzcG9uc2UiQMLzGAMIyQGC0+STAjM6ASoiLi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXM6YmF0Y2hDcmVhdGUSgQEKEEJhdGNoQWNrTWVzc2FnZXMSJC5hZ2VudGJ1cy52MS5CYXRjaEFja01lc3NhZ2VzUmVxdWVzdBolLmFnZW50YnVzLnYxLkJhdGNoQWNrTWVzc2FnZXNSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvbWVzc2FnZXM6YmF0Y2hBY2sSkQEKFEJhdGNoUmVsZWFzZU1lc3NhZ2VzEiguYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXF1ZXN0GikuYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjEvbWVzc2FnZXM6YmF0Y2hSZWxlYXNlYgZwcm90bzM", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKQAQoRQWNrTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZyZXN1bHQYBCABKAlIAYgBAUIICgZfYWN0b3JCCQoHX3Jlc3VsdCJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIkMKEUdldE1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoEd2FpdBgCIAEoAUgAiAEBQgcKBV93YWl0IisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIrUBCgxNZXNzYWdlRHJhZnQSFAoHY29udGVudBgBIAEoCUgAiAEBEhIKBWFjdG9yGAIgASgJSAGIAQESGAoLYWN0b3JfbGFiZWwYAyABKAlIAogBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIbWVudGlvbnMYBSADKAlCCgoIX2NvbnRlbnRCCAoGX2FjdG9yQg4KDF9hY3Rvcl9sYWJlbCJdChpCYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEisKCG1lc3NhZ2VzGAIgAygLMhkuYWdlbnRidXMudjEuTWVzc2FnZURyYWZ0ImsKG0JhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIwCg5CYXRjaEl0ZW1FcnJvchINCgVlcnJvchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkwKF0JhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0EhMKC21lc3NhZ2VfaWRzGAEgAygJEhIKBWFjdG9yGAIgASgJSACIAQFCCAoGX2FjdG9yIogBCg5CYXRjaEFja1Jlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEisKBnN0YXR1cxgCIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1c0gAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJIChhCYXRjaEFja01lc3NhZ2VzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0IlAKG0JhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJ0ChJCYXRjaFJlbGVhc2VSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRITCgZzdGF0dXMYAiABKAlIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiUAocQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZRIwCgdyZXN1bHRzGAEgAygLMh8uYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlUmVzdWx0KmkKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdFX1NUQVRVU19VTkNMQUlNRUQQARIaChZNRVNTQUdFX1NUQVRVU19DTEFJTUVEEAIqjgEKC0NsYWltU3RhdHVzEhwKGENMQUlNX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFENMQUlNX1NUQVRVU19DTEFJTUVEEAESIAocQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQ0xBSU1FRBACEiUKIUNMQUlNX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBADKmkKCUFja1N0YXR1cxIaChZBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXQUNLX1NUQVRVU19BQ0tOT1dMRURHRUQQARIjCh9BQ0tfU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAIykA4KDk1lc3NhZ2VTZXJ2aWNlEoYBCg1DcmVhdGVNZXNzYWdlEiEuYWdlbnRidXMudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaHC5hZ2VudGJ1cy52MS5NZXNzYWdlRW52ZWxvcGUiNMLzGAMIyQGC0+STAic6ASoiIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSggEKDExpc3RNZXNzYWdlcxIgLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIS5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSItkAIBgtPkkwIkEiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEosBCg1XYXRjaE1lc3NhZ2VzEiEuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1JlcXVlc3QaIi5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpzdHJlYW0wARJ/CgxDbGFpbU1lc3NhZ2USIC5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXF1ZXN0GiEuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbRKlAQoVQ2xhaW1NZXNzYWdlV2l0aExlYXNlEikuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBoqLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlIjWC0+STAi86ASoiKi92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0td2l0aC1sZWFzZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEmgKCkdldE1lc3NhZ2USHi5hZ2VudGJ1cy52MS5HZXRNZXNzYWdlUmVxdWVzdBoULmFnZW50YnVzLnYxLk1lc3NhZ2UiJJACAYLT5JMCGxIZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRJ8Cg5SZXRyYWN0TWVzc2FnZRIiLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVxdWVzdBojLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVzcG9uc2UiIYLT5JMCGyoZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRKqAQoTQmF0Y2hDcmVhdGVNZXNzYWdlcxInLmFnZW50YnVzLnYxLkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXF1ZXN0GiguYWdlbnRidXMudjEuQmF0Y2hDcmVhdGVNZXNzYWdlc1Jlc3BvbnNlIkDC8xgDCMkBgtPkkwIzOgEqIi4vdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOmJhdGNoQ3JlYXRlEoEBChBCYXRjaEFja01lc3NhZ2VzEiQuYWdlbnRidXMudjEuQmF0Y2hBY2tNZXNzYWdlc1JlcXVlc3QaJS5hZ2VudGJ1cy52MS5CYXRjaEFja01lc3NhZ2VzUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL21lc3NhZ2VzOmJhdGNoQWNrEpEBChRCYXRjaFJlbGVhc2VNZXNzYWdlcxIoLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBopLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YxL21lc3NhZ2VzOmJhdGNoUmVsZWFzZWIGcHJvdG8z", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.CreateMessageRequest
@@ -437,9 +437,18 @@ export type AckMessageRequest = Message<"agentbus.v1.AckMessageRequest"> & {
   actor?: string | undefined;
 
   /**
+   * Kept on this acknowledgement (at most 16 KiB).
+   *
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * The outcome of the work, at most 64 KiB of UTF-8.
+   *
+   * @generated from field: optional string result = 4;
+   */
+  result?: string | undefined;
 };
 
 /**
@@ -472,6 +481,30 @@ export const AckMessageResponseSchema: GenMessage<AckMessageResponse> = /*@__PUR
   messageDesc(file_agentbus_v1_message_service, 15);
 
 /**
+ * @generated from message agentbus.v1.GetMessageRequest
+ */
+export type GetMessageRequest = Message<"agentbus.v1.GetMessageRequest"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * Long-poll seconds (server-capped) to wait for an acknowledgement; 0 returns at once.
+   *
+   * @generated from field: optional double wait = 2;
+   */
+  wait?: number | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.GetMessageRequest.
+ * Use `create(GetMessageRequestSchema)` to create a new message.
+ */
+export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 16);
+
+/**
  * @generated from message agentbus.v1.RetractMessageRequest
  */
 export type RetractMessageRequest = Message<"agentbus.v1.RetractMessageRequest"> & {
@@ -486,7 +519,7 @@ export type RetractMessageRequest = Message<"agentbus.v1.RetractMessageRequest">
  * Use `create(RetractMessageRequestSchema)` to create a new message.
  */
 export const RetractMessageRequestSchema: GenMessage<RetractMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 16);
+  messageDesc(file_agentbus_v1_message_service, 17);
 
 /**
  * @generated from message agentbus.v1.RetractMessageResponse
@@ -505,7 +538,7 @@ export type RetractMessageResponse = Message<"agentbus.v1.RetractMessageResponse
  * Use `create(RetractMessageResponseSchema)` to create a new message.
  */
 export const RetractMessageResponseSchema: GenMessage<RetractMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 17);
+  messageDesc(file_agentbus_v1_message_service, 18);
 
 /**
  * One message of a batch: the body of CreateMessage without the channel.
@@ -550,7 +583,7 @@ export type MessageDraft = Message<"agentbus.v1.MessageDraft"> & {
  * Use `create(MessageDraftSchema)` to create a new message.
  */
 export const MessageDraftSchema: GenMessage<MessageDraft> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 18);
+  messageDesc(file_agentbus_v1_message_service, 19);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesRequest
@@ -574,7 +607,7 @@ export type BatchCreateMessagesRequest = Message<"agentbus.v1.BatchCreateMessage
  * Use `create(BatchCreateMessagesRequestSchema)` to create a new message.
  */
 export const BatchCreateMessagesRequestSchema: GenMessage<BatchCreateMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 19);
+  messageDesc(file_agentbus_v1_message_service, 20);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesResponse
@@ -600,7 +633,7 @@ export type BatchCreateMessagesResponse = Message<"agentbus.v1.BatchCreateMessag
  * Use `create(BatchCreateMessagesResponseSchema)` to create a new message.
  */
 export const BatchCreateMessagesResponseSchema: GenMessage<BatchCreateMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 20);
+  messageDesc(file_agentbus_v1_message_service, 21);
 
 /**
  * Why one item of a batch failed: the code and message the single call
@@ -625,7 +658,7 @@ export type BatchItemError = Message<"agentbus.v1.BatchItemError"> & {
  * Use `create(BatchItemErrorSchema)` to create a new message.
  */
 export const BatchItemErrorSchema: GenMessage<BatchItemError> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 21);
+  messageDesc(file_agentbus_v1_message_service, 22);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesRequest
@@ -654,7 +687,7 @@ export type BatchAckMessagesRequest = Message<"agentbus.v1.BatchAckMessagesReque
  * Use `create(BatchAckMessagesRequestSchema)` to create a new message.
  */
 export const BatchAckMessagesRequestSchema: GenMessage<BatchAckMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 22);
+  messageDesc(file_agentbus_v1_message_service, 23);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -683,7 +716,7 @@ export type BatchAckResult = Message<"agentbus.v1.BatchAckResult"> & {
  * Use `create(BatchAckResultSchema)` to create a new message.
  */
 export const BatchAckResultSchema: GenMessage<BatchAckResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 23);
+  messageDesc(file_agentbus_v1_message_service, 24);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesResponse
@@ -702,7 +735,7 @@ export type BatchAckMessagesResponse = Message<"agentbus.v1.BatchAckMessagesResp
  * Use `create(BatchAckMessagesResponseSchema)` to create a new message.
  */
 export const BatchAckMessagesResponseSchema: GenMessage<BatchAckMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 24);
+  messageDesc(file_agentbus_v1_message_service, 25);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesRequest
@@ -729,7 +762,7 @@ export type BatchReleaseMessagesRequest = Message<"agentbus.v1.BatchReleaseMessa
  * Use `create(BatchReleaseMessagesRequestSchema)` to create a new message.
  */
 export const BatchReleaseMessagesRequestSchema: GenMessage<BatchReleaseMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 25);
+  messageDesc(file_agentbus_v1_message_service, 26);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -760,7 +793,7 @@ export type BatchReleaseResult = Message<"agentbus.v1.BatchReleaseResult"> & {
  * Use `create(BatchReleaseResultSchema)` to create a new message.
  */
 export const BatchReleaseResultSchema: GenMessage<BatchReleaseResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 26);
+  messageDesc(file_agentbus_v1_message_service, 27);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesResponse
@@ -779,7 +812,7 @@ export type BatchReleaseMessagesResponse = Message<"agentbus.v1.BatchReleaseMess
  * Use `create(BatchReleaseMessagesResponseSchema)` to create a new message.
  */
 export const BatchReleaseMessagesResponseSchema: GenMessage<BatchReleaseMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 27);
+  messageDesc(file_agentbus_v1_message_service, 28);
 
 /**
  * @generated from enum agentbus.v1.MessageStatus
@@ -946,7 +979,9 @@ export const MessageService: GenService<{
     output: typeof ReleaseMessageResponseSchema;
   },
   /**
-   * Acknowledges a message, once per actor.
+   * Acknowledges a message, once per actor, optionally with the work's
+   * `result` (the first result is kept; in a claimable channel only the
+   * claim holder may send one).
    *
    * @generated from rpc agentbus.v1.MessageService.AckMessage
    */
@@ -954,6 +989,17 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof AckMessageRequestSchema;
     output: typeof AckMessageResponseSchema;
+  },
+  /**
+   * One message by id, live or archived, with its result and acknowledgements.
+   * With `wait`, blocks until the message is acknowledged or the wait ends.
+   *
+   * @generated from rpc agentbus.v1.MessageService.GetMessage
+   */
+  getMessage: {
+    methodKind: "unary";
+    input: typeof GetMessageRequestSchema;
+    output: typeof MessageSchema;
   },
   /**
    * Withdraws an unclaimed message (its author or the channel owner); it

@@ -86,11 +86,26 @@ curl -s "$B/v1/channels/$CH/messages?since=$CURSOR&wait=20" -H "X-API-Key: $KEY"
 \`\`\`sh
 curl -s -X POST $B/v1/messages/$MSG/claim -H "X-API-Key: $KEY"
 # 200 {"status":"claimed","message":{…}}   another worker got it first: 409 already_claimed → take the next one
-curl -s -X POST $B/v1/messages/$MSG/ack -H "X-API-Key: $KEY"
-# 200 {"status":"acknowledged","message":{…}}
+curl -s -X POST $B/v1/messages/$MSG/ack -H "X-API-Key: $KEY" -d '{"result":"resized to 640x480"}'
+# 200 {"status":"acknowledged","message":{…,"result":"resized to 640x480"}}
 \`\`\`
 
 - A plain claim holds until you ack. Claiming again with the same key answers 200 \`already_claimed\` (safe to retry).
+- Results: the claimer's ack may carry \`result\` (a string, at most 64 KiB of UTF-8; over it 422
+  \`result_too_large\`) and \`metadata\` (kept on that acknowledgement, at most 16 KiB). A message keeps its first
+  result: an ack replayed with another one answers \`already_acknowledged\` with the stored result; a result from a
+  key or actor not holding the claim is 403 \`forbidden\` (409 \`not_claimed\` if nobody holds it). In a broadcast
+  channel the first ack with a result sets it and later ones get 409 \`result_already_set\` (ack without one).
+- Awaiting a result, as the producer: post, then wait for the ack in one call:
+
+\`\`\`sh
+curl -s "$B/v1/messages/$MSG?wait=25" -H "X-API-Key: $KEY"
+# 200 the Message: "result" and "acknowledged_by" once acked; still unacked when the wait ends (read again)
+\`\`\`
+
+- \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
+  listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result
+  kept) for the channel's retention_days; then 404 \`message_not_found\`.
 - For work that may die half-way, take a lease instead: the message becomes claimable again if you stop heartbeating.
 
 \`\`\`sh

@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, ListFilter, MessageInspection, MessageRecord, NewClaim, NewMessage } from "../../../src/model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewMessage } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -34,6 +34,7 @@ export class FakeMessageStore implements MessageStore {
       expiresAt: createdAt + channel.ttlSeconds * MICROS_PER_SECOND,
       claim: null,
       acknowledgedBy: [],
+      result: null,
     };
     this.messages.set(message.id, message);
     this.heads.set(channel.id, createdAt);
@@ -69,13 +70,22 @@ export class FakeMessageStore implements MessageStore {
     return updated;
   }
 
-  async ack(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+  /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
+  readonly archived = new Map<string, { message: MessageRecord; archivedAt: Micros }>();
+
+  async ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
-    if (!m || m.expiresAt <= now || m.acknowledgedBy.some((a) => a.id === actor.id) || !this.accessible(m, keyId)) return undefined;
+    const channel = m && this.channels.channels.get(m.channelId);
+    if (!m || !channel || m.expiresAt <= now || m.acknowledgedBy.some((a) => a.id === ack.actor.id) || !this.accessible(m, ack.keyId)) return undefined;
+    if (ack.result !== null) {
+      const holder = claimed(m, now) && m.claim?.keyId === ack.keyId && m.claim.actor.id === ack.actor.id;
+      if (m.result !== null || (channel.mode === "claimable" && !holder)) return undefined;
+    }
     const updated: MessageRecord = {
       ...m,
-      acknowledgedBy: [...m.acknowledgedBy, { ...actor, occurredAt: now }],
+      acknowledgedBy: [...m.acknowledgedBy, { ...ack.actor, occurredAt: now, metadata: ack.metadata }],
       claim: m.claim && { ...m.claim, leaseToken: null, leaseExpiresAt: null },
+      result: m.result ?? ack.result,
     };
     this.messages.set(messageId, updated);
     return updated;
@@ -112,10 +122,26 @@ export class FakeMessageStore implements MessageStore {
     return { message: m, mode: channel.mode, access: channel.access, channelOwnerKeyId: channel.createdByKeyId, callerIsMember: this.channels.isMember(channel.id, keyId) };
   }
 
+  async find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
+    const live = this.messages.get(messageId);
+    const stored = live ? { message: live, archivedAt: null } : this.archived.get(messageId);
+    const channel = stored && this.channels.channels.get(stored.message.channelId);
+    if (!stored || !channel) return undefined;
+    return {
+      message: stored.message,
+      archivedAt: stored.archivedAt,
+      mode: channel.mode,
+      access: channel.access,
+      channelOwnerKeyId: channel.createdByKeyId,
+      callerIsMember: this.channels.isMember(channel.id, keyId),
+    };
+  }
+
   async retract(message: MessageRecord, now: Micros): Promise<boolean> {
     const m = this.messages.get(message.id);
     if (!m || claimed(m, now)) return false;
     this.messages.delete(message.id);
+    this.archived.set(m.id, { message: m, archivedAt: now });
     return true;
   }
 }
