@@ -29,6 +29,8 @@ export interface MessageRecord {
   expiresAt: Micros;
   claim: Claim | null;
   acknowledgedBy: Acknowledgement[];
+  /** Times the message was claimed or received. */
+  deliveryCount: number;
 }
 
 export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions">;
@@ -46,6 +48,14 @@ export interface NewClaim {
   metadata: { [key: string]: JsonValue } | null;
   leaseToken: string | null;
   leaseExpiresAt: Micros | null;
+}
+
+/** A receive's leases: one token per message it may lease, all ending at leaseExpiresAt. */
+export interface NewLeases {
+  keyId: string;
+  actor: ActorRef;
+  leaseTokens: string[];
+  leaseExpiresAt: Micros;
 }
 
 /** Why a claim, ack or release matched nothing. */

@@ -22,5 +22,6 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     mentions: message.mentions,
     acknowledgedBy: message.acknowledgedBy.map((a) => ({ id: a.id, name: a.name, occurredAt: toProtoTimestamp(a.occurredAt) })),
     active: message.expiresAt > now,
+    deliveryCount: message.deliveryCount,
   };
 }

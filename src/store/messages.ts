@@ -18,6 +18,7 @@ import type {
   MessageInspection,
   MessageRecord,
   NewClaim,
+  NewLeases,
   NewMessage,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
@@ -57,11 +58,17 @@ export interface MessageRow {
   lease_token: string | null;
   lease_expires_at: Micros | null;
   acknowledged_by: Array<{ id: string; name: string; occurred_at: string }>;
+  delivery_count: number;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by`;
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.delivery_count`;
+
+/** Every stored column of a message, in the order history names them when a message is archived. */
+export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+  created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+  lease_token, lease_expires_at, acknowledged_by, delivery_count`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
@@ -100,6 +107,7 @@ export function toRecord(row: MessageRow): MessageRecord {
     acknowledgedBy: row.acknowledged_by.map(
       (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0 }),
     ),
+    deliveryCount: row.delivery_count,
   };
 }
 
@@ -139,11 +147,45 @@ export const LIST_SQL: Record<ListFilter, string> = {
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
 export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
-    claim_metadata = $6, lease_token = $7, lease_expires_at = $8
+    claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
   WHERE m.id = $1 AND m.expires_at > $5
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
     AND ${accessible("$2")}
+  RETURNING ${COLUMNS}`;
+
+/**
+ * Receive: leases the channel's oldest open work to one caller. $1 channel,
+ * $2 max messages, $3 now, $4 key, $5 actor id, $6 actor name, $7 one lease
+ * token per message (text[]), $8 lease end.
+ *
+ * Each branch walks its own partial index (open work: messages_unclaimed;
+ * lapsed leases: messages_leases) and locks what it takes with SKIP LOCKED,
+ * so concurrent receivers pass over each other's rows instead of queueing
+ * behind them, and a row a concurrent claim changed is re-checked against
+ * its committed version before it is locked: a message is never leased
+ * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
+ * a lapsed row locked but not picked is only held until this statement
+ * commits. The delivery is counted in the same UPDATE (a later
+ * max-deliveries check belongs there too).
+ */
+export const RECEIVE_SQL = `WITH claimable AS (
+    SELECT k.id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
+  ), open_work AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3
+    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), lapsed AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$3")} AND m.expires_at > $3
+    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), picked AS (
+    SELECT w.id, row_number() OVER (ORDER BY w.created_at) AS n
+    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.created_at LIMIT $2
+  )
+  UPDATE messages m SET claimed_by_key_id = $4, claimed_by_actor_id = $5, claimed_by_actor_name = $6, claimed_at = $3,
+    claim_metadata = NULL, lease_token = ($7::text[])[p.n], lease_expires_at = $8, delivery_count = m.delivery_count + 1
+  FROM picked p WHERE m.id = p.id
   RETURNING ${COLUMNS}`;
 
 export class PgMessageStore implements MessageStore {
@@ -254,6 +296,7 @@ export class PgMessageStore implements MessageStore {
                 expiresAt: row.expires_at,
                 claim: null,
                 acknowledgedBy: [],
+                deliveryCount: 0,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -291,6 +334,17 @@ export class PgMessageStore implements MessageStore {
       "claim",
     );
     return rows[0] && toRecord(rows[0]);
+  }
+
+  /** Leases up to `max` of the channel's oldest open work (RECEIVE_SQL), oldest first. */
+  async receive(channelId: string, max: number, claim: NewLeases, now: Micros): Promise<MessageRecord[]> {
+    const { rows } = await this.db.query<MessageRow>(
+      RECEIVE_SQL,
+      [channelId, max, formatTimestamp(now), claim.keyId, claim.actor.id, claim.actor.name, claim.leaseTokens, formatTimestamp(claim.leaseExpiresAt)],
+      "receive",
+    );
+    // RETURNING follows no order.
+    return rows.map(toRecord).sort((a, b) => a.createdAt - b.createdAt);
   }
 
   /** Appends the actor to acknowledged_by unless it is already there. */
@@ -388,7 +442,8 @@ export class PgMessageStore implements MessageStore {
         `WITH target AS (
            SELECT m.* FROM messages m WHERE m.id = $1 AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")}) FOR UPDATE
          ), moved AS (
-           INSERT INTO message_history SELECT t.*, $2::timestamptz, 'retracted' FROM target t RETURNING id
+           INSERT INTO message_history (${MESSAGE_FIELDS}, archived_at, reason)
+           SELECT ${MESSAGE_FIELDS}, $2::timestamptz, 'retracted' FROM target t RETURNING id
          ), gone AS (
            DELETE FROM messages m USING moved WHERE m.id = moved.id RETURNING m.channel_id
          )

@@ -18,12 +18,10 @@ import { TOMBSTONE_DAYS } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { PurgeCounts, PurgeOptions, PurgeStore } from "../ports/purge.js";
 import type { Db } from "./db.js";
+import { MESSAGE_FIELDS } from "./messages.js";
 
 export const PURGE_BATCH_SIZE = 1_000;
 
-const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-  created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by`;
 
 /**
  * One batch of expired messages: $1 now, $2 batch size. Candidates are read
