@@ -167,10 +167,13 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
  * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
  * a lapsed row locked but not picked is only held until this statement
  * commits. The delivery is counted in the same UPDATE (a later
- * max-deliveries check belongs there too).
+ * max-deliveries check belongs there too). The channel's mode and the
+ * caller's access are part of the condition, as for claims: a receive that
+ * long-polls re-checks them on every try.
  */
 export const RECEIVE_SQL = `WITH claimable AS (
-    SELECT k.id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
+    SELECT k.id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable' AND (k.access = 'open' OR k.created_by_key_id = $4
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = $4))
   ), open_work AS (
     SELECT m.id, m.created_at FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3

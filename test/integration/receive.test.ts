@@ -10,6 +10,7 @@ import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
+import { restrictedChannelWithMember } from "../support/membership.js";
 import { mintKey, rest, startTestServer, untilParked, useSqlClient, useTestServer, type TestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -117,6 +118,18 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     expect(list.status).toBe(403);
     expect([res.status, res.body.error]).toEqual([list.status, list.body.error]);
     expect((await listMessages(url(), owner, ch, "?status=unclaimed")).data).toHaveLength(1);
+  });
+
+  it("leases nothing to a member removed while its receive waits", async () => {
+    const { owner: chOwner, member, ch } = await restrictedChannelWithMember(url());
+    const parked = server.app.bus.subscriptions;
+    const waiting = receive(member, ch, { wait: 2 });
+    await untilParked(server as TestServer, parked + 1);
+    const removed = await rest(url(), "DELETE", `/v1/channels/${ch}/members/${member.split(".")[0]}`, { key: chOwner });
+    expect(removed.status).toBe(200);
+    await postMessage(url(), chOwner, ch, { content: "not for you" });
+    expect((await waiting).body).toEqual({ data: [] });
+    expect((await listMessages(url(), chOwner, ch, "?status=unclaimed")).data).toHaveLength(1);
   });
 
   it("receives a message again once its lease lapsed unacknowledged, counting the delivery", async () => {
