@@ -216,6 +216,18 @@ describe("delivery_count", () => {
   });
 });
 
+describe("delivery_count in history", () => {
+  it("keeps the count when a received and released message is retracted", async () => {
+    const ch = await createChannel(url(), owner);
+    const [m] = await postAll(ch, ["withdrawn"]);
+    await receive(worker, ch);
+    await rest(url(), "POST", `/v1/messages/${m!.id}/release`, { key: worker });
+    expect((await rest(url(), "DELETE", `/v1/messages/${m!.id}`, { key: owner })).status).toBe(200);
+    const history = await rest<{ data: MessageJson[] }>(url(), "GET", `/v1/channels/${ch}/history`, { key: owner });
+    expect(history.body.data.map((h) => [h.id, h.delivery_count])).toEqual([[m!.id, 1]]);
+  });
+});
+
 describe("ReceiveMessages over gRPC", () => {
   const client = () => createClient(MessageService, createGrpcTransport({ baseUrl: url() }));
   const errorCode = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.error;
