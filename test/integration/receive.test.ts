@@ -242,6 +242,17 @@ describe("ReceiveMessages over gRPC", () => {
     expect(Number(d.leaseExpiresAt!.seconds) - Number(d.message!.claimedAt!.seconds)).toBe(45);
   });
 
+  it("replays the same batch for a repeated idempotency-key", async () => {
+    const ch = await createChannel(url(), owner);
+    await postAll(ch, ["r1", "r2"]);
+    const headers = { "x-api-key": worker, "idempotency-key": `grpc-receive-${ch}` };
+    const first = await client().receiveMessages({ identifier: ch }, { headers });
+    const replay = await client().receiveMessages({ identifier: ch }, { headers });
+    const batch = (r: typeof first) => r.data.map((d) => [d.message?.id, d.leaseToken]);
+    expect(batch(replay)).toEqual(batch(first));
+    expect(batch(first)).toHaveLength(1);
+  });
+
   it("refuses a broadcast channel with FailedPrecondition channel_not_claimable", async () => {
     const ch = await createChannel(url(), owner, { mode: "broadcast" });
     const err = await client().receiveMessages({ identifier: ch }, { headers: { "x-api-key": worker } }).catch((e: unknown) => e);
