@@ -11,15 +11,15 @@ import { Api, SetupError, type Key } from "./api.js";
 import { createClient, parseClientKind } from "./http.js";
 import { pdfJobs, pdfLog, type PdfReport } from "./pdf.js";
 import { PgProfiler } from "./pgprofile.js";
-import { creates, lists, webhooks, workQueue, type Settings } from "./scenarios.js";
+import { creates, lists, receiveQueue, webhooks, workQueue, type ReceiveQueueResult, type Settings } from "./scenarios.js";
 import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
-const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
-const SCENARIOS = ["creates", "lists", "work", "webhooks", "wake", "pdf"] as const;
+const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, receive_tasks_per_s: 1500, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
+const SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake", "pdf"] as const;
 /** What runs without BENCH_SCENARIOS. */
-const DEFAULT_SCENARIOS = ["creates", "lists", "work", "webhooks", "wake"];
+const DEFAULT_SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake"];
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -102,6 +102,18 @@ async function main(): Promise<number> {
           `${q.conflicts} conflicts, ${q.duplicate_claims} duplicate claims, verification ${q.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(q.cpu)}`,
       );
     }
+    const rq: ReceiveQueueResult[] = [];
+    if (wanted.includes("receive")) {
+      // Acks one by one in both: batch ack is a later step.
+      for (const maxMessages of [1, 10]) {
+        const r = await receiveQueue(api, owner, producers, clients, { maxMessages, backlogCap: 500, producerInflight }, settings);
+        rq.push(r);
+        log(
+          `receive max_messages=${maxMessages}: ${r.tasks_per_s} tasks/s, receive p50 ${r.receive_latency.p50_ms} ms, p99 ${r.receive_latency.p99_ms} ms, ` +
+            `mean batch ${r.batch_mean}, ${r.duplicate_leases} duplicate leases, verification ${r.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(r.cpu)}`,
+        );
+      }
+    }
 
     if (wanted.includes("webhooks")) {
       wh = await webhooks(api, owner, clients.slice(0, webhookWriters), settings);
@@ -136,6 +148,7 @@ async function main(): Promise<number> {
       lists_p50_ms: l?.latency.p50_ms ?? null,
       lists_p99_ms: l?.latency.p99_ms ?? null,
       tasks_per_s: q?.tasks_per_s ?? null,
+      receive_tasks_per_s: rq.length > 0 ? Object.fromEntries(rq.map((r) => [`max_messages_${r.max_messages}`, r.tasks_per_s])) : null,
       claim_p50_ms: q?.claim_latency.p50_ms ?? null,
       claim_p99_ms: q?.claim_latency.p99_ms ?? null,
       webhook_p50_ms: wh?.after_response.p50_ms ?? null,
@@ -150,15 +163,20 @@ async function main(): Promise<number> {
         lists: l ? l.lists_per_s >= TARGETS.lists_per_s : null,
         tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
+        receive_tasks: rq.length > 0 ? (rq.find((r) => r.max_messages === 1)?.tasks_per_s ?? 0) >= TARGETS.receive_tasks_per_s : null,
+        no_duplicate_leases: rq.length > 0 ? rq.every((r) => r.duplicate_leases === 0 && r.verification.ok) : null,
         webhooks: wh && wh.after_response.p50_ms !== null ? wh.after_response.p50_ms <= TARGETS.webhook_p50_ms : null,
         wake: wk ? wk.filter((w) => w.bus !== FLOOR).every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
       },
     });
-    const others = [c?.cpu, l?.cpu, q?.cpu, wh?.cpu].map((x) => x?.other_pct ?? 0);
+    const others = [c?.cpu, l?.cpu, q?.cpu, ...rq.map((r) => r.cpu), wh?.cpu].map((x) => x?.other_pct ?? 0);
     // Another process busy on the machine during a window makes the figures meaningless.
     report.disturbed_by_other_processes = Math.max(...others) > 15;
-    failed = errors.total > 0 || (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok)) || (wh !== undefined && wh.missing > 0);
-    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null, webhooks: wh ?? null };
+    failed =
+      errors.total > 0 ||
+      (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok)) ||
+      rq.some((r) => r.duplicate_leases > 0 || !r.verification.ok) || (wh !== undefined && wh.missing > 0);
+    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null, receive_queue: rq.length > 0 ? rq : null, webhooks: wh ?? null };
   } catch (err) {
     failed = true;
     report.failure = err instanceof SetupError ? err.message : String((err as Error).stack ?? err);

@@ -259,10 +259,6 @@ export async function workQueue(
   const claimLat = new Latencies();
   const listLat = new Latencies();
   const ackLat = new Latencies();
-  const createLat = new Latencies();
-
-  let produced = 0;
-  let producedInWindow = 0;
   let claimedTotal = 0;
   let ackedInWindow = 0;
   let claimAttempts = 0;
@@ -273,41 +269,9 @@ export async function workQueue(
   /** message id → the worker (index) whose claim answered "claimed", and the actor it claimed as */
   const claims = new Map<string, { worker: number; actorId: string }>();
   const acked = new Set<string>();
-  let n = 0;
 
-  // Producers wait while the backlog is full; a successful claim makes room.
-  let room: (() => void) | undefined;
-  let roomPromise: Promise<void> | undefined;
-  const backlog = () => produced - claimedTotal;
-  const waitForRoom = async () => {
-    while (!w.stopping && backlog() >= opts.backlogCap) {
-      roomPromise ??= new Promise<void>((resolve) => (room = resolve));
-      await Promise.race([roomPromise, sleep(50)]);
-    }
-  };
-  const wake = () => {
-    const r = room;
-    room = undefined;
-    roomPromise = undefined;
-    r?.();
-  };
-
-  // Each producer (one key) keeps `producerInflight` posts in flight: two
-  // strictly sequential posters would cap the queue at 2 / create latency.
-  const producerSteps = producers.flatMap((k) =>
-    Array.from({ length: opts.producerInflight }, () => async () => {
-      await waitForRoom();
-      if (w.stopping) return;
-      const a = await api.call("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("work", n++) }));
-      if (a.ok) {
-        produced++;
-        if (w.measuring) {
-          producedInWindow++;
-          createLat.add(a.ms);
-        }
-      }
-    }),
-  );
+  const stock = producersOf(api, base, producers, opts, w);
+  const { wake, createLat } = stock;
 
   const idle = workers.map(() => false);
   const workerSteps = workers.map((k, index) => async () => {
@@ -345,6 +309,7 @@ export async function workQueue(
         continue;
       }
       claimedTotal++;
+      stock.taken++;
       wake();
       if (claims.has(m.id)) {
         duplicates++;
@@ -372,14 +337,15 @@ export async function workQueue(
 
   // The warm-up also stocks the queue, so the window starts in steady state.
   let backlogAtStart = 0;
-  const timed = await run([...producerSteps, ...workerSteps], w, s, "work queue", () => (backlogAtStart = backlog()));
-  const backlogAtEnd = backlog();
+  const timed = await run([...stock.steps, ...workerSteps], w, s, "work queue", () => (backlogAtStart = stock.backlog()));
+  const backlogAtEnd = stock.backlog();
+  const produced = stock.produced;
   s.log(`work queue: ${produced} produced, ${claimedTotal} claimed, ${acked.size} acked; verifying by listing the channel`);
 
   const verification = await verify(api, owner, base, produced, claims, acked, workers);
   return {
     tasks_per_s: perSecond(ackedInWindow, timed.seconds),
-    produced_per_s: perSecond(producedInWindow, timed.seconds),
+    produced_per_s: perSecond(stock.producedInWindow, timed.seconds),
     acked: ackedInWindow,
     seconds: round(timed.seconds),
     claim_latency: claimLat.summary(),
@@ -395,6 +361,183 @@ export async function workQueue(
     backlog_at_end: backlogAtEnd,
     cpu: timed.cpu,
     totals: { produced, claimed: claimedTotal, acked: acked.size },
+    verification,
+    pg_profile: timed.pg,
+  };
+}
+
+/**
+ * Producers that keep a channel stocked with tasks: at most `backlogCap`
+ * produced but not yet `taken`. Each producer (one key) keeps
+ * `producerInflight` posts in flight: two strictly sequential posters would
+ * cap the queue at 2 / create latency.
+ */
+function producersOf(api: Api, base: string, producers: Key[], opts: { backlogCap: number; producerInflight: number }, w: Window) {
+  const stock = {
+    produced: 0,
+    producedInWindow: 0,
+    /** Tasks the workers took off the queue (claimed or received). */
+    taken: 0,
+    createLat: new Latencies(),
+    backlog: () => stock.produced - stock.taken,
+    /** Lets waiting producers re-check the backlog: call after taking tasks. */
+    wake: () => {
+      const r = room;
+      room = undefined;
+      roomPromise = undefined;
+      r?.();
+    },
+    steps: [] as Array<() => Promise<void>>,
+  };
+  let room: (() => void) | undefined;
+  let roomPromise: Promise<void> | undefined;
+  let n = 0;
+  const waitForRoom = async () => {
+    while (!w.stopping && stock.backlog() >= opts.backlogCap) {
+      roomPromise ??= new Promise<void>((resolve) => (room = resolve));
+      await Promise.race([roomPromise, sleep(50)]);
+    }
+  };
+  stock.steps = producers.flatMap((k) =>
+    Array.from({ length: opts.producerInflight }, () => async () => {
+      await waitForRoom();
+      if (w.stopping) return;
+      const a = await api.call("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("work", n++) }));
+      if (a.ok) {
+        stock.produced++;
+        if (w.measuring) {
+          stock.producedInWindow++;
+          stock.createLat.add(a.ms);
+        }
+      }
+    }),
+  );
+  return stock;
+}
+
+// ---------------------------------------------------------------- receive queue
+
+export interface ReceiveQueueResult {
+  max_messages: number;
+  tasks_per_s: number;
+  produced_per_s: number;
+  acked: number;
+  seconds: number;
+  receive_latency: ReturnType<Latencies["summary"]>;
+  ack_latency: ReturnType<Latencies["summary"]>;
+  create_latency: ReturnType<Latencies["summary"]>;
+  receives: number;
+  empty_receives: number;
+  /** Mean messages per non-empty receive. */
+  batch_mean: number;
+  duplicate_leases: number;
+  unexpected_statuses: number;
+  backlog_at_start: number;
+  backlog_at_end: number;
+  cpu: CpuSplit;
+  totals: { produced: number; received: number; acked: number };
+  verification: Verification;
+  pg_profile?: PgProfile;
+}
+
+/**
+ * The work queue again, with receive instead of list → claim: producers as in
+ * workQueue; each worker loops: POST messages:receive {max_messages}, then
+ * acks the leased messages one by one. No lease runs out within a run
+ * (default 300 s), so a message received twice is a duplicate.
+ */
+export async function receiveQueue(
+  api: Api,
+  owner: Key,
+  producers: Key[],
+  workers: Key[],
+  opts: { maxMessages: number; backlogCap: number; producerInflight: number },
+  s: Settings,
+): Promise<ReceiveQueueResult> {
+  const channel = await api.createChannel(owner, `bench-${s.runId}-receive-${opts.maxMessages}`);
+  const base = `/v1/channels/${channel}/messages`;
+  const w: Window = { measuring: false, stopping: false };
+  const receiveLat = new Latencies();
+  const ackLat = new Latencies();
+  const stock = producersOf(api, base, producers, opts, w);
+  let receivedTotal = 0;
+  let ackedInWindow = 0;
+  let receives = 0;
+  let nonEmpty = 0;
+  let emptyReceives = 0;
+  let duplicates = 0;
+  let unexpected = 0;
+  const leases = new Map<string, { worker: number; actorId: string }>();
+  const acked = new Set<string>();
+
+  const idle = workers.map(() => false);
+  const workerSteps = workers.map((k, index) => async () => {
+    // After an empty answer, long-poll (wait=1) so an idle worker does not spin.
+    const body = JSON.stringify(idle[index] ? { max_messages: opts.maxMessages, wait: 1 } : { max_messages: opts.maxMessages });
+    const r = await api.call("POST", `${base}:receive`, "/v1/channels/{id}/messages:receive", k.key, body);
+    receives++;
+    if (w.measuring) receiveLat.add(r.ms);
+    if (!r.ok) return;
+    const { data } = JSON.parse(r.body) as { data: Array<{ message: MessageJson; lease_token: string }> };
+    idle[index] = data.length === 0;
+    if (data.length === 0) {
+      emptyReceives++;
+      if (r.ms < 50) await sleep(2);
+      return;
+    }
+    nonEmpty++;
+    receivedTotal += data.length;
+    stock.taken += data.length;
+    stock.wake();
+    for (const { message: m } of data) {
+      if (leases.has(m.id)) {
+        duplicates++;
+        api.errors.add("duplicate lease", `message ${m.id} received by workers ${leases.get(m.id)?.worker} and ${index}`);
+      } else {
+        leases.set(m.id, { worker: index, actorId: m.claimed_by?.id ?? "" });
+      }
+    }
+    // Ack every received task, also after the window closed, so the verification finds them done.
+    for (const { message: m } of data) {
+      const a = await api.call("POST", `/v1/messages/${m.id}/ack`, "/v1/messages/{id}/ack", k.key, "{}");
+      if (!a.ok) continue;
+      const ack = JSON.parse(a.body) as { status: string };
+      if (ack.status !== "acknowledged") {
+        unexpected++;
+        api.errors.add(`POST /v1/messages/{id}/ack → 200 ${ack.status} (unexpected)`, a.body);
+      }
+      acked.add(m.id);
+      if (w.measuring) {
+        ackLat.add(a.ms);
+        ackedInWindow++;
+      }
+    }
+  });
+
+  let backlogAtStart = 0;
+  const label = `receive max_messages=${opts.maxMessages}`;
+  const timed = await run([...stock.steps, ...workerSteps], w, s, label, () => (backlogAtStart = stock.backlog()));
+  const backlogAtEnd = stock.backlog();
+  s.log(`${label}: ${stock.produced} produced, ${receivedTotal} received, ${acked.size} acked; verifying by listing the channel`);
+  const verification = await verify(api, owner, base, stock.produced, leases, acked, workers);
+  return {
+    max_messages: opts.maxMessages,
+    tasks_per_s: perSecond(ackedInWindow, timed.seconds),
+    produced_per_s: perSecond(stock.producedInWindow, timed.seconds),
+    acked: ackedInWindow,
+    seconds: round(timed.seconds),
+    receive_latency: receiveLat.summary(),
+    ack_latency: ackLat.summary(),
+    create_latency: stock.createLat.summary(),
+    receives,
+    empty_receives: emptyReceives,
+    batch_mean: nonEmpty === 0 ? 0 : round(receivedTotal / nonEmpty),
+    duplicate_leases: duplicates,
+    unexpected_statuses: unexpected,
+    backlog_at_start: backlogAtStart,
+    backlog_at_end: backlogAtEnd,
+    cpu: timed.cpu,
+    totals: { produced: stock.produced, received: receivedTotal, acked: acked.size },
     verification,
     pg_profile: timed.pg,
   };

@@ -46,6 +46,7 @@ export const MAX_RESULT_BYTES = 64 * 1024;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
 export const LEASE_SECONDS = { min: 30, max: 3600, default: 300 } as const;
+export const RECEIVE_MAX_MESSAGES = { min: 1, max: 100, default: 1 } as const;
 
 export interface NewMessageInput {
   content: string | undefined;
@@ -64,6 +65,22 @@ export interface ListInput {
   wait?: number | undefined;
   /** Ends a long-poll early: the client went away or the server is stopping. */
   signal?: AbortSignal | undefined;
+}
+
+export interface ReceiveInput {
+  maxMessages: number | undefined;
+  leaseSeconds: number | undefined;
+  /** Long-poll seconds; capped by the server. */
+  wait: number | undefined;
+  actor: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A message received under a lease of its own. */
+export interface ReceivedLease {
+  message: MessageRecord;
+  leaseToken: string;
+  leaseExpiresAt: Micros;
 }
 
 export interface OpenedWatch {
@@ -236,10 +253,7 @@ export class Messages {
     // `cursor` is accepted as another name for `since`.
     const [field, given] = input.since !== undefined ? (["since", input.since] as const) : (["cursor", input.cursor] as const);
     const since = parseCursor(field, given);
-    const wait = input.wait ?? 0;
-    if (!Number.isFinite(wait) || wait < 0) {
-      throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
-    }
+    const wait = checkWait(input.wait);
     const channel = await this.usableChannel(caller, identifier);
     let sharedRead = false;
     const read = (delivery?: number) => {
@@ -360,13 +374,50 @@ export class Messages {
     const seconds = checkLeaseSeconds(leaseSeconds);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     const now = this.clock.now();
-    const leaseToken = `lease_${randomBytes(18).toString("base64url")}`;
+    const leaseToken = newLeaseToken();
     const expiresAt = now + seconds * MICROS_PER_SECOND;
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
     await this.explainRefusedClaim(caller, messageId, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
+  }
+
+  /**
+   * Leases up to maxMessages of the channel's open work to the caller, oldest
+   * first (docs/decisions.md#receive). Finding none, it waits for a wake-up
+   * on the channel (a post or a release, from any replica) and tries again
+   * until the wait ends.
+   */
+  async receive(caller: Caller, identifier: string, input: ReceiveInput): Promise<ReceivedLease[]> {
+    const max = input.maxMessages ?? RECEIVE_MAX_MESSAGES.default;
+    if (!Number.isInteger(max) || max < RECEIVE_MAX_MESSAGES.min || max > RECEIVE_MAX_MESSAGES.max) {
+      throw new ApiError("invalid_max_messages", `'max_messages' must be an integer from ${RECEIVE_MAX_MESSAGES.min} to ${RECEIVE_MAX_MESSAGES.max}`, {
+        details: { field: "max_messages" },
+        suggestion: `Use an integer from ${RECEIVE_MAX_MESSAGES.min} to ${RECEIVE_MAX_MESSAGES.max}.`,
+      });
+    }
+    const seconds = checkLeaseSeconds(input.leaseSeconds);
+    const wait = checkWait(input.wait);
+    const channel = await this.usableChannel(caller, identifier);
+    if (channel.mode !== "claimable") throw new ApiError("channel_not_claimable");
+    const actor = await this.actors.resolveForClaim(caller, input.actor);
+    const read = async (): Promise<ReceivedLease[]> => {
+      const now = this.clock.now();
+      const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
+      const leaseTokens = Array.from({ length: max }, newLeaseToken);
+      const leased = await this.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
+      return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
+    };
+    return readOrWait(read, {
+      bus: this.options.bus,
+      clock: this.clock,
+      channelId: channel.id,
+      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
+      maxWaiters: this.options.longPollMaxWaiters,
+      takeSlot: () => this.waiterSlots.take(caller.keyId),
+      signal: input.signal,
+    });
   }
 
   async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
@@ -595,6 +646,16 @@ export class Messages {
 
 function assertMessageId(messageId: string): void {
   if (!isUuid(messageId)) throw new ApiError("message_not_found");
+}
+
+const newLeaseToken = () => `lease_${randomBytes(18).toString("base64url")}`;
+
+function checkWait(value: number | undefined): number {
+  const wait = value ?? 0;
+  if (!Number.isFinite(wait) || wait < 0) {
+    throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
+  }
+  return wait;
 }
 
 function checkLeaseSeconds(value: number | undefined): number {

@@ -31,6 +31,8 @@ export interface MessageRecord {
   expiresAt: Micros;
   claim: Claim | null;
   acknowledgedBy: Acknowledgement[];
+  /** Times the message was claimed or received. */
+  deliveryCount: number;
   /** The work's outcome, from the first acknowledgement that carried one (docs/decisions.md#results). */
   result: string | null;
 }
@@ -66,6 +68,14 @@ export interface NewAck {
   /** Stored only while the message has none, and (claimable channels) only from the claim holder. */
   result: string | null;
   metadata: { [key: string]: JsonValue };
+}
+
+/** A receive's leases: one token per message it may lease, all ending at leaseExpiresAt. */
+export interface NewLeases {
+  keyId: string;
+  actor: ActorRef;
+  leaseTokens: string[];
+  leaseExpiresAt: Micros;
 }
 
 /** Why a claim, ack or release matched nothing. */

@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewMessage } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 
 export interface MessageStore {
@@ -12,6 +12,8 @@ export interface MessageStore {
   list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]>;
   /** Claims when the message is claimable by this key right now; undefined when not. */
   claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined>;
+  /** Leases up to `max` of a claimable channel's open work (unclaimed, or lapsed and unacknowledged), oldest first; never a message another caller holds. */
+  receive(channelId: string, max: number, leases: NewLeases, now: Micros): Promise<MessageRecord[]>;
   /**
    * Adds the actor to acknowledged_by unless it is already there, storing a
    * result only while none is stored and (claimable channels) only from the

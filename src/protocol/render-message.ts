@@ -22,6 +22,7 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     mentions: message.mentions,
     acknowledgedBy: message.acknowledgedBy.map((a) => ({ id: a.id, name: a.name, occurredAt: toProtoTimestamp(a.occurredAt), metadata: a.metadata })),
     active: message.expiresAt > now,
+    deliveryCount: message.deliveryCount,
     result: message.result ?? undefined,
   };
 }

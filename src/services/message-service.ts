@@ -106,6 +106,20 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt), message: renderMessage(lease.message, clock.now()) };
     },
 
+    async receiveMessages(req, ctx) {
+      const leases = await messages.receive(callerOf(ctx), req.identifier, {
+        maxMessages: req.maxMessages,
+        leaseSeconds: req.leaseSeconds,
+        wait: req.wait,
+        actor: req.actor,
+        signal: ctx.signal,
+      });
+      const now = clock.now();
+      return {
+        data: leases.map((l) => ({ message: renderMessage(l.message, now), leaseToken: l.leaseToken, leaseExpiresAt: toProtoTimestamp(l.leaseExpiresAt) })),
+      };
+    },
+
     async heartbeatLease(req, ctx) {
       const lease = await messages.heartbeat(callerOf(ctx), req.leaseToken, req.leaseSeconds);
       return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt) };

@@ -22,6 +22,7 @@ import type {
   MessageRecord,
   NewAck,
   NewClaim,
+  NewLeases,
   NewMessage,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
@@ -62,11 +63,12 @@ export interface MessageRow {
   lease_expires_at: Micros | null;
   acknowledged_by: Array<{ id: string; name: string; occurred_at: string; metadata?: { [key: string]: JsonValue } }>;
   result: string | null;
+  delivery_count: number;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result`;
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -75,7 +77,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
  */
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result`;
+  lease_token, lease_expires_at, acknowledged_by, result, delivery_count`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
@@ -114,6 +116,7 @@ export function toRecord(row: MessageRow): MessageRecord {
     acknowledgedBy: row.acknowledged_by.map(
       (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0, metadata: a.metadata ?? {} }),
     ),
+    deliveryCount: row.delivery_count,
     result: row.result,
   };
 }
@@ -154,7 +157,7 @@ export const LIST_SQL: Record<ListFilter, string> = {
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
 export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
-    claim_metadata = $6, lease_token = $7, lease_expires_at = $8
+    claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
   WHERE m.id = $1 AND m.expires_at > $5
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
@@ -196,6 +199,43 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
     SELECT ${COLUMNS}, m.archived_at FROM message_history m WHERE m.id = $1
   ) x JOIN channels c ON c.id = x.channel_id
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
+
+/**
+ * Receive: leases the channel's oldest open work to one caller. $1 channel,
+ * $2 max messages, $3 now, $4 key, $5 actor id, $6 actor name, $7 one lease
+ * token per message (text[]), $8 lease end.
+ *
+ * Each branch walks its own partial index (open work: messages_unclaimed;
+ * lapsed leases: messages_leases) and locks what it takes with SKIP LOCKED,
+ * so concurrent receivers pass over each other's rows instead of queueing
+ * behind them, and a row a concurrent claim changed is re-checked against
+ * its committed version before it is locked: a message is never leased
+ * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
+ * a lapsed row locked but not picked is only held until this statement
+ * commits. The delivery is counted in the same UPDATE (a later
+ * max-deliveries check belongs there too). The channel's mode and the
+ * caller's access are part of the condition, as for claims: a receive that
+ * long-polls re-checks them on every try.
+ */
+export const RECEIVE_SQL = `WITH claimable AS (
+    SELECT k.id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable' AND (k.access = 'open' OR k.created_by_key_id = $4
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = $4))
+  ), open_work AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3
+    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), lapsed AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$3")} AND m.expires_at > $3
+    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), picked AS (
+    SELECT w.id, row_number() OVER (ORDER BY w.created_at) AS n
+    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.created_at LIMIT $2
+  )
+  UPDATE messages m SET claimed_by_key_id = $4, claimed_by_actor_id = $5, claimed_by_actor_name = $6, claimed_at = $3,
+    claim_metadata = NULL, lease_token = ($7::text[])[p.n], lease_expires_at = $8, delivery_count = m.delivery_count + 1
+  FROM picked p WHERE m.id = p.id
+  RETURNING ${COLUMNS}`;
 
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
@@ -330,6 +370,7 @@ export class PgMessageStore implements MessageStore {
                 expiresAt: row.expires_at,
                 claim: null,
                 acknowledgedBy: [],
+                deliveryCount: 0,
                 result: null,
               },
             }
@@ -368,6 +409,17 @@ export class PgMessageStore implements MessageStore {
       "claim",
     );
     return rows[0] && toRecord(rows[0]);
+  }
+
+  /** Leases up to `max` of the channel's oldest open work (RECEIVE_SQL), oldest first. */
+  async receive(channelId: string, max: number, claim: NewLeases, now: Micros): Promise<MessageRecord[]> {
+    const { rows } = await this.db.query<MessageRow>(
+      RECEIVE_SQL,
+      [channelId, max, formatTimestamp(now), claim.keyId, claim.actor.id, claim.actor.name, claim.leaseTokens, formatTimestamp(claim.leaseExpiresAt)],
+      "receive",
+    );
+    // RETURNING follows no order.
+    return rows.map(toRecord).sort((a, b) => a.createdAt - b.createdAt);
   }
 
   /**

@@ -344,6 +344,21 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
   },
   {
+    // Leases the worker's message: the caller must be able to use the channel.
+    rpc: "MessageService.ReceiveMessages",
+    scope: "channel",
+    mutates: true,
+    rule: channelUsers(200),
+    success: () => ({
+      rest: { data: [{ lease_token: expect.any(String), message: { delivery_count: 1 } }] },
+      grpc: { data: [{ leaseToken: expect.any(String), message: { deliveryCount: 1 } }] },
+    }),
+    prepare: async (env) => {
+      await workerMessage(env);
+      return { fields: { identifier: await env.channel() } };
+    },
+  },
+  {
     // Held by the worker: nobody else may extend it, not even the channel owner.
     rpc: "MessageService.HeartbeatLease",
     variant: "another key's lease",

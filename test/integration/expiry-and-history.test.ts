@@ -120,6 +120,7 @@ describe("purge", () => {
       mentions: [],
       active: false,
       archived_at: formatTimestamp(now),
+      delivery_count: 1,
     });
     expect(item.claimed_by).not.toBeNull();
     expect(item.acknowledged_by).toHaveLength(1);

@@ -3,7 +3,7 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
+import { CLAIM_SQL, LIST_SQL, RECEIVE_SQL } from "../../src/store/messages.js";
 import { useTestDatabase } from "../support/database.js";
 import { analyze, explainPlans, now } from "../support/query-plans.js";
 
@@ -68,6 +68,16 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
   it("claims through the primary key", async () => {
     for (const text of await plans(CLAIM_SQL, [someMessageId, "ak_plan", someMessageId, "w", now(), null, null, null])) {
     expect(text).toMatch(/Index Scan using messages_pkey/);
+      expect(text).not.toMatch(/Seq Scan on messages/);
+    }
+  });
+
+  it("receives open work through the partial indexes of unclaimed messages and leases", async () => {
+    const tokens = Array.from({ length: 10 }, (_, i) => `lease_plan_${i}`);
+    for (const text of await plans(RECEIVE_SQL, [channelId, 10, now(), "ak_plan", someMessageId, "w", tokens, now()])) {
+      expect(text).toMatch(/messages_unclaimed/);
+      expect(text).toMatch(/messages_leases/);
+      expect(text).toMatch(/Index Scan using messages_pkey/);
       expect(text).not.toMatch(/Seq Scan on messages/);
     }
   });

@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Channels } from "../../src/domain/channels.js";
 import { ChannelHistory } from "../../src/domain/history.js";
-import { Messages, type ListInput } from "../../src/domain/messages.js";
+import { Messages, type ListInput, type ReceiveInput } from "../../src/domain/messages.js";
 import { ApiError } from "../../src/model/errors.js";
 import type { ManualClock } from "../support/clock.js";
 import { alice, bob, createChannelInput as channelInput, fakeDomain } from "../support/domain.js";
@@ -16,6 +16,7 @@ import type { Actors } from "../../src/domain/actors.js";
 
 const post = (content: string) => ({ content, actor: undefined, actorLabel: undefined, metadata: undefined, mentions: [] });
 const listAll = (fields: Partial<ListInput> = {}): ListInput => ({ since: undefined, cursor: undefined, limit: undefined, status: "all", ...fields });
+const receiveInput = (fields: Partial<ReceiveInput> = {}): ReceiveInput => ({ maxMessages: undefined, leaseSeconds: undefined, wait: undefined, actor: undefined, ...fields });
 const refusal = (promise: Promise<unknown>) => rejectionOf(ApiError, promise);
 
 let channelStore: FakeChannelStore;
@@ -258,6 +259,54 @@ describe("Messages: results", () => {
       await waiting.ack(bob, task.id, undefined, {});
       await Promise.all(held);
     });
+  });
+});
+
+describe("Messages.receive", () => {
+  it.each([
+    [{ maxMessages: 0 }, "invalid_max_messages", "max_messages"],
+    [{ maxMessages: 101 }, "invalid_max_messages", "max_messages"],
+    [{ maxMessages: 2.5 }, "invalid_max_messages", "max_messages"],
+    [{ leaseSeconds: 29 }, "invalid_lease_seconds", "lease_seconds"],
+    [{ leaseSeconds: 3601 }, "invalid_lease_seconds", "lease_seconds"],
+    [{ wait: -1 }, "invalid_wait", "wait"],
+    [{ wait: Number.NaN }, "invalid_wait", "wait"],
+  ])("refuses %o with %s on field %s", async (fields, code, field) => {
+    const err = await refusal(messages.receive(bob, channelId, receiveInput(fields)));
+    expect([err.code, err.details.field]).toEqual([code, field]);
+  });
+
+  it("judges the fields before looking up the channel", async () => {
+    expect((await refusal(messages.receive(bob, "no-such-channel", receiveInput({ maxMessages: 0 })))).code).toBe("invalid_max_messages");
+  });
+
+  it("refuses a broadcast channel with channel_not_claimable", async () => {
+    const broadcast = await channels.create(alice, channelInput({ name: "news", mode: "broadcast" }));
+    expect((await refusal(messages.receive(bob, broadcast.id, receiveInput()))).code).toBe("channel_not_claimable");
+  });
+
+  it("refuses a stranger to a restricted channel with channel_access_denied", async () => {
+    const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));
+    expect((await refusal(messages.receive(bob, restricted.id, receiveInput()))).code).toBe("channel_access_denied");
+  });
+
+  it("leases one message by default for 300 seconds, counting the delivery", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    await messages.create(alice, channelId, post("later"));
+    const [leased, ...rest] = await messages.receive(bob, channelId, receiveInput());
+    expect(rest).toEqual([]);
+    expect(leased!.message).toMatchObject({ id: message.id, deliveryCount: 1 });
+    expect(leased!.leaseExpiresAt - clock.now()).toBe(300 * 1_000_000);
+    expect(leased!.leaseToken).toMatch(/^lease_/);
+  });
+
+  it("leases a message again once its lease ran out", async () => {
+    await messages.create(alice, channelId, post("task"));
+    await messages.receive(alice, channelId, receiveInput({ leaseSeconds: 30 }));
+    expect(await messages.receive(bob, channelId, receiveInput())).toEqual([]);
+    await clock.advance(31 * 1000);
+    const [again] = await messages.receive(bob, channelId, receiveInput());
+    expect(again!.message.deliveryCount).toBe(2);
   });
 });
 

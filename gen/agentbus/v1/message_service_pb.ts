@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message_service.proto.
  */
 export const file_agentbus_v1_message_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKQAQoRQWNrTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZyZXN1bHQYBCABKAlIAYgBAUIICgZfYWN0b3JCCQoHX3Jlc3VsdCJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIkMKEUdldE1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoEd2FpdBgCIAEoAUgAiAEBQgcKBV93YWl0IisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIrUBCgxNZXNzYWdlRHJhZnQSFAoHY29udGVudBgBIAEoCUgAiAEBEhIKBWFjdG9yGAIgASgJSAGIAQESGAoLYWN0b3JfbGFiZWwYAyABKAlIAogBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIbWVudGlvbnMYBSADKAlCCgoIX2NvbnRlbnRCCAoGX2FjdG9yQg4KDF9hY3Rvcl9sYWJlbCJdChpCYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEisKCG1lc3NhZ2VzGAIgAygLMhkuYWdlbnRidXMudjEuTWVzc2FnZURyYWZ0ImsKG0JhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIwCg5CYXRjaEl0ZW1FcnJvchINCgVlcnJvchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkwKF0JhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0EhMKC21lc3NhZ2VfaWRzGAEgAygJEhIKBWFjdG9yGAIgASgJSACIAQFCCAoGX2FjdG9yIogBCg5CYXRjaEFja1Jlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEisKBnN0YXR1cxgCIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1c0gAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJIChhCYXRjaEFja01lc3NhZ2VzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0IlAKG0JhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciJ0ChJCYXRjaFJlbGVhc2VSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRITCgZzdGF0dXMYAiABKAlIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiUAocQmF0Y2hSZWxlYXNlTWVzc2FnZXNSZXNwb25zZRIwCgdyZXN1bHRzGAEgAygLMh8uYWdlbnRidXMudjEuQmF0Y2hSZWxlYXNlUmVzdWx0KmkKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdFX1NUQVRVU19VTkNMQUlNRUQQARIaChZNRVNTQUdFX1NUQVRVU19DTEFJTUVEEAIqjgEKC0NsYWltU3RhdHVzEhwKGENMQUlNX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFENMQUlNX1NUQVRVU19DTEFJTUVEEAESIAocQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQ0xBSU1FRBACEiUKIUNMQUlNX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBADKmkKCUFja1N0YXR1cxIaChZBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXQUNLX1NUQVRVU19BQ0tOT1dMRURHRUQQARIjCh9BQ0tfU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAIykA4KDk1lc3NhZ2VTZXJ2aWNlEoYBCg1DcmVhdGVNZXNzYWdlEiEuYWdlbnRidXMudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaHC5hZ2VudGJ1cy52MS5NZXNzYWdlRW52ZWxvcGUiNMLzGAMIyQGC0+STAic6ASoiIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSggEKDExpc3RNZXNzYWdlcxIgLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIS5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSItkAIBgtPkkwIkEiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEosBCg1XYXRjaE1lc3NhZ2VzEiEuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1JlcXVlc3QaIi5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpzdHJlYW0wARJ/CgxDbGFpbU1lc3NhZ2USIC5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXF1ZXN0GiEuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbRKlAQoVQ2xhaW1NZXNzYWdlV2l0aExlYXNlEikuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBoqLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlIjWC0+STAi86ASoiKi92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0td2l0aC1sZWFzZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEmgKCkdldE1lc3NhZ2USHi5hZ2VudGJ1cy52MS5HZXRNZXNzYWdlUmVxdWVzdBoULmFnZW50YnVzLnYxLk1lc3NhZ2UiJJACAYLT5JMCGxIZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRJ8Cg5SZXRyYWN0TWVzc2FnZRIiLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVxdWVzdBojLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVzcG9uc2UiIYLT5JMCGyoZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRKqAQoTQmF0Y2hDcmVhdGVNZXNzYWdlcxInLmFnZW50YnVzLnYxLkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXF1ZXN0GiguYWdlbnRidXMudjEuQmF0Y2hDcmVhdGVNZXNzYWdlc1Jlc3BvbnNlIkDC8xgDCMkBgtPkkwIzOgEqIi4vdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOmJhdGNoQ3JlYXRlEoEBChBCYXRjaEFja01lc3NhZ2VzEiQuYWdlbnRidXMudjEuQmF0Y2hBY2tNZXNzYWdlc1JlcXVlc3QaJS5hZ2VudGJ1cy52MS5CYXRjaEFja01lc3NhZ2VzUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL21lc3NhZ2VzOmJhdGNoQWNrEpEBChRCYXRjaFJlbGVhc2VNZXNzYWdlcxIoLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBopLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YxL21lc3NhZ2VzOmJhdGNoUmVsZWFzZWIGcHJvdG8z", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxItEBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiYgoPTWVzc2FnZUVudmVsb3BlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIs0BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARITCgZjdXJzb3IYAyABKAlIAYgBARISCgVsaW1pdBgEIAEoBUgCiAEBEhEKBHdhaXQYBSABKAFIA4gBARIqCgZzdGF0dXMYBiABKA4yGi5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdHVzQggKBl9zaW5jZUIJCgdfY3Vyc29yQggKBl9saW1pdEIHCgVfd2FpdCJzChRMaXN0TWVzc2FnZXNSZXNwb25zZRIiCgRkYXRhGAEgAygLMhQuYWdlbnRidXMudjEuTWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJIChRXYXRjaE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQFCCAoGX3NpbmNlIk4KFVdhdGNoTWVzc2FnZXNSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIOCgZjdXJzb3IYAiABKAkicgoTQ2xhaW1NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9hY3RvciJnChRDbGFpbU1lc3NhZ2VSZXNwb25zZRIoCgZzdGF0dXMYASABKA4yGC5hZ2VudGJ1cy52MS5DbGFpbVN0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKpAQocQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3JCEAoOX2xlYXNlX3NlY29uZHMiiwEKHUNsYWltTWVzc2FnZVdpdGhMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB21lc3NhZ2UYAyABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIsABChZSZWNlaXZlTWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSGQoMbWF4X21lc3NhZ2VzGAIgASgFSACIAQESGgoNbGVhc2Vfc2Vjb25kcxgDIAEoBUgBiAEBEhEKBHdhaXQYBCABKAFIAogBARISCgVhY3RvchgFIAEoCUgDiAEBQg8KDV9tYXhfbWVzc2FnZXNCEAoOX2xlYXNlX3NlY29uZHNCBwoFX3dhaXRCCAoGX2FjdG9yIoMBCg9SZWNlaXZlZE1lc3NhZ2USJQoHbWVzc2FnZRgBIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USEwoLbGVhc2VfdG9rZW4YAiABKAkSNAoQbGVhc2VfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRQoXUmVjZWl2ZU1lc3NhZ2VzUmVzcG9uc2USKgoEZGF0YRgBIAMoCzIcLmFnZW50YnVzLnYxLlJlY2VpdmVkTWVzc2FnZSJaChVIZWFydGJlYXRMZWFzZVJlcXVlc3QSEwoLbGVhc2VfdG9rZW4YASABKAkSGgoNbGVhc2Vfc2Vjb25kcxgCIAEoBUgAiAEBQhAKDl9sZWFzZV9zZWNvbmRzIl0KFkhlYXJ0YmVhdExlYXNlUmVzcG9uc2USEwoLbGVhc2VfdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSQoVUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEgoFYWN0b3IYAiABKAlIAIgBAUIICgZfYWN0b3IiTwoWUmVsZWFzZU1lc3NhZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSJQoHbWVzc2FnZRgCIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2UikAEKEUFja01lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEgoFYWN0b3IYAiABKAlIAIgBARIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGcmVzdWx0GAQgASgJSAGIAQFCCAoGX2FjdG9yQgkKB19yZXN1bHQiYwoSQWNrTWVzc2FnZVJlc3BvbnNlEiYKBnN0YXR1cxgBIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSJDChFHZXRNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhEKBHdhaXQYAiABKAFIAIgBAUIHCgVfd2FpdCIrChVSZXRyYWN0TWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCSIoChZSZXRyYWN0TWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSK1AQoMTWVzc2FnZURyYWZ0EhQKB2NvbnRlbnQYASABKAlIAIgBARISCgVhY3RvchgCIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAMgASgJSAKIAQESKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAUgAygJQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWwiXQoaQmF0Y2hDcmVhdGVNZXNzYWdlc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCghtZXNzYWdlcxgCIAMoCzIZLmFnZW50YnVzLnYxLk1lc3NhZ2VEcmFmdCJrChtCYXRjaENyZWF0ZU1lc3NhZ2VzUmVzcG9uc2USIgoEZGF0YRgBIAMoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiMAoOQmF0Y2hJdGVtRXJyb3ISDQoFZXJyb3IYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJMChdCYXRjaEFja01lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBQggKBl9hY3RvciKIAQoOQmF0Y2hBY2tSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRIrCgZzdGF0dXMYAiABKA4yFi5hZ2VudGJ1cy52MS5BY2tTdGF0dXNIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiSAoYQmF0Y2hBY2tNZXNzYWdlc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5hZ2VudGJ1cy52MS5CYXRjaEFja1Jlc3VsdCJQChtCYXRjaFJlbGVhc2VNZXNzYWdlc1JlcXVlc3QSEwoLbWVzc2FnZV9pZHMYASADKAkSEgoFYWN0b3IYAiABKAlIAIgBAUIICgZfYWN0b3IidAoSQmF0Y2hSZWxlYXNlUmVzdWx0EhIKCm1lc3NhZ2VfaWQYASABKAkSEwoGc3RhdHVzGAIgASgJSACIAQESKgoFZXJyb3IYAyABKAsyGy5hZ2VudGJ1cy52MS5CYXRjaEl0ZW1FcnJvckIJCgdfc3RhdHVzIlAKHEJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVzcG9uc2USMAoHcmVzdWx0cxgBIAMoCzIfLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZVJlc3VsdCppCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYTUVTU0FHRV9TVEFUVVNfVU5DTEFJTUVEEAESGgoWTUVTU0FHRV9TVEFUVVNfQ0xBSU1FRBACKo4BCgtDbGFpbVN0YXR1cxIcChhDTEFJTV9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRDTEFJTV9TVEFUVVNfQ0xBSU1FRBABEiAKHENMQUlNX1NUQVRVU19BTFJFQURZX0NMQUlNRUQQAhIlCiFDTEFJTV9TVEFUVVNfQUxSRUFEWV9BQ0tOT1dMRURHRUQQAyppCglBY2tTdGF0dXMSGgoWQUNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0FDS19TVEFUVVNfQUNLTk9XTEVER0VEEAESIwofQUNLX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBACMqYPCg5NZXNzYWdlU2VydmljZRKGAQoNQ3JlYXRlTWVzc2FnZRIhLmFnZW50YnVzLnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GhwuYWdlbnRidXMudjEuTWVzc2FnZUVudmVsb3BlIjTC8xgDCMkBgtPkkwInOgEqIiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEoIBCgxMaXN0TWVzc2FnZXMSIC5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiEuYWdlbnRidXMudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2UiLZACAYLT5JMCJBIiL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlcxKLAQoNV2F0Y2hNZXNzYWdlcxIhLmFnZW50YnVzLnYxLldhdGNoTWVzc2FnZXNSZXF1ZXN0GiIuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1Jlc3BvbnNlIjGC0+STAisSKS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXM6c3RyZWFtMAESfwoMQ2xhaW1NZXNzYWdlEiAuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVxdWVzdBohLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVJlc3BvbnNlIiqC0+STAiQ6ASoiHy92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0SpQEKFUNsYWltTWVzc2FnZVdpdGhMZWFzZRIpLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlcXVlc3QaKi5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VXaXRoTGVhc2VSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L2NsYWltLXdpdGgtbGVhc2USkwEKD1JlY2VpdmVNZXNzYWdlcxIjLmFnZW50YnVzLnYxLlJlY2VpdmVNZXNzYWdlc1JlcXVlc3QaJC5hZ2VudGJ1cy52MS5SZWNlaXZlTWVzc2FnZXNSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOnJlY2VpdmUSiAEKDkhlYXJ0YmVhdExlYXNlEiIuYWdlbnRidXMudjEuSGVhcnRiZWF0TGVhc2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuSGVhcnRiZWF0TGVhc2VSZXNwb25zZSItgtPkkwInOgEqIiIvdjEvbGVhc2VzL3tsZWFzZV90b2tlbn0vaGVhcnRiZWF0EocBCg5SZWxlYXNlTWVzc2FnZRIiLmFnZW50YnVzLnYxLlJlbGVhc2VNZXNzYWdlUmVxdWVzdBojLmFnZW50YnVzLnYxLlJlbGVhc2VNZXNzYWdlUmVzcG9uc2UiLILT5JMCJjoBKiIhL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9yZWxlYXNlEncKCkFja01lc3NhZ2USHi5hZ2VudGJ1cy52MS5BY2tNZXNzYWdlUmVxdWVzdBofLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXNwb25zZSIogtPkkwIiOgEqIh0vdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L2FjaxJoCgpHZXRNZXNzYWdlEh4uYWdlbnRidXMudjEuR2V0TWVzc2FnZVJlcXVlc3QaFC5hZ2VudGJ1cy52MS5NZXNzYWdlIiSQAgGC0+STAhsSGS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0SfAoOUmV0cmFjdE1lc3NhZ2USIi5hZ2VudGJ1cy52MS5SZXRyYWN0TWVzc2FnZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5SZXRyYWN0TWVzc2FnZVJlc3BvbnNlIiGC0+STAhsqGS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0SqgEKE0JhdGNoQ3JlYXRlTWVzc2FnZXMSJy5hZ2VudGJ1cy52MS5CYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBooLmFnZW50YnVzLnYxLkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZSJAwvMYAwjJAYLT5JMCMzoBKiIuL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpiYXRjaENyZWF0ZRKBAQoQQmF0Y2hBY2tNZXNzYWdlcxIkLmFnZW50YnVzLnYxLkJhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0GiUuYWdlbnRidXMudjEuQmF0Y2hBY2tNZXNzYWdlc1Jlc3BvbnNlIiCC0+STAho6ASoiFS92MS9tZXNzYWdlczpiYXRjaEFjaxKRAQoUQmF0Y2hSZWxlYXNlTWVzc2FnZXMSKC5hZ2VudGJ1cy52MS5CYXRjaFJlbGVhc2VNZXNzYWdlc1JlcXVlc3QaKS5hZ2VudGJ1cy52MS5CYXRjaFJlbGVhc2VNZXNzYWdlc1Jlc3BvbnNlIiSC0+STAh46ASoiGS92MS9tZXNzYWdlczpiYXRjaFJlbGVhc2ViBnByb3RvMw", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.CreateMessageRequest
@@ -333,6 +333,99 @@ export const ClaimMessageWithLeaseResponseSchema: GenMessage<ClaimMessageWithLea
   messageDesc(file_agentbus_v1_message_service, 9);
 
 /**
+ * @generated from message agentbus.v1.ReceiveMessagesRequest
+ */
+export type ReceiveMessagesRequest = Message<"agentbus.v1.ReceiveMessagesRequest"> & {
+  /**
+   * @generated from field: string identifier = 1;
+   */
+  identifier: string;
+
+  /**
+   * 1..100, default 1.
+   *
+   * @generated from field: optional int32 max_messages = 2;
+   */
+  maxMessages?: number | undefined;
+
+  /**
+   * 30..3600, default 300.
+   *
+   * @generated from field: optional int32 lease_seconds = 3;
+   */
+  leaseSeconds?: number | undefined;
+
+  /**
+   * Long-poll seconds (server-capped); 0 returns at once.
+   *
+   * @generated from field: optional double wait = 4;
+   */
+  wait?: number | undefined;
+
+  /**
+   * One of the caller's actors (id, alias or name); default the key's own actor.
+   *
+   * @generated from field: optional string actor = 5;
+   */
+  actor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ReceiveMessagesRequest.
+ * Use `create(ReceiveMessagesRequestSchema)` to create a new message.
+ */
+export const ReceiveMessagesRequestSchema: GenMessage<ReceiveMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 10);
+
+/**
+ * @generated from message agentbus.v1.ReceivedMessage
+ */
+export type ReceivedMessage = Message<"agentbus.v1.ReceivedMessage"> & {
+  /**
+   * @generated from field: agentbus.v1.Message message = 1;
+   */
+  message?: Message$1 | undefined;
+
+  /**
+   * Heartbeat with it; release and ack take the message id.
+   *
+   * @generated from field: string lease_token = 2;
+   */
+  leaseToken: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp lease_expires_at = 3;
+   */
+  leaseExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ReceivedMessage.
+ * Use `create(ReceivedMessageSchema)` to create a new message.
+ */
+export const ReceivedMessageSchema: GenMessage<ReceivedMessage> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 11);
+
+/**
+ * @generated from message agentbus.v1.ReceiveMessagesResponse
+ */
+export type ReceiveMessagesResponse = Message<"agentbus.v1.ReceiveMessagesResponse"> & {
+  /**
+   * Oldest first; empty when nothing was available before the wait ended.
+   *
+   * @generated from field: repeated agentbus.v1.ReceivedMessage data = 1;
+   */
+  data: ReceivedMessage[];
+};
+
+/**
+ * Describes the message agentbus.v1.ReceiveMessagesResponse.
+ * Use `create(ReceiveMessagesResponseSchema)` to create a new message.
+ */
+export const ReceiveMessagesResponseSchema: GenMessage<ReceiveMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 12);
+
+/**
  * @generated from message agentbus.v1.HeartbeatLeaseRequest
  */
 export type HeartbeatLeaseRequest = Message<"agentbus.v1.HeartbeatLeaseRequest"> & {
@@ -352,7 +445,7 @@ export type HeartbeatLeaseRequest = Message<"agentbus.v1.HeartbeatLeaseRequest">
  * Use `create(HeartbeatLeaseRequestSchema)` to create a new message.
  */
 export const HeartbeatLeaseRequestSchema: GenMessage<HeartbeatLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 10);
+  messageDesc(file_agentbus_v1_message_service, 13);
 
 /**
  * @generated from message agentbus.v1.HeartbeatLeaseResponse
@@ -374,7 +467,7 @@ export type HeartbeatLeaseResponse = Message<"agentbus.v1.HeartbeatLeaseResponse
  * Use `create(HeartbeatLeaseResponseSchema)` to create a new message.
  */
 export const HeartbeatLeaseResponseSchema: GenMessage<HeartbeatLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 11);
+  messageDesc(file_agentbus_v1_message_service, 14);
 
 /**
  * @generated from message agentbus.v1.ReleaseMessageRequest
@@ -396,7 +489,7 @@ export type ReleaseMessageRequest = Message<"agentbus.v1.ReleaseMessageRequest">
  * Use `create(ReleaseMessageRequestSchema)` to create a new message.
  */
 export const ReleaseMessageRequestSchema: GenMessage<ReleaseMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 12);
+  messageDesc(file_agentbus_v1_message_service, 15);
 
 /**
  * @generated from message agentbus.v1.ReleaseMessageResponse
@@ -420,7 +513,7 @@ export type ReleaseMessageResponse = Message<"agentbus.v1.ReleaseMessageResponse
  * Use `create(ReleaseMessageResponseSchema)` to create a new message.
  */
 export const ReleaseMessageResponseSchema: GenMessage<ReleaseMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 13);
+  messageDesc(file_agentbus_v1_message_service, 16);
 
 /**
  * @generated from message agentbus.v1.AckMessageRequest
@@ -456,7 +549,7 @@ export type AckMessageRequest = Message<"agentbus.v1.AckMessageRequest"> & {
  * Use `create(AckMessageRequestSchema)` to create a new message.
  */
 export const AckMessageRequestSchema: GenMessage<AckMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 14);
+  messageDesc(file_agentbus_v1_message_service, 17);
 
 /**
  * @generated from message agentbus.v1.AckMessageResponse
@@ -478,7 +571,7 @@ export type AckMessageResponse = Message<"agentbus.v1.AckMessageResponse"> & {
  * Use `create(AckMessageResponseSchema)` to create a new message.
  */
 export const AckMessageResponseSchema: GenMessage<AckMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 15);
+  messageDesc(file_agentbus_v1_message_service, 18);
 
 /**
  * @generated from message agentbus.v1.GetMessageRequest
@@ -502,7 +595,7 @@ export type GetMessageRequest = Message<"agentbus.v1.GetMessageRequest"> & {
  * Use `create(GetMessageRequestSchema)` to create a new message.
  */
 export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 16);
+  messageDesc(file_agentbus_v1_message_service, 19);
 
 /**
  * @generated from message agentbus.v1.RetractMessageRequest
@@ -519,7 +612,7 @@ export type RetractMessageRequest = Message<"agentbus.v1.RetractMessageRequest">
  * Use `create(RetractMessageRequestSchema)` to create a new message.
  */
 export const RetractMessageRequestSchema: GenMessage<RetractMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 17);
+  messageDesc(file_agentbus_v1_message_service, 20);
 
 /**
  * @generated from message agentbus.v1.RetractMessageResponse
@@ -538,7 +631,7 @@ export type RetractMessageResponse = Message<"agentbus.v1.RetractMessageResponse
  * Use `create(RetractMessageResponseSchema)` to create a new message.
  */
 export const RetractMessageResponseSchema: GenMessage<RetractMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 18);
+  messageDesc(file_agentbus_v1_message_service, 21);
 
 /**
  * One message of a batch: the body of CreateMessage without the channel.
@@ -583,7 +676,7 @@ export type MessageDraft = Message<"agentbus.v1.MessageDraft"> & {
  * Use `create(MessageDraftSchema)` to create a new message.
  */
 export const MessageDraftSchema: GenMessage<MessageDraft> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 19);
+  messageDesc(file_agentbus_v1_message_service, 22);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesRequest
@@ -607,7 +700,7 @@ export type BatchCreateMessagesRequest = Message<"agentbus.v1.BatchCreateMessage
  * Use `create(BatchCreateMessagesRequestSchema)` to create a new message.
  */
 export const BatchCreateMessagesRequestSchema: GenMessage<BatchCreateMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 20);
+  messageDesc(file_agentbus_v1_message_service, 23);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesResponse
@@ -633,7 +726,7 @@ export type BatchCreateMessagesResponse = Message<"agentbus.v1.BatchCreateMessag
  * Use `create(BatchCreateMessagesResponseSchema)` to create a new message.
  */
 export const BatchCreateMessagesResponseSchema: GenMessage<BatchCreateMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 21);
+  messageDesc(file_agentbus_v1_message_service, 24);
 
 /**
  * Why one item of a batch failed: the code and message the single call
@@ -658,7 +751,7 @@ export type BatchItemError = Message<"agentbus.v1.BatchItemError"> & {
  * Use `create(BatchItemErrorSchema)` to create a new message.
  */
 export const BatchItemErrorSchema: GenMessage<BatchItemError> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 22);
+  messageDesc(file_agentbus_v1_message_service, 25);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesRequest
@@ -687,7 +780,7 @@ export type BatchAckMessagesRequest = Message<"agentbus.v1.BatchAckMessagesReque
  * Use `create(BatchAckMessagesRequestSchema)` to create a new message.
  */
 export const BatchAckMessagesRequestSchema: GenMessage<BatchAckMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 23);
+  messageDesc(file_agentbus_v1_message_service, 26);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -716,7 +809,7 @@ export type BatchAckResult = Message<"agentbus.v1.BatchAckResult"> & {
  * Use `create(BatchAckResultSchema)` to create a new message.
  */
 export const BatchAckResultSchema: GenMessage<BatchAckResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 24);
+  messageDesc(file_agentbus_v1_message_service, 27);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesResponse
@@ -735,7 +828,7 @@ export type BatchAckMessagesResponse = Message<"agentbus.v1.BatchAckMessagesResp
  * Use `create(BatchAckMessagesResponseSchema)` to create a new message.
  */
 export const BatchAckMessagesResponseSchema: GenMessage<BatchAckMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 25);
+  messageDesc(file_agentbus_v1_message_service, 28);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesRequest
@@ -762,7 +855,7 @@ export type BatchReleaseMessagesRequest = Message<"agentbus.v1.BatchReleaseMessa
  * Use `create(BatchReleaseMessagesRequestSchema)` to create a new message.
  */
 export const BatchReleaseMessagesRequestSchema: GenMessage<BatchReleaseMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 26);
+  messageDesc(file_agentbus_v1_message_service, 29);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -793,7 +886,7 @@ export type BatchReleaseResult = Message<"agentbus.v1.BatchReleaseResult"> & {
  * Use `create(BatchReleaseResultSchema)` to create a new message.
  */
 export const BatchReleaseResultSchema: GenMessage<BatchReleaseResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 27);
+  messageDesc(file_agentbus_v1_message_service, 30);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesResponse
@@ -812,7 +905,7 @@ export type BatchReleaseMessagesResponse = Message<"agentbus.v1.BatchReleaseMess
  * Use `create(BatchReleaseMessagesResponseSchema)` to create a new message.
  */
 export const BatchReleaseMessagesResponseSchema: GenMessage<BatchReleaseMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 28);
+  messageDesc(file_agentbus_v1_message_service, 31);
 
 /**
  * @generated from enum agentbus.v1.MessageStatus
@@ -957,6 +1050,19 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof ClaimMessageWithLeaseRequestSchema;
     output: typeof ClaimMessageWithLeaseResponseSchema;
+  },
+  /**
+   * Leases up to max_messages of a claimable channel's open work (unclaimed,
+   * or lease lapsed and unacknowledged), oldest first; a message is never
+   * leased to two callers at once. With `wait`, blocks until work arrives or
+   * the wait ends (then `data` is empty).
+   *
+   * @generated from rpc agentbus.v1.MessageService.ReceiveMessages
+   */
+  receiveMessages: {
+    methodKind: "unary";
+    input: typeof ReceiveMessagesRequestSchema;
+    output: typeof ReceiveMessagesResponseSchema;
   },
   /**
    * Extends a lease (the holder's key only).

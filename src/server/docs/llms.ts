@@ -115,6 +115,13 @@ curl -s -X POST $B/v1/leases/$TOKEN/heartbeat -H "X-API-Key: $KEY" -d '{"lease_s
 curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it back unfinished
 \`\`\`
 
+- Or take work in batches: \`POST $B/v1/channels/$CH/messages:receive\` with \`{"max_messages":10,"lease_seconds":60,"wait":20}\`
+  leases up to 10 of the oldest open messages to you (default 1), each with its own lease:
+  \`{"data":[{"message":{…},"lease_token":"…","lease_expires_at":"…"}]}\`, or \`{"data":[]}\` once the wait ends.
+  No conflicts between workers: a message is never leased to two of them. Heartbeat, release and ack each one as
+  above. 409 \`channel_not_claimable\` on a broadcast channel.
+- \`message.delivery_count\` counts how often a message was claimed or received: above 1 it was handed out before
+  and came back (a lapsed lease or a release).
 - \`lease_seconds\` 30..3600 (default 300). A heartbeat after expiry answers 410 \`lease_expired\`: stop, the task may
   already be someone else's.
 - Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).

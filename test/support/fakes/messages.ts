@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewMessage } from "../../../src/model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -34,6 +34,7 @@ export class FakeMessageStore implements MessageStore {
       expiresAt: createdAt + channel.ttlSeconds * MICROS_PER_SECOND,
       claim: null,
       acknowledgedBy: [],
+      deliveryCount: 0,
       result: null,
     };
     this.messages.set(message.id, message);
@@ -65,9 +66,28 @@ export class FakeMessageStore implements MessageStore {
     const m = this.messages.get(messageId);
     const channel = m && this.channels.channels.get(m.channelId);
     if (!m || !channel || m.expiresAt <= now || claimed(m, now) || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
-    const updated = { ...m, claim: { keyId: claim.keyId, actor: claim.actor, claimedAt: now, leaseToken: claim.leaseToken, leaseExpiresAt: claim.leaseExpiresAt } };
+    const updated = {
+      ...m,
+      claim: { keyId: claim.keyId, actor: claim.actor, claimedAt: now, leaseToken: claim.leaseToken, leaseExpiresAt: claim.leaseExpiresAt },
+      deliveryCount: m.deliveryCount + 1,
+    };
     this.messages.set(messageId, updated);
     return updated;
+  }
+
+  async receive(channelId: string, max: number, leases: NewLeases, now: Micros): Promise<MessageRecord[]> {
+    const channel = this.channels.channels.get(channelId);
+    if (!channel || channel.mode !== "claimable") return [];
+    const open = [...this.messages.values()]
+      .filter((m) => m.channelId === channelId && m.expiresAt > now && (m.claim === null || lapsed(m, now)))
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .slice(0, max);
+    return open.map((m, i) => {
+      const claim = { keyId: leases.keyId, actor: leases.actor, claimedAt: now, leaseToken: leases.leaseTokens[i]!, leaseExpiresAt: leases.leaseExpiresAt };
+      const updated = { ...m, claim, deliveryCount: m.deliveryCount + 1 };
+      this.messages.set(m.id, updated);
+      return updated;
+    });
   }
 
   /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
