@@ -130,6 +130,7 @@ export const errorCatalog = {
   metadata_too_large: spec(422, "invalid_argument", "The metadata is too large", "Keep metadata within 16 KiB."),
   result_too_large: spec(422, "invalid_argument", "The result is too large", "Keep a result within 64 KiB of UTF-8, or store large output elsewhere and send a link."),
   metadata_validation_failed: spec(422, "invalid_argument", "The metadata does not match the channel's metadata_schema", "Fix the fields listed in `violations`; read the schema with GET /v1/channels/{identifier}."),
+  idempotent_wait: spec(422, "invalid_argument", "A request with an Idempotency-Key cannot wait", "Leave 'wait' out (or 0) when sending an Idempotency-Key, or long-poll without the key."),
   idempotency_key_reused: spec(422, "invalid_argument", "This Idempotency-Key was used for a different request", "Use a fresh Idempotency-Key for each distinct operation."),
   invalid_idempotency_key: INVALID("Idempotency-Key", "Use 1 to 255 printable ASCII characters."),
   // Job failures: the `error` of a failed job (GET /jobs/{job_id}); the status is what the failure would be as a response.

@@ -201,6 +201,21 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     expect(batch(first)).toHaveLength(2);
     expect((await receive(worker, ch, { max_messages: 10 })).body.data.map((r) => r.message.content)).toEqual(["3"]);
   });
+
+  it("refuses an Idempotency-Key with wait (422 idempotent_wait): the wait would pin a pooled connection", async () => {
+    const ch = await createChannel(url(), owner);
+    await postAll(ch, ["kept"]);
+    const res = await rest<{ error: string; suggestion?: string }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, {
+      key: worker,
+      body: { wait: 2 },
+      headers: { "Idempotency-Key": `receive-wait-${ch}` },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toBe("idempotent_wait");
+    expect(res.body.suggestion).toMatch(/wait/);
+    // Nothing was leased.
+    expect((await receive(worker, ch)).body.data.map((r) => r.message.content)).toEqual(["kept"]);
+  });
 });
 
 describe("delivery_count", () => {
@@ -251,6 +266,14 @@ describe("ReceiveMessages over gRPC", () => {
     const batch = (r: typeof first) => r.data.map((d) => [d.message?.id, d.leaseToken]);
     expect(batch(replay)).toEqual(batch(first));
     expect(batch(first)).toHaveLength(1);
+  });
+
+  it("refuses an idempotency-key with wait with InvalidArgument idempotent_wait", async () => {
+    const ch = await createChannel(url(), owner);
+    const headers = { "x-api-key": worker, "idempotency-key": `grpc-receive-wait-${ch}` };
+    const err = await client().receiveMessages({ identifier: ch, wait: 1 }, { headers }).catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.InvalidArgument);
+    expect(errorCode(err)).toBe("idempotent_wait");
   });
 
   it("refuses a broadcast channel with FailedPrecondition channel_not_claimable", async () => {

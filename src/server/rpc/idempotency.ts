@@ -21,6 +21,9 @@
  *     is decoded and returned with its original status and
  *     `X-Idempotent-Replay: true`, and the handler does not run.
  *
+ * A keyed request may not long-poll (`wait` > 0, e.g. ReceiveMessages): the
+ * wait would hold the transaction, and its connection, for all of it.
+ *
  * `Idempotency-Key` is echoed on every response to a keyed request. Response
  * headers a handler sets are not stored: a replay carries status and body.
  */
@@ -80,6 +83,12 @@ export class Idempotency {
     if (!VALID_KEY.test(idempotencyKey)) {
       throw new ApiError("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters");
     }
+    // The handler runs inside the transaction that holds the key, on one
+    // pooled connection: a long-poll there would pin a connection for the
+    // whole wait, and a few such requests could starve every other caller.
+    if (waitsFor(method, request) > 0) {
+      throw new ApiError("idempotent_wait", `${method.name} was sent with an Idempotency-Key and 'wait'`, { details: { field: "wait" } });
+    }
     const keyId = callerOf(ctx).keyId;
     ctx.responseHeader.set("Idempotency-Key", idempotencyKey);
     const requestHash = hashRequest(method, request);
@@ -110,6 +119,14 @@ export class Idempotency {
       return response;
     });
   }
+}
+
+/** The request's long-poll seconds, for a mutating method that has a `wait` field (e.g. ReceiveMessages); 0 otherwise. */
+function waitsFor(method: DescMethod, request: Message): number {
+  const field = method.input.fields.find((f) => f.name === "wait");
+  if (field === undefined) return 0;
+  const value: unknown = (request as unknown as Record<string, unknown>)[field.localName];
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
 function inProgress(): ApiError {
