@@ -479,12 +479,13 @@ export class Messages {
   }
 
   /** Acknowledges each id on its own, as ack() would (see releaseBatch). */
-  async ackBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined): Promise<Array<BatchItemResult<AckStatus>>> {
+  async ackBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined, extras: AckExtras = {}): Promise<Array<BatchItemResult<AckStatus>>> {
     checkBatchSize("message_ids", messageIds.length);
+    const checked = checkAckExtras(extras);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
-      return (await this.ackAs(caller, messageId, actor, checkAckExtras({}))).status;
+      return (await this.ackAs(caller, messageId, actor, checked)).status;
     });
   }
 

@@ -139,7 +139,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async batchAckMessages(req, ctx) {
-      const results = await messages.ackBatch(callerOf(ctx), req.messageIds, req.actor);
+      const results = await messages.ackBatch(callerOf(ctx), req.messageIds, req.actor, { result: req.result });
       return {
         results: results.map((r) =>
           "error" in r

@@ -193,6 +193,27 @@ describe("POST /v1/messages:batchAck", () => {
     expect(page.data.map((m) => m.acknowledged_by.length)).toEqual([1, 1]);
   });
 
+  it("stores the result on each message the caller holds, and refuses it per item where another key holds the claim", async () => {
+    const ch = await createChannel(url(), owner, { mode: "claimable" });
+    const [mine, theirs] = (await batchCreate(owner, ch, drafts(2))).body.data;
+    await claim(owner, mine!.id);
+    await claim(other, theirs!.id);
+    const res = await rest<{ results: ResultJson[] }>(url(), "POST", "/v1/messages:batchAck", { key: owner, body: { message_ids: [mine!.id, theirs!.id], result: "done" } });
+    expect(res.body.results.map((r) => r.status ?? r.error?.error)).toEqual(["acknowledged", "forbidden"]);
+    const got = await rest<{ result: string | null }>(url(), "GET", `/v1/messages/${mine!.id}`, { key: owner });
+    expect(got.body.result).toBe("done");
+  });
+
+  it("refuses a result over 64 KiB for the whole request, before any item is acknowledged", async () => {
+    const ch = await createChannel(url(), owner, { mode: "claimable" });
+    const [m] = (await batchCreate(owner, ch, drafts(1))).body.data;
+    await claim(owner, m!.id);
+    const res = await rest(url(), "POST", "/v1/messages:batchAck", { key: owner, body: { message_ids: [m!.id], result: "x".repeat(65_537) } });
+    expect([res.status, (res.body as { error: string }).error]).toEqual([422, "result_too_large"]);
+    const got = await rest<{ acknowledged_by: unknown[] }>(url(), "GET", `/v1/messages/${m!.id}`, { key: owner });
+    expect(got.body.acknowledged_by).toEqual([]);
+  });
+
   it("refuses 0 and 101 ids with 422 invalid_batch_size", async () => {
     expect((await batchAck(owner, [])).body).toMatchObject({ error: "invalid_batch_size", field: "message_ids" });
     expect((await batchAck(owner, Array.from({ length: 101 }, () => randomUUID()))).status).toBe(422);

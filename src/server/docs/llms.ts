@@ -142,7 +142,7 @@ curl -s -X POST $B/v1/messages:batchAck -H "X-API-Key: $KEY" -d '{"message_ids":
   the body limit (1 MiB by default; 413 \`payload_too_large\`): split big batches.
 - \`batchAck\` and \`POST /v1/messages:batchRelease\` judge each id on its own, in order, as the single call would:
   the answer is 200 with one result per id, \`status\` or \`error\` (the other null). A repeated id is judged again.
-  Both take an optional \`actor\` for every item.
+  Both take an optional \`actor\` for every item; \`batchAck\` also takes \`result\`, stored on each message as by a single ack.
 
 ## 6. Following a broadcast channel
 
