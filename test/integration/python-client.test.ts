@@ -42,12 +42,13 @@ interface Step {
 }
 
 describe("clients/python", () => {
-  it("runs the example flow: key, claimable channel, post, list, claim, ack", async () => {
+  it("runs the example flow: key, claimable channel, post, list, claim, ack, then call() a worker", async () => {
     const out = await runPython([join(pythonDir, "examples/flow.py"), "--target", target]);
     expect(out, out.stderr).toMatchObject({ code: 0 });
     const steps = out.stdout.trim().split("\n").map((line) => JSON.parse(line) as Step);
-    expect(steps.map((s) => s.step)).toEqual(["create_key", "create_channel", "post_message", "list_messages", "claim_message", "ack_message"]);
-    const [key, channel, posted, , claimed, acked] = steps.map((s) => s.result);
+    expect(steps.map((s) => s.step)).toEqual(["create_key", "create_channel", "post_message", "list_messages", "claim_message", "ack_message", "call"]);
+    const [key, channel, posted, , claimed, acked, called] = steps.map((s) => s.result);
+    expect(called).toMatchObject({ result: '{"resized":"resize image 43"}', message: { content: "resize image 43", delivery_count: 1 } });
     expect(key).toMatchObject({ key: "<redacted>", key_id: expect.stringMatching(/^ak_/) });
     expect(channel).toMatchObject({ mode: "CHANNEL_MODE_CLAIMABLE" });
     const messageId = (posted?.message as { id: string }).id;
