@@ -54,6 +54,11 @@ const DEFAULT_TIMEOUT_SECONDS = 60;
 /** Longer than the service's long-poll cap (25 s by default); it answers at its cap and we ask again. */
 const MAX_WAIT_PER_POLL_SECONDS = 30;
 
+/** Room for the long-poll plus the round trip, in whole ms: a fractional grpc-timeout is a protocol error. */
+function deadlineMs(waitSeconds: number): number {
+  return Math.ceil((waitSeconds + 30) * 1000);
+}
+
 export async function call(client: AgentbusClient, channel: string, task: string, options: TaskCallOptions = {}): Promise<CallResult> {
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const deadline = Date.now() + timeoutSeconds * 1000;
@@ -70,7 +75,7 @@ export async function call(client: AgentbusClient, channel: string, task: string
     const remainingSeconds = (deadline - Date.now()) / 1000;
     if (remainingSeconds <= 0) throw new CallTimeoutError(id, timeoutSeconds, lastSeen);
     const wait = Math.min(remainingSeconds, MAX_WAIT_PER_POLL_SECONDS);
-    const message = await client.messages.getMessage({ messageId: id, wait }, { signal, timeoutMs: (wait + 30) * 1000 });
+    const message = await client.messages.getMessage({ messageId: id, wait }, { signal, timeoutMs: deadlineMs(wait) });
     lastSeen = message;
     if (message.acknowledgedBy.length > 0) return { result: message.result, message };
     // GetMessage answers at once for a message that is no longer live: waiting again would spin.

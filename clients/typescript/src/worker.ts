@@ -118,12 +118,12 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerStats> {
     if (signal?.aborted) break;
     let received: ReceivedMessage[];
     try {
-      // No idempotency key: the client adds none to a waiting call, and the
+      // Whole ms: a fractional grpc-timeout is a protocol error. No idempotency key: the client adds none to a waiting call, and the
       // service refuses a keyed one (idempotent_wait). A lost response leaves
       // its leases to run out, and the messages come back.
       const response = await client.messages.receiveMessages(
         { identifier: channel, maxMessages: batchSize - held.size, leaseSeconds, wait: waitSeconds, actor },
-        { signal, timeoutMs: (waitSeconds + 30) * 1000 },
+        { signal, timeoutMs: Math.ceil((waitSeconds + 30) * 1000) },
       );
       received = response.data;
       errors = 0;
@@ -259,7 +259,7 @@ function keepLeaseAlive(options: WorkerOptions, leaseToken: string, leaseSeconds
   };
   const beat = async () => {
     try {
-      await options.client.messages.heartbeatLease({ leaseToken, leaseSeconds }, { timeoutMs: Math.max(intervalMs, 5_000) });
+      await options.client.messages.heartbeatLease({ leaseToken, leaseSeconds }, { timeoutMs: Math.ceil(Math.max(intervalMs, 5_000)) });
     } catch (err) {
       if (!stopped && (isAgentbusError(err, "lease_expired") || isAgentbusError(err, "forbidden"))) {
         state.lost = new LeaseLostError(message.id, err);

@@ -261,6 +261,17 @@ describe("runWorker", () => {
     expect(worker.errors).toEqual([]);
   });
 
+  it("takes a fractional waitSeconds (its deadline goes out in whole milliseconds)", async () => {
+    const { channel } = await channelWith(["a"]);
+    const { client } = await clientWithNewKey(server.url);
+    const done = signalled();
+    // (0.3 + 30) * 1000 is 30299.999999999996 in floating point.
+    const worker = start({ client, channel, waitSeconds: 0.3, handle: () => done.resolve() });
+    await done.promise;
+    expect(await worker.stop()).toEqual({ acked: 1, failed: 0 });
+    expect(worker.errors).toEqual([]);
+  });
+
   it("rejects with the service's error when the channel does not exist", async () => {
     const { client } = await clientWithNewKey(server.url);
     const worker = start({ client, channel: "no-such-channel", handle: () => {} });
