@@ -265,8 +265,8 @@ describe("runWorker", () => {
     const { channel } = await channelWith(["a"]);
     const { client } = await clientWithNewKey(server.url);
     const done = signalled();
-    // (0.3 + 30) * 1000 is 30299.999999999996 in floating point.
-    const worker = start({ client, channel, waitSeconds: 0.3, handle: () => done.resolve() });
+    // (2.3 + 30) * 1000 is 32299.999999999996 in floating point.
+    const worker = start({ client, channel, waitSeconds: 2.3, handle: () => done.resolve() });
     await done.promise;
     expect(await worker.stop()).toEqual({ acked: 1, failed: 0 });
     expect(worker.errors).toEqual([]);
