@@ -9,6 +9,11 @@
   ``message_not_found``), decoded from the ``agentbus.v1.ErrorDetail`` the
   server puts in the ``grpc-status-details-bin`` trailer.
 
+- ``run_worker`` consumes a claimable channel (receive leased batches,
+  heartbeat, ack with the handler's result, release on an exception) and
+  ``call`` posts a task and waits for its result, as the TypeScript client's
+  ``runWorker`` and ``call()`` do.
+
 The generated messages are committed in the repository's ``gen/python``
 (``npm run generate`` rebuilds them); ``$AGENTBUS_PB_DIR`` points elsewhere.
 The gRPC stubs are built here from the services' descriptors, so no gRPC code
@@ -22,11 +27,17 @@ generator is needed.
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import sys
+import threading
+import time
 import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence, Set, Tuple
 
 import grpc
 
@@ -175,7 +186,8 @@ class AgentbusClient:
         md = list(metadata)
         if self.api_key:
             md.append(("x-api-key", self.api_key))
-        if _mutates(method):
+        # No automatic key on a long-poll: the service refuses a keyed request that waits (idempotent_wait).
+        if _mutates(method) and (idempotency_key is not None or _waits(request) <= 0):
             md.append(("idempotency-key", idempotency_key or str(uuid.uuid4())))
         if method.server_streaming:
             # Streams run until the caller stops reading: no deadline by default.
@@ -191,6 +203,13 @@ def _mutates(method: MethodDescriptor) -> bool:
     return not method.client_streaming and not method.server_streaming and method.GetOptions().idempotency_level != _NO_SIDE_EFFECTS
 
 
+def _waits(request: Message) -> float:
+    """The request's ``wait`` seconds, 0 when it has none; the service's own rule."""
+    if "wait" not in request.DESCRIPTOR.fields_by_name:
+        return 0.0
+    return float(getattr(request, "wait"))
+
+
 def _map_stream_errors(stream: Iterator[Message]) -> Iterator[Message]:
     try:
         yield from stream
@@ -201,3 +220,281 @@ def _map_stream_errors(stream: Iterator[Message]) -> Iterator[Message]:
 def to_dict(message: Message) -> dict:
     """JSON-ready dict with the proto field names (the REST API's spelling)."""
     return MessageToDict(message, preserving_proto_field_name=True)
+
+
+# --- The worker loop and call() ---------------------------------------------
+
+_TRANSIENT = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.CANCELLED,
+}
+# Ack and release are retried this often on transient errors before the lease is left to run out.
+_SETTLE_ATTEMPTS = 4
+
+
+def is_transient(err: BaseException) -> bool:
+    """A failure that may pass on its own (service or network unavailable, overloaded, cut)."""
+    return isinstance(err, AgentbusError) and err.status in _TRANSIENT
+
+
+def _backoff(attempt: int, low: float = 0.2, high: float = 10.0) -> float:
+    # Full jitter, so that workers cut off together do not come back together.
+    ceiling = min(high, low * 2 ** max(0, attempt - 1))
+    return low + random.random() * max(0.0, ceiling - low)
+
+
+class LeaseLostError(Exception):
+    """A heartbeat found the lease gone: another worker may be processing the message."""
+
+    def __init__(self, message_id: str, cause: AgentbusError):
+        super().__init__(f"the lease on message {message_id} was lost; another worker may process it")
+        self.message_id = message_id
+        self.cause = cause
+
+
+class WorkContext:
+    """What a handler gets besides the message."""
+
+    def __init__(self, lease_token: str, delivery_count: int, stop: threading.Event):
+        self.lease_token = lease_token
+        # How many times the service handed this message out, this time included: above 1 it is a retry.
+        self.delivery_count = delivery_count
+        self._stop = stop
+        self._lost = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the worker is stopping or the lease was lost; a handler may check it to finish early."""
+        return self._stop.is_set() or self._lost.is_set()
+
+
+class _Heartbeat:
+    """Extends one lease every ``interval`` seconds on a thread of its own until stopped."""
+
+    def __init__(self, client: AgentbusClient, lease_token: str, lease_seconds: int, interval: float, message_id: str, context: WorkContext, report: Callable[[BaseException, Any], None], message: Any):
+        self.lost: Optional[LeaseLostError] = None
+        self._done = threading.Event()
+        self._args = (client, lease_token, lease_seconds, interval, message_id, context, report, message)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        client, lease_token, lease_seconds, interval, message_id, context, report, message = self._args
+        while not self._done.wait(interval):
+            try:
+                client.messages.HeartbeatLease(
+                    message_service_pb2.HeartbeatLeaseRequest(lease_token=lease_token, lease_seconds=lease_seconds), timeout=max(interval, 5.0)
+                )
+            except AgentbusError as err:
+                if self._done.is_set():
+                    return
+                if err.code in ("lease_expired", "forbidden"):
+                    self.lost = LeaseLostError(message_id, err)
+                    context._lost.set()
+                    return
+                # A missed beat is survivable: the lease outlasts several intervals.
+                report(err, message)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _encode_result(value: Any) -> Optional[str]:
+    """The handler's return value as the ack's result: a str as is, None for none, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _settle(call: Callable[[str], Any], report: Callable[[BaseException, Any], None], message: Any) -> Optional[AgentbusError]:
+    """Retries transient failures under one idempotency key; returns the final error (already reported)."""
+    key = str(uuid.uuid4())
+    for attempt in range(1, _SETTLE_ATTEMPTS + 1):
+        try:
+            call(key)
+            return None
+        except AgentbusError as err:
+            if not is_transient(err) or attempt == _SETTLE_ATTEMPTS:
+                report(err, message)
+                return err
+            time.sleep(_backoff(attempt))
+    return None
+
+
+def run_worker(
+    client: AgentbusClient,
+    channel: str,
+    handler: Callable[[Any, WorkContext], Any],
+    *,
+    batch_size: int = 1,
+    concurrency: Optional[int] = None,
+    lease_seconds: int = 300,
+    wait: float = 20.0,
+    heartbeat_interval: Optional[float] = None,
+    actor: Optional[str] = None,
+    stop: Optional[threading.Event] = None,
+    on_error: Optional[Callable[[BaseException, Any], None]] = None,
+) -> Dict[str, int]:
+    """Consumes a claimable channel until ``stop`` is set; returns ``{"acked": n, "failed": n}``.
+
+    Receives up to ``batch_size`` messages per call (long-polling ``wait``
+    seconds when there are none), runs ``handler(message, context)`` on up to
+    ``concurrency`` (default ``batch_size``) threads, heartbeats each held
+    lease meanwhile, acks with the handler's return value as the result and
+    releases the message at once when it raises. The worker keeps no retry
+    state: the service counts deliveries (``context.delivery_count``) and a
+    channel with a delivery limit dead-letters a message that keeps failing.
+    Stopping takes effect after the receive in flight returns (at most
+    ``wait`` seconds); messages in hand are settled first. A non-transient
+    receive error (e.g. ``channel_not_found``) is raised.
+    """
+    stop = stop or threading.Event()
+    report = on_error or (lambda _err, _message: None)
+    interval = heartbeat_interval if heartbeat_interval is not None else lease_seconds / 3
+    stats = {"acked": 0, "failed": 0}
+    lock = threading.Lock()
+    # Worker-wide, not per message: after a run of failures, pause before receiving again.
+    failures_in_a_row = [0]
+
+    def release(message: Any) -> None:
+        _settle(
+            lambda key: client.messages.ReleaseMessage(message_service_pb2.ReleaseMessageRequest(message_id=message.id, actor=actor), idempotency_key=key),
+            report,
+            message,
+        )
+
+    def process(message: Any, context: WorkContext, heartbeat: _Heartbeat) -> str:
+        outcome: Tuple[str, Any]
+        try:
+            if context.cancelled:
+                outcome = ("skipped", None)
+            else:
+                outcome = ("ok", _encode_result(handler(message, context)))
+        except Exception as err:  # noqa: BLE001 - any handler failure releases the message
+            outcome = ("error", err)
+        finally:
+            heartbeat.stop()
+        if heartbeat.lost is not None:
+            # Perhaps in another worker's hands already: neither ack nor release.
+            report(heartbeat.lost, message)
+            return "failed"
+        if outcome[0] != "ok":
+            if outcome[0] == "error":
+                report(outcome[1], message)
+            release(message)
+            return "failed"
+        result = outcome[1]
+        error = _settle(
+            lambda key: client.messages.AckMessage(
+                message_service_pb2.AckMessageRequest(message_id=message.id, actor=actor, result=result), idempotency_key=key
+            ),
+            report,
+            message,
+        )
+        if error is not None and not is_transient(error):
+            # Refused for good (e.g. result_too_large): give it back for another delivery.
+            release(message)
+            return "failed"
+        return "acked"
+
+    def done(future: "Future[str]") -> None:
+        outcome = future.result() if future.exception() is None else "failed"
+        with lock:
+            stats[outcome] += 1
+            failures_in_a_row[0] = failures_in_a_row[0] + 1 if outcome == "failed" else 0
+
+    held: Set["Future[str]"] = set()
+    errors = 0
+    fatal: Optional[BaseException] = None
+    with ThreadPoolExecutor(max_workers=max(1, concurrency or batch_size)) as pool:
+        while not stop.is_set():
+            held = {f for f in held if not f.done()}
+            if len(held) >= batch_size:
+                wait_for_futures(held, return_when=FIRST_COMPLETED)
+                continue
+            if failures_in_a_row[0] > 0 and stop.wait(_backoff(failures_in_a_row[0])):
+                break
+            try:
+                # No idempotency key: a waiting receive may not carry one.
+                response = client.messages.ReceiveMessages(
+                    message_service_pb2.ReceiveMessagesRequest(
+                        identifier=channel, max_messages=batch_size - len(held), lease_seconds=lease_seconds, wait=wait, actor=actor
+                    ),
+                    timeout=wait + 30,
+                )
+                errors = 0
+            except AgentbusError as err:
+                if not is_transient(err):
+                    fatal = err
+                    break
+                report(err, None)
+                errors += 1
+                stop.wait(_backoff(errors))
+                continue
+            for leased in response.data:
+                message = leased.message
+                context = WorkContext(leased.lease_token, message.delivery_count, stop)
+                # From receipt on: a message waiting for a free thread holds a lease too.
+                heartbeat = _Heartbeat(client, leased.lease_token, lease_seconds, interval, message.id, context, report, message)
+                future = pool.submit(process, message, context, heartbeat)
+                future.add_done_callback(done)
+                held.add(future)
+        wait_for_futures(held)
+    if fatal is not None:
+        raise fatal
+    return stats
+
+
+class CallTimeoutError(Exception):
+    """No acknowledgement within the timeout; the task stays posted and may still be done."""
+
+    def __init__(self, message_id: str, timeout: float):
+        super().__init__(f"no acknowledgement of message {message_id} within {timeout} s")
+        self.message_id = message_id
+        self.timeout = timeout
+
+
+class CallAbandonedError(Exception):
+    """The task stopped being live (expired, retracted, dead-lettered) unacknowledged: no result will come."""
+
+    def __init__(self, task: Any):
+        super().__init__(f"message {task.id} is no longer live and was not acknowledged")
+        self.task = task
+
+
+class CallResult(NamedTuple):
+    result: Optional[str]
+    message: Any
+
+
+# The service caps a long-poll (25 s by default) and answers at its cap; we ask again.
+_MAX_WAIT_PER_POLL = 30.0
+
+
+def call(client: AgentbusClient, channel: str, task: str, *, timeout: float = 60.0, actor: Optional[str] = None) -> CallResult:
+    """Posts ``task`` to a claimable channel and waits for a worker's acknowledgement: ``(result, message)``.
+
+    ``result`` is None when the worker acked without one. Raises
+    :class:`CallTimeoutError` after ``timeout`` seconds without an
+    acknowledgement and :class:`CallAbandonedError` if the task stops being live.
+    """
+    deadline = time.monotonic() + timeout
+    posted = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel, content=task, actor=actor))
+    message_id = posted.message.id
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise CallTimeoutError(message_id, timeout)
+        poll = min(remaining, _MAX_WAIT_PER_POLL)
+        message = client.messages.GetMessage(message_service_pb2.GetMessageRequest(message_id=message_id, wait=poll), timeout=poll + 30)
+        if len(message.acknowledged_by) > 0:
+            return CallResult(message.result if message.HasField("result") else None, message)
+        # GetMessage answers at once for a message that is no longer live: waiting again would spin.
+        if not message.active:
+            raise CallAbandonedError(message)

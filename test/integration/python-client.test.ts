@@ -42,12 +42,13 @@ interface Step {
 }
 
 describe("clients/python", () => {
-  it("runs the example flow: key, claimable channel, post, list, claim, ack", async () => {
+  it("runs the example flow: key, claimable channel, post, list, claim, ack, then call() a worker", async () => {
     const out = await runPython([join(pythonDir, "examples/flow.py"), "--target", target]);
     expect(out, out.stderr).toMatchObject({ code: 0 });
     const steps = out.stdout.trim().split("\n").map((line) => JSON.parse(line) as Step);
-    expect(steps.map((s) => s.step)).toEqual(["create_key", "create_channel", "post_message", "list_messages", "claim_message", "ack_message"]);
-    const [key, channel, posted, , claimed, acked] = steps.map((s) => s.result);
+    expect(steps.map((s) => s.step)).toEqual(["create_key", "create_channel", "post_message", "list_messages", "claim_message", "ack_message", "call"]);
+    const [key, channel, posted, , claimed, acked, called] = steps.map((s) => s.result);
+    expect(called).toMatchObject({ result: '{"resized":"resize image 43"}', message: { content: "resize image 43", delivery_count: 1 } });
     expect(key).toMatchObject({ key: "<redacted>", key_id: expect.stringMatching(/^ak_/) });
     expect(channel).toMatchObject({ mode: "CHANNEL_MODE_CLAIMABLE" });
     const messageId = (posted?.message as { id: string }).id;
@@ -105,5 +106,74 @@ print(json.dumps(out))
     expect(result.claim_unknown).toMatchObject({ code: "message_not_found", status: "NOT_FOUND" });
     expect(result.same_key[0]).toBe(result.same_key[1]);
     expect(result.fresh_keys[0]).not.toBe(result.fresh_keys[1]);
+  });
+  it("run_worker acks each message once with the handler's result, retries a failure as delivery 2, and call() gets a result", async () => {
+    const script = `
+import json, threading, uuid
+from agentbus_client import AgentbusClient, CallTimeoutError, call, run_worker
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    mint = lambda: anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    producer, worker_client = mint(), mint()
+    channel = producer.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-work-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    producer.messages.BatchCreateMessages(message_service_pb2.BatchCreateMessagesRequest(
+        identifier=channel.id, messages=[message_service_pb2.MessageDraft(content=f"task {i}") for i in range(6)] + [message_service_pb2.MessageDraft(content="flaky")]))
+    stop = threading.Event()
+    lock = threading.Lock()
+    seen = []
+
+    def handle(message, context):
+        with lock:
+            seen.append([message.content, context.delivery_count])
+        if message.content == "flaky" and context.delivery_count == 1:
+            raise RuntimeError("first try fails")
+        if message.content == "ask":
+            return {"answer": 42}
+        return "done " + message.content
+
+    errors = []
+    stats = {}
+    thread = threading.Thread(target=lambda: stats.update(run_worker(
+        worker_client, channel.id, handle, batch_size=3, lease_seconds=30, wait=1, stop=stop, on_error=lambda err, _m: errors.append(str(err)))))
+    thread.start()
+    answer = call(producer, channel.id, "ask", timeout=20)
+    out["call"] = {"result": answer.result, "acked": len(answer.message.acknowledged_by)}
+    try:
+        call(producer, channel.id + "-none", "x", timeout=1)
+    except Exception as err:
+        out["call_unknown_channel"] = getattr(err, "code", type(err).__name__)
+    idle = producer.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-idle-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    try:
+        call(producer, idle.id, "nobody", timeout=1)
+    except CallTimeoutError as err:
+        out["timeout"] = {"message_id": bool(err.message_id), "timeout": err.timeout}
+    # Every posted message acknowledged: stop the worker.
+    import time
+    for _ in range(200):
+        page = producer.messages.ListMessages(message_service_pb2.ListMessagesRequest(identifier=channel.id, since="0", limit=100))
+        if all(len(m.acknowledged_by) > 0 for m in page.data):
+            break
+        time.sleep(0.05)
+    stop.set()
+    thread.join()
+    out["stats"] = stats
+    out["errors"] = errors
+    out["seen"] = sorted(seen)
+    out["stored"] = sorted([m.content, len(m.acknowledged_by), m.delivery_count, m.result] for m in page.data)
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    const result = JSON.parse(out.stdout) as Record<string, unknown>;
+    expect(result.call).toEqual({ result: '{"answer":42}', acked: 1 });
+    expect(result.call_unknown_channel).toBe("channel_not_found");
+    expect(result.timeout).toEqual({ message_id: true, timeout: 1 });
+    expect(result.stats).toEqual({ acked: 8, failed: 1 });
+    expect(result.errors).toEqual(["first try fails"]);
+    const tasks = Array.from({ length: 6 }, (_, i) => `task ${i}`);
+    expect(result.seen).toEqual([["ask", 1], ["flaky", 1], ["flaky", 2], ...tasks.map((t) => [t, 1])]);
+    expect(result.stored).toEqual([["ask", 1, 1, '{"answer":42}'], ["flaky", 1, 2, "done flaky"], ...tasks.map((t) => [t, 1, 1, `done ${t}`])]);
   });
 });

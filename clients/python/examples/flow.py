@@ -1,5 +1,6 @@
 """The README's walk-through over gRPC: mint a key, create a claimable channel,
-post a message, list open work, claim it, acknowledge it.
+post a message, list open work, claim it, acknowledge it; then run a worker
+(run_worker) and ask it for a result with call().
 
 Prints one JSON object per step ({"step": ..., "result": ...}) and exits 0
 when every step did what it should; on a service error it prints
@@ -14,12 +15,13 @@ import argparse
 import json
 import os
 import sys
+import threading
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentbus_client import AgentbusClient, AgentbusError, to_dict  # noqa: E402
+from agentbus_client import AgentbusClient, AgentbusError, call, run_worker, to_dict  # noqa: E402
 from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_service_pb2  # noqa: E402
 
 
@@ -75,6 +77,21 @@ def main() -> int:
             acked = client.messages.AckMessage(message_service_pb2.AckMessageRequest(message_id=posted.message.id))
             emit(step, to_dict(acked))
             check(acked.status == message_service_pb2.ACK_STATUS_ACKNOWLEDGED, "the ack succeeded")
+
+            step = "call"
+            # A worker on a thread of its own: its handler's return value is the ack's result.
+            stop = threading.Event()
+            worker = threading.Thread(
+                target=run_worker, args=(client, channel.id, lambda message, _context: {"resized": message.content}), kwargs={"wait": 2, "stop": stop}
+            )
+            worker.start()
+            try:
+                answer = call(client, channel.id, "resize image 43", timeout=30)
+            finally:
+                stop.set()
+                worker.join()
+            emit(step, {"result": answer.result, "message": to_dict(answer.message)})
+            check(answer.result == json.dumps({"resized": "resize image 43"}, separators=(",", ":")), "the worker's result came back")
         except AgentbusError as err:
             print(json.dumps({"step": step, "error": err.code, "status": err.status.name, "message": err.message}), flush=True)
             return 1

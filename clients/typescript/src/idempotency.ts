@@ -24,15 +24,28 @@ export function isMutation(method: DescMethod): boolean {
 
 /**
  * Adds a fresh random `idempotency-key` to every mutation that does not carry
- * one already. A key generated here protects only against the transport
- * resending the same request; to retry a call yourself, pass your own key
- * (see `idempotent()`), since each new call would otherwise get a new key.
+ * one already, except a long-poll (`wait` > 0, e.g. ReceiveMessages): the
+ * service refuses a keyed request that waits (422 `idempotent_wait`), since
+ * the wait would hold the key's transaction. A key generated here protects
+ * only against the transport resending the same request; to retry a call
+ * yourself, pass your own key (see `idempotent()`), since each new call would
+ * otherwise get a new key.
  */
 export function idempotencyInterceptor(): Interceptor {
   return (next) => async (req) => {
-    if (isMutation(req.method) && !req.header.has(IDEMPOTENCY_HEADER)) req.header.set(IDEMPOTENCY_HEADER, randomUUID());
+    if (isMutation(req.method) && !req.header.has(IDEMPOTENCY_HEADER) && !req.stream && waitsFor(req.method, req.message) <= 0) {
+      req.header.set(IDEMPOTENCY_HEADER, randomUUID());
+    }
     return next(req);
   };
+}
+
+/** The request's `wait` seconds, 0 when the method has no such field; the service's own rule (src/server/rpc/idempotency.ts). */
+function waitsFor(method: DescMethod, message: unknown): number {
+  const field = method.input.fields.find((f) => f.name === "wait");
+  if (field === undefined || typeof message !== "object" || message === null) return 0;
+  const value: unknown = (message as Record<string, unknown>)[field.localName];
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
 /**

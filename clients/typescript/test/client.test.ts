@@ -100,6 +100,16 @@ describe("idempotency keys", () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
+  it("adds none to a mutation that long-polls (the service refuses a keyed wait), and one when it does not wait", async () => {
+    const spy = wireSpy();
+    const { client } = await clientWithNewKey(server.url, { interceptors: [spy.interceptor] });
+    const channel = await client.channels.createChannel({ name: "receive", mode: ChannelMode.CLAIMABLE });
+    const waited = await client.messages.receiveMessages({ identifier: channel.id, wait: 0.2 });
+    await client.messages.receiveMessages({ identifier: channel.id });
+    expect(waited.data).toEqual([]);
+    expect(spy.calls.filter((c) => c.method === "ReceiveMessages").map((c) => c.idempotencyKey)).toEqual([null, expect.stringMatching(/.+/)]);
+  });
+
   it("keeps an idempotency-key the caller put in the call headers", async () => {
     const spy = wireSpy();
     const { client } = await clientWithNewKey(server.url, { interceptors: [spy.interceptor] });

@@ -23,10 +23,11 @@ describe("examples", () => {
     expect(result).toMatchObject({ claim: ClaimStatus.CLAIMED, ack: AckStatus.ACKNOWLEDGED });
   });
 
-  it("worker processes every posted task once", async () => {
-    const { done, stats } = await worker(server.url, { tasks: 4 });
-    expect(done.slice().sort()).toEqual(["thumbnail 1", "thumbnail 2", "thumbnail 3", "thumbnail 4"]);
-    expect(stats).toEqual({ acked: 4, failed: 0, skipped: 0 });
+  it("worker processes every posted task once, and call() gets the worker's result", async () => {
+    const { done, stats, answer } = await worker(server.url, { tasks: 4 });
+    expect(done.slice().sort()).toEqual(["thumbnail 1", "thumbnail 2", "thumbnail 3", "thumbnail 4", "thumbnail for call()"]);
+    expect(stats).toEqual({ acked: 5, failed: 0 });
+    expect(answer).toBe('{"thumbnail":"thumbnail for call().png"}');
   });
 
   it("follower reads the announcements in order and ends with a cursor to resume from", async () => {
