@@ -757,7 +757,7 @@ describe("created_at of concurrent creates", () => {
       const input = (name: string): CreateChannelInput => ({
         name, mode: "broadcast", access: undefined, discoverable: undefined, description: undefined, metadataSchema: undefined,
         pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,
-        retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined,
+        retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined, maxDeliveries: undefined, deadLetterChannel: undefined,
       });
 
       let release!: () => void;

@@ -227,6 +227,8 @@ describe("changedColumns", () => {
     pinnedMessage: null,
     webhookUrl: null,
     webhookSecret: null,
+    maxDeliveries: null,
+    deadLetterChannelId: null,
     ttlSeconds: 86_400,
     retentionDays: 7,
     maxMessages: null,
