@@ -30,6 +30,8 @@ describe("validateCreateChannel defaults", () => {
       retentionDays: 7,
       maxMessages: null,
       maxWritesPerMinute: null,
+      maxDeliveries: null,
+      deadLetterChannelId: null,
     });
   });
 
