@@ -17,6 +17,7 @@ RETURNS TABLE (moved integer, dead_letter_channel_id uuid)
 LANGUAGE plpgsql AS $$
 DECLARE
   ch       channels%ROWTYPE;
+  locked   uuid;
   ids      uuid[];
   keep     uuid[];
   n        integer;
@@ -36,19 +37,30 @@ BEGIN
     RETURN;
   END IF;
 
-  PERFORM 1 FROM channels c WHERE c.id IN (p_channel_id, ch.dead_letter_channel_id) ORDER BY c.id FOR NO KEY UPDATE;
-  -- The settings as they are under the lock.
+  locked := ch.dead_letter_channel_id;
+  PERFORM 1 FROM channels c WHERE c.id IN (p_channel_id, locked) ORDER BY c.id FOR NO KEY UPDATE;
+  -- The settings as they are under the lock. A dead-letter channel changed
+  -- since the first read is not locked in order: leave the work to the next call.
   SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id;
-  IF NOT FOUND OR ch.max_deliveries IS NULL THEN
+  IF NOT FOUND OR ch.max_deliveries IS NULL OR ch.dead_letter_channel_id IS DISTINCT FROM locked THEN
     RETURN;
   END IF;
 
-  SELECT array_agg(t.id ORDER BY t.created_at) INTO ids FROM (
+  -- One locking read per partial index (released: messages_redelivered;
+  -- lapsed: messages_leases), as the receive statement does.
+  WITH released AS (
     SELECT m.id, m.created_at FROM messages m
-    WHERE m.channel_id = p_channel_id AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
-      AND (m.claimed_by_key_id IS NULL
-        OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now AND m.acknowledged_by = '[]'::jsonb))
+    WHERE m.channel_id = p_channel_id AND m.claimed_by_key_id IS NULL AND m.delivery_count > 0
+      AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
     ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ), lapsed AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = p_channel_id AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
+      AND m.acknowledged_by = '[]'::jsonb AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
+    ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+  )
+  SELECT array_agg(t.id ORDER BY t.created_at) INTO ids FROM (
+    SELECT * FROM released UNION ALL SELECT * FROM lapsed ORDER BY created_at LIMIT p_limit
   ) t;
   IF ids IS NULL THEN
     RETURN;
