@@ -247,6 +247,23 @@ describe("POST /v1/channels/{identifier}/dead-letters:redrive", () => {
     expect((await listMessages(url(), owner, dlq!)).data.map((m) => m.content)).toEqual(["d3"]);
   });
 
+  it("moves each dead letter once when 10 redrives race", async () => {
+    const { ch, dlq } = await queue();
+    for (const content of ["r1", "r2", "r3", "r4", "r5"]) {
+      const m = await postMessage(url(), owner, ch, { content });
+      await deliverAndRelease(ch, m.id, 2);
+    }
+    expect((await receive(worker, ch)).body.data).toEqual([]);
+    const results = await Promise.all(Array.from({ length: 10 }, () => redrive(owner, dlq!, { max_messages: 2 })));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const moved = results.reduce((sum, r) => sum + r.body.moved, 0);
+    const back = (await listMessages(url(), owner, ch)).data.map((m) => m.content);
+    const left = (await listMessages(url(), owner, dlq!)).data.length;
+    expect(back.length).toBe(moved);
+    expect(new Set(back).size).toBe(back.length);
+    expect(back.length + left).toBe(5);
+  });
+
   it("leaves a message whose named origin is another key's channel where it is", async () => {
     const dlq = await createChannel(url(), owner);
     const theirs = await createChannel(url(), stranger);
