@@ -7,16 +7,17 @@
  */
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, assertOwner, namedChannel } from "./channel.js";
-import type {
-  ChannelAccess,
-  ChannelChanges,
-  ChannelMode,
-  ChannelPatch,
-  ChannelRecord,
-  ChannelResource,
-  ChannelSummary,
-  ChannelView,
-  NewChannel,
+import {
+  isAmbiguous,
+  type ChannelAccess,
+  type ChannelChanges,
+  type ChannelMode,
+  type ChannelPatch,
+  type ChannelRecord,
+  type ChannelResource,
+  type ChannelSummary,
+  type ChannelView,
+  type NewChannel,
 } from "../model/channels.js";
 import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
@@ -36,6 +37,7 @@ export const TTL_SECONDS = { min: 300, max: 2_592_000, default: 86_400 } as cons
 export const RETENTION_DAYS = { min: 1, max: 365, default: 7 } as const;
 export const MAX_MESSAGES = { min: 1, max: 1_000_000 } as const;
 export const MAX_WRITES_PER_MINUTE = { min: 1, max: 1_000_000 } as const;
+export const MAX_DELIVERIES = { min: 1, max: 1000 } as const;
 /** Our own bound: keeps one channel's link list and the create request bounded. */
 export const MAX_RELATED_CHANNELS = 100;
 /** Our own bound: compiled schemas are cached per process, so their size is bounded. */
@@ -126,7 +128,7 @@ export function validateMode(value: ChannelMode | undefined, required: boolean):
 function intInRange(
   value: number,
   range: { min: number; max: number },
-  code: "invalid_ttl_seconds" | "invalid_retention_days" | "invalid_max_messages" | "invalid_max_writes_per_minute",
+  code: "invalid_ttl_seconds" | "invalid_retention_days" | "invalid_max_messages" | "invalid_max_writes_per_minute" | "invalid_max_deliveries",
   field: string,
 ): number {
   if (!Number.isInteger(value) || value < range.min || value > range.max) {
@@ -141,6 +143,7 @@ export const validateRetentionDays = (value: number): number =>
 export const validateMaxMessages = (value: number): number => intInRange(value, MAX_MESSAGES, "invalid_max_messages", "max_messages");
 export const validateMaxWritesPerMinute = (value: number): number =>
   intInRange(value, MAX_WRITES_PER_MINUTE, "invalid_max_writes_per_minute", "max_writes_per_minute");
+export const validateMaxDeliveries = (value: number): number => intInRange(value, MAX_DELIVERIES, "invalid_max_deliveries", "max_deliveries");
 
 /** An absolute http(s) URL, stored verbatim. */
 export function validateWebhookUrl(value: string, field = "webhook_url"): string {
@@ -249,6 +252,9 @@ export interface CreateChannelInput {
   retentionDays: number | undefined;
   maxMessages: number | undefined;
   maxWritesPerMinute: number | undefined;
+  maxDeliveries: number | undefined;
+  /** Id, alias or the caller's name of the dead-letter channel. */
+  deadLetterChannel: string | undefined;
 }
 
 export interface ChannelDefaults {
@@ -276,6 +282,8 @@ export function validateCreateChannel(input: CreateChannelInput, defaults: Chann
     retentionDays: input.retentionDays === undefined ? RETENTION_DAYS.default : validateRetentionDays(input.retentionDays),
     maxMessages: input.maxMessages === undefined ? null : validateMaxMessages(input.maxMessages),
     maxWritesPerMinute: input.maxWritesPerMinute === undefined ? null : validateMaxWritesPerMinute(input.maxWritesPerMinute),
+    maxDeliveries: input.maxDeliveries === undefined ? null : validateMaxDeliveries(input.maxDeliveries),
+    deadLetterChannelId: null,
   };
 }
 
@@ -298,6 +306,8 @@ export const UPDATABLE_FIELDS = [
   "paused",
   "webhook_url",
   "webhook_secret",
+  "max_deliveries",
+  "dead_letter_channel",
 ] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
 
@@ -342,7 +352,7 @@ const cannotClear = (code: "invalid_mode" | "invalid_access" | "invalid_discover
  * Builds the patch of an update. With a mask (always, over REST: the body's
  * keys), exactly the named fields are applied and a named field that is unset
  * (null in JSON) is cleared: pinned_message, webhook_url, webhook_secret,
- * max_messages and max_writes_per_minute become null; description becomes "",
+ * max_messages, max_writes_per_minute, max_deliveries and dead_letter_channel become null; description becomes "",
  * metadata_schema {} and related_channels [] (their defaults); the rest cannot
  * be cleared (422). Without a mask (gRPC callers that send none), the fields
  * that are set are applied — proto3 cannot tell an empty related_channels list
@@ -400,6 +410,12 @@ export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly stri
       case "webhook_secret":
         patch.webhookSecret = input.webhookSecret === undefined ? null : validateWebhookSecret(input.webhookSecret);
         break;
+      case "max_deliveries":
+        patch.maxDeliveries = input.maxDeliveries === undefined ? null : validateMaxDeliveries(input.maxDeliveries);
+        break;
+      case "dead_letter_channel":
+        patch.deadLetterChannel = input.deadLetterChannel ?? null;
+        break;
     }
   }
   return patch;
@@ -417,7 +433,7 @@ export function sameJson(a: JsonValue, b: JsonValue): boolean {
 }
 
 /** The columns a patch actually changes on `current` (scalar fields only; links are compared separately). */
-export function changedColumns(current: ChannelRecord, patch: ChannelPatch): ChannelChanges {
+export function changedColumns(current: ChannelRecord, patch: ChannelPatch, deadLetterChannelId?: string | null): ChannelChanges {
   const changes: ChannelChanges = {};
   const differs = <K extends keyof ChannelChanges>(key: K, value: ChannelChanges[K] | undefined, now: ChannelChanges[K]) => {
     if (value !== undefined && value !== now) changes[key] = value;
@@ -434,6 +450,8 @@ export function changedColumns(current: ChannelRecord, patch: ChannelPatch): Cha
   differs("paused", patch.paused, current.paused);
   differs("webhookUrl", patch.webhookUrl, current.webhookUrl);
   differs("webhookSecret", patch.webhookSecret, current.webhookSecret);
+  differs("maxDeliveries", patch.maxDeliveries, current.maxDeliveries);
+  differs("deadLetterChannelId", deadLetterChannelId, current.deadLetterChannelId);
   if (patch.metadataSchema !== undefined && !sameJson(patch.metadataSchema, current.metadataSchema)) {
     changes.metadataSchema = patch.metadataSchema;
   }
@@ -490,6 +508,7 @@ export class Channels {
     const channel = validateCreateChannel(input, this.defaults);
     await checkMetadataSchema(channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
+    if (input.deadLetterChannel !== undefined) channel.deadLetterChannelId = await this.resolveDeadLetterChannel(caller, input.deadLetterChannel, undefined);
     const created = await this.store.create(channel, relatedIds, caller);
     // Written and read in one transaction: a miss would mean it was deleted concurrently.
     if (!created) throw channelNotFound(channel.name);
@@ -519,8 +538,10 @@ export class Channels {
     const view = await this.ownedChannel(caller, identifier);
     const relatedIds =
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);
+    const deadLetterChannelId =
+      patch.deadLetterChannel === undefined ? undefined : patch.deadLetterChannel === null ? null : await this.resolveDeadLetterChannel(caller, patch.deadLetterChannel, view.id);
     const updated = await this.store.update(view.id, (current) => ({
-      changes: changedColumns(current.record, patch),
+      changes: changedColumns(current.record, patch, deadLetterChannelId),
       relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,
     }));
     if (!updated) throw channelNotFound(identifier);
@@ -554,6 +575,22 @@ export class Channels {
     const view = namedChannel(await this.store.findView(identifier, caller.keyId), identifier);
     assertOwner(view, caller);
     return view;
+  }
+
+  /**
+   * The dead-letter channel's id (docs/decisions.md#dead-letters): resolved like
+   * an {identifier}, it must be a channel the caller's key owns and not the
+   * channel itself, else 422 invalid_dead_letter_channel. Unknown channels and
+   * other keys' channels get the same answer, so the check reveals nothing.
+   */
+  private async resolveDeadLetterChannel(caller: Caller, identifier: string, selfId: string | undefined): Promise<string> {
+    const found = await this.store.findView(identifier, caller.keyId);
+    const invalid = (why: string) =>
+      new ApiError("invalid_dead_letter_channel", `'dead_letter_channel' ${why}`, { details: { field: "dead_letter_channel", channel: identifier } });
+    if (found !== undefined && isAmbiguous(found)) throw invalid("names several of your channels; use an id or alias");
+    if (found === undefined || found.createdByKeyId !== caller.keyId) throw invalid("must name a channel your key owns");
+    if (found.id === selfId) throw invalid("cannot be the channel itself");
+    return found.id;
   }
 
   /** Channel ids for ids or aliases, in order, de-duplicated; 404 channel_not_found naming the first unknown one. */

@@ -5,8 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
-import { assertCanUse, namedChannel } from "./channel.js";
-import type { ChannelView } from "../model/channels.js";
+import { assertCanUse, assertOwner, namedChannel } from "./channel.js";
+import { isAmbiguous, type ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { isUuid } from "../model/ids.js";
@@ -47,6 +47,7 @@ export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
 export const LEASE_SECONDS = { min: 30, max: 3600, default: 300 } as const;
 export const RECEIVE_MAX_MESSAGES = { min: 1, max: 100, default: 1 } as const;
+export const REDRIVE_MAX_MESSAGES = { min: 1, max: 1000, default: 100 } as const;
 
 export interface NewMessageInput {
   content: string | undefined;
@@ -357,6 +358,7 @@ export class Messages {
     if (claimed) return { status: "claimed", message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
+    if (!claim) await this.refuseDeadLetter(caller, found.message, now);
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -378,7 +380,8 @@ export class Messages {
     const expiresAt = now + seconds * MICROS_PER_SECOND;
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
-    await this.explainRefusedClaim(caller, messageId, now);
+    const found = await this.explainRefusedClaim(caller, messageId, now);
+    if (!effectiveClaim(found.message, now)) await this.refuseDeadLetter(caller, found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }
@@ -406,6 +409,7 @@ export class Messages {
       const now = this.clock.now();
       const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
       const leaseTokens = Array.from({ length: max }, newLeaseToken);
+      if (channel.maxDeliveries !== null) await this.moveDeadLetters(channel.id, now);
       const leased = await this.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
       return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
     };
@@ -418,6 +422,53 @@ export class Messages {
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
     });
+  }
+
+  /**
+   * Moves the channel's messages that were delivered max_deliveries times
+   * and came back out of it before a receive (docs/decisions.md#dead-letters).
+   * They are never delivered again either way (the receive and claim
+   * statements skip them); moving them here keeps the queue from filling with
+   * them and puts them where their owner looks.
+   */
+  private async moveDeadLetters(channelId: string, now: Micros): Promise<void> {
+    const { moved, deadLetterChannelId } = await this.store.deadLetter(channelId, RECEIVE_MAX_MESSAGES.max, now);
+    if (moved > 0 && deadLetterChannelId !== null) this.announce(deadLetterChannelId);
+  }
+
+  /**
+   * A refused claim of a message nobody holds: when it was delivered its
+   * channel's max_deliveries times, the claim statement skipped it on
+   * purpose. It is moved out now and the claim is answered 404, as after a
+   * receive had moved it; otherwise (a release raced the claim) nothing.
+   */
+  private async refuseDeadLetter(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
+    const channel = await this.channels.findView(message.channelId, caller.keyId);
+    if (channel === undefined || isAmbiguous(channel) || channel.maxDeliveries === null || message.deliveryCount < channel.maxDeliveries) return;
+    await this.moveDeadLetters(channel.id, now);
+    throw new ApiError("message_not_found", `The message was delivered ${message.deliveryCount} times, its channel's max_deliveries, and is a dead letter now`, {
+      suggestion: "Look for it in the channel's dead-letter channel, or in its history when the channel has none.",
+    });
+  }
+
+  /**
+   * Owner of the (dead-letter) channel only. Moves up to maxMessages of its
+   * dead letters back to their origin channels with a fresh delivery count;
+   * how many moved (docs/decisions.md#dead-letters).
+   */
+  async redrive(caller: Caller, identifier: string, maxMessages: number | undefined): Promise<number> {
+    const max = maxMessages ?? REDRIVE_MAX_MESSAGES.default;
+    if (!Number.isInteger(max) || max < REDRIVE_MAX_MESSAGES.min || max > REDRIVE_MAX_MESSAGES.max) {
+      throw new ApiError("invalid_max_messages", `'max_messages' must be an integer from ${REDRIVE_MAX_MESSAGES.min} to ${REDRIVE_MAX_MESSAGES.max}`, {
+        details: { field: "max_messages" },
+        suggestion: `Use an integer from ${REDRIVE_MAX_MESSAGES.min} to ${REDRIVE_MAX_MESSAGES.max}, and call again while 'moved' equals it.`,
+      });
+    }
+    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
+    assertOwner(channel, caller);
+    const moved = await this.store.redrive(channel.id, max, this.clock.now());
+    for (const origin of moved) this.announce(origin.originChannelId);
+    return moved.reduce((sum, origin) => sum + origin.moved, 0);
   }
 
   async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {

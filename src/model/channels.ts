@@ -23,6 +23,10 @@ export interface ChannelRecord {
   retentionDays: number;
   maxMessages: number | null;
   maxWritesPerMinute: number | null;
+  /** How often a message may be delivered; null = unbounded (docs/decisions.md#dead-letters). */
+  maxDeliveries: number | null;
+  /** Where messages past maxDeliveries go; null = archived to history. */
+  deadLetterChannelId: string | null;
   paused: boolean;
   createdAt: Micros;
   updatedAt: Micros;
@@ -66,6 +70,9 @@ export interface NewChannel {
   retentionDays: number;
   maxMessages: number | null;
   maxWritesPerMinute: number | null;
+  maxDeliveries: number | null;
+  /** Resolved by the use case from the dead_letter_channel identifier (validation leaves it null). */
+  deadLetterChannelId: string | null;
 }
 
 /** What an update changes; a key that is present is applied (null = clear). */
@@ -82,13 +89,16 @@ export interface ChannelPatch {
   retentionDays?: number;
   maxMessages?: number | null;
   maxWritesPerMinute?: number | null;
+  maxDeliveries?: number | null;
+  /** Still as given (id, alias or the caller's name); null clears it. */
+  deadLetterChannel?: string | null;
   paused?: boolean;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
 }
 
 /** Column changes of an update (only the keys present are written): the patch but the related channels, which have their own table. */
-export type ChannelChanges = Omit<ChannelPatch, "relatedChannels">;
+export type ChannelChanges = Omit<ChannelPatch, "relatedChannels" | "deadLetterChannel"> & { deadLetterChannelId?: string | null };
 
 /** A channel row locked for an update, with the ids of its related channels. */
 export interface LockedChannel {

@@ -107,6 +107,8 @@ export const errorCatalog = {
   invalid_retention_days: INVALID("retention_days", "Use an integer from 1 to 365."),
   invalid_max_messages: INVALID("max_messages", "Use an integer from 1 to 1000000, or null for no cap."),
   invalid_max_writes_per_minute: INVALID("max_writes_per_minute", "Use an integer from 1 to 1000000, or null for no limit."),
+  invalid_max_deliveries: INVALID("max_deliveries", "Use an integer from 1 to 1000, or null for no limit."),
+  invalid_dead_letter_channel: INVALID("dead_letter_channel", "Name another channel your key owns (id, alias or name), or null for none."),
   invalid_related_channels: INVALID("related_channels", "Send an array of channel ids or aliases."),
   invalid_channel_name: INVALID("channel name", "Use at most 200 visible characters, without control or invisible characters."),
   invalid_agent_label: INVALID("agent_label", "Use a non-empty string of at most 128 characters."),

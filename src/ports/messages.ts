@@ -34,4 +34,12 @@ export interface MessageStore {
   inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined>;
   /** Moves an unclaimed (or lapsed) message to history; false when it is claimed. */
   retract(message: MessageRecord, now: Micros): Promise<boolean>;
+  /**
+   * Moves up to `limit` of the channel's messages that were delivered
+   * max_deliveries times and came back to its dead-letter channel, or to
+   * history when it has none; the dead-letter channel the moved ones went to.
+   */
+  deadLetter(channelId: string, limit: number, now: Micros): Promise<{ moved: number; deadLetterChannelId: string | null }>;
+  /** Moves up to `limit` dead letters of the channel back to their origin channels; how many went to each. */
+  redrive(channelId: string, limit: number, now: Micros): Promise<Array<{ originChannelId: string; moved: number }>>;
 }

@@ -26,6 +26,8 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         retentionDays: request.retentionDays,
         maxMessages: request.maxMessages,
         maxWritesPerMinute: request.maxWritesPerMinute,
+        maxDeliveries: request.maxDeliveries,
+        deadLetterChannel: request.deadLetterChannel,
       });
       return renderChannel(channel);
     },
@@ -64,6 +66,8 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
           paused: update?.paused,
           webhookUrl: update?.webhookUrl,
           webhookSecret: update?.webhookSecret,
+          maxDeliveries: update?.maxDeliveries,
+          deadLetterChannel: update?.deadLetterChannel,
         },
         mask,
       );

@@ -120,6 +120,10 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       };
     },
 
+    async redriveDeadLetters(req, ctx) {
+      return { moved: await messages.redrive(callerOf(ctx), req.identifier, req.maxMessages) };
+    },
+
     async heartbeatLease(req, ctx) {
       const lease = await messages.heartbeat(callerOf(ctx), req.leaseToken, req.leaseSeconds);
       return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt) };

@@ -69,6 +69,8 @@ export function renderChannel(c: ChannelResource): MessageInitShape<typeof Chann
     retentionDays: c.retentionDays,
     maxMessages: c.maxMessages ?? undefined,
     maxWritesPerMinute: c.maxWritesPerMinute ?? undefined,
+    maxDeliveries: c.maxDeliveries ?? undefined,
+    deadLetterChannelId: c.deadLetterChannelId ?? undefined,
     paused: c.paused,
     aliases: c.aliases,
     relatedChannels: c.relatedChannels.map((r) => ({ id: r.id, name: r.name, mode: modeToProto(r.mode) })),

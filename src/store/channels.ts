@@ -38,6 +38,8 @@ export interface ChannelRow {
   retention_days: number;
   max_messages: number | null;
   max_writes_per_minute: number | null;
+  max_deliveries: number | null;
+  dead_letter_channel_id: string | null;
   paused: boolean;
   created_at: Micros;
   updated_at: Micros;
@@ -45,7 +47,7 @@ export interface ChannelRow {
 
 export const CHANNEL_COLUMNS = `c.id, c.name, c.mode, c.access, c.discoverable, c.description, c.owner_id, c.created_by_key_id,
   c.metadata_schema, c.pinned_message, c.webhook_url, c.webhook_secret, c.ttl_seconds, c.retention_days,
-  c.max_messages, c.max_writes_per_minute, c.paused, c.created_at, c.updated_at`;
+  c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at`;
 
 export function toChannelRecord(row: ChannelRow): ChannelRecord {
   return {
@@ -65,6 +67,8 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     retentionDays: row.retention_days,
     maxMessages: row.max_messages,
     maxWritesPerMinute: row.max_writes_per_minute,
+    maxDeliveries: row.max_deliveries,
+    deadLetterChannelId: row.dead_letter_channel_id,
     paused: row.paused,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -169,8 +173,8 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
      ), created AS (
        INSERT INTO channels (name, mode, access, discoverable, description, owner_id, created_by_key_id, metadata_schema,
                              pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
-                             max_writes_per_minute, created_at, updated_at)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, stamp.at, stamp.at FROM stamp
+                             max_writes_per_minute, max_deliveries, dead_letter_channel_id, created_at, updated_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $17, $18, stamp.at, stamp.at FROM stamp
        RETURNING id, created_at
      ), member AS (
        -- The owner's membership dates from the channel's creation, so it lists first.
@@ -197,6 +201,8 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
       channel.maxMessages,
       channel.maxWritesPerMinute,
       relatedIds,
+      channel.maxDeliveries,
+      channel.deadLetterChannelId,
     ],
   );
   const id = rows[0]?.id;
@@ -290,6 +296,8 @@ const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
   retentionDays: "retention_days",
   maxMessages: "max_messages",
   maxWritesPerMinute: "max_writes_per_minute",
+  maxDeliveries: "max_deliveries",
+  deadLetterChannelId: "dead_letter_channel_id",
   paused: "paused",
   webhookUrl: "webhook_url",
   webhookSecret: "webhook_secret",

@@ -160,7 +160,8 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
     claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
   WHERE m.id = $1 AND m.expires_at > $5
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
-    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
+    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable'
+      AND m.delivery_count < coalesce(k.max_deliveries, 2147483647))
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
 
@@ -212,21 +213,24 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
  * its committed version before it is locked: a message is never leased
  * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
  * a lapsed row locked but not picked is only held until this statement
- * commits. The delivery is counted in the same UPDATE (a later
- * max-deliveries check belongs there too). The channel's mode and the
+ * commits. The delivery is counted in the same UPDATE; a message delivered
+ * max_deliveries times is not a candidate (deadLetter() moves it out). The channel's mode and the
  * caller's access are part of the condition, as for claims: a receive that
  * long-polls re-checks them on every try.
  */
 export const RECEIVE_SQL = `WITH claimable AS (
-    SELECT k.id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable' AND (k.access = 'open' OR k.created_by_key_id = $4
+    SELECT k.id, coalesce(k.max_deliveries, 2147483647) AS max_deliveries FROM channels k
+    WHERE k.id = $1 AND k.mode = 'claimable' AND (k.access = 'open' OR k.created_by_key_id = $4
       OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = $4))
   ), open_work AS (
     SELECT m.id, m.created_at FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3
+      AND m.delivery_count < (SELECT max_deliveries FROM claimable)
     ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
   ), lapsed AS (
     SELECT m.id, m.created_at FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$3")} AND m.expires_at > $3
+      AND m.delivery_count < (SELECT max_deliveries FROM claimable)
     ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
   ), picked AS (
     SELECT w.id, row_number() OVER (ORDER BY w.created_at) AS n
@@ -420,6 +424,30 @@ export class PgMessageStore implements MessageStore {
     );
     // RETURNING follows no order.
     return rows.map(toRecord).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /**
+   * Moves the channel's messages past max_deliveries out of it (agentbus_dead_letter,
+   * docs/decisions.md#dead-letters); at most `limit` per call.
+   */
+  async deadLetter(channelId: string, limit: number, now: Micros): Promise<{ moved: number; deadLetterChannelId: string | null }> {
+    const { rows } = await this.db.query<{ moved: number; dead_letter_channel_id: string | null }>(
+      "SELECT * FROM agentbus_dead_letter($1, $2, $3)",
+      [channelId, formatTimestamp(now), limit],
+      "dead_letter",
+    );
+    const row = rows[0];
+    return { moved: row?.moved ?? 0, deadLetterChannelId: row?.dead_letter_channel_id ?? null };
+  }
+
+  /** Moves up to `limit` dead letters of the channel back to their origins (agentbus_redrive); the count per origin. */
+  async redrive(channelId: string, limit: number, now: Micros): Promise<Array<{ originChannelId: string; moved: number }>> {
+    const { rows } = await this.db.query<{ origin_channel_id: string; moved: number }>(
+      "SELECT * FROM agentbus_redrive($1, $2, $3)",
+      [channelId, formatTimestamp(now), limit],
+      "redrive",
+    );
+    return rows.map((r) => ({ originChannelId: r.origin_channel_id, moved: r.moved }));
   }
 
   /**

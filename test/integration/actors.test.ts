@@ -235,7 +235,7 @@ describe("Actors resolvers", () => {
     const input: CreateChannelInput = {
       name: unique("ch"), mode: "broadcast", access, discoverable: undefined, description: undefined, metadataSchema: undefined,
       pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,
-      retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined,
+      retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined, maxDeliveries: undefined, deadLetterChannel: undefined,
     };
     const created = await channels.create(caller, input);
     return (await findChannelView(db, created.id, caller.keyId)) as ChannelView;

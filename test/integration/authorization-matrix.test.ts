@@ -203,6 +203,15 @@ const rows: Row[] = [
     success: () => sameBody({ description: "patched by the matrix" }),
     prepare: async (env) => ({ fields: { identifier: await env.channel(), channel: { description: "patched by the matrix" } } }),
   },
+  {
+    rpc: "ChannelService.UpdateChannel",
+    variant: "max_deliveries",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    success: () => ({ rest: { max_deliveries: 3 }, grpc: { maxDeliveries: 3 } }),
+    prepare: async (env) => ({ fields: { identifier: await env.channel(), channel: { max_deliveries: 3 } } }),
+  },
   { rpc: "ChannelService.DeleteChannel", scope: "channel", mutates: true, rule: ownerOnly(204), prepare: onChannel },
   {
     rpc: "ChannelService.AddChannelAlias",
@@ -357,6 +366,15 @@ const rows: Row[] = [
       await workerMessage(env);
       return { fields: { identifier: await env.channel() } };
     },
+  },
+  {
+    // Owner only: a redrive writes into the owner's other channels.
+    rpc: "MessageService.RedriveDeadLetters",
+    scope: "channel",
+    mutates: false,
+    rule: ownerOnly(200),
+    success: () => sameBody({ moved: 0 }),
+    prepare: onChannel,
   },
   {
     // Held by the worker: nobody else may extend it, not even the channel owner.

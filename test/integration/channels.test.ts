@@ -89,7 +89,7 @@ describe("POST /v1/channels", () => {
     expect(Object.keys(res.body)).toEqual([
       "id", "name", "mode", "access", "discoverable", "description", "owner_id", "created_by_key_id", "metadata_schema",
       "pinned_message", "ttl_seconds", "retention_days", "max_messages", "max_writes_per_minute", "paused", "aliases",
-      "related_channels", "created_at", "updated_at",
+      "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id",
     ]);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -111,6 +111,8 @@ describe("POST /v1/channels", () => {
       related_channels: [],
       created_at: expect.stringMatching(TIMESTAMP_6),
       updated_at: expect.stringMatching(TIMESTAMP_6),
+      max_deliveries: null,
+      dead_letter_channel_id: null,
     });
     expect(res.body.updated_at).toBe(res.body.created_at);
   });
@@ -757,7 +759,7 @@ describe("created_at of concurrent creates", () => {
       const input = (name: string): CreateChannelInput => ({
         name, mode: "broadcast", access: undefined, discoverable: undefined, description: undefined, metadataSchema: undefined,
         pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,
-        retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined,
+        retentionDays: undefined, maxMessages: undefined, maxWritesPerMinute: undefined, maxDeliveries: undefined, deadLetterChannel: undefined,
       });
 
       let release!: () => void;

@@ -37,6 +37,8 @@ export const createChannelInput = (fields: Partial<CreateChannelInput> = {}): Cr
   retentionDays: undefined,
   maxMessages: undefined,
   maxWritesPerMinute: undefined,
+  maxDeliveries: undefined,
+  deadLetterChannel: undefined,
   ...fields,
 });
 
@@ -53,6 +55,8 @@ export const channelUpdateInput = (fields: Partial<ChannelUpdateInput> = {}): Ch
   retentionDays: undefined,
   maxMessages: undefined,
   maxWritesPerMinute: undefined,
+  maxDeliveries: undefined,
+  deadLetterChannel: undefined,
   paused: undefined,
   webhookUrl: undefined,
   webhookSecret: undefined,

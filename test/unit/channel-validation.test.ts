@@ -30,6 +30,8 @@ describe("validateCreateChannel defaults", () => {
       retentionDays: 7,
       maxMessages: null,
       maxWritesPerMinute: null,
+      maxDeliveries: null,
+      deadLetterChannelId: null,
     });
   });
 
@@ -227,6 +229,8 @@ describe("changedColumns", () => {
     pinnedMessage: null,
     webhookUrl: null,
     webhookSecret: null,
+    maxDeliveries: null,
+    deadLetterChannelId: null,
     ttlSeconds: 86_400,
     retentionDays: 7,
     maxMessages: null,

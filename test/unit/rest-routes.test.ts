@@ -40,6 +40,7 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/channels/c1/messages", "ListMessages"],
   ["GET", "/v1/channels/c1/messages:stream", "WatchMessages"],
   ["POST", "/v1/channels/c1/messages:receive", "ReceiveMessages"],
+  ["POST", "/v1/channels/c1/dead-letters:redrive", "RedriveDeadLetters"],
   ["POST", "/v1/channels/c1/messages:batchCreate", "BatchCreateMessages"],
   ["POST", "/v1/messages:batchAck", "BatchAckMessages"],
   ["POST", "/v1/messages:batchRelease", "BatchReleaseMessages"],

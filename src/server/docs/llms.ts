@@ -122,6 +122,15 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
   above. 409 \`channel_not_claimable\` on a broadcast channel.
 - \`message.delivery_count\` counts how often a message was claimed or received: above 1 it was handed out before
   and came back (a lapsed lease or a release).
+- Poison messages: give the channel \`max_deliveries\` (1..1000) and \`dead_letter_channel\` (id, alias or name of
+  another channel your key owns) on create or PATCH (null clears either). A message handed out that often that comes
+  back (released, or its lease lapsed) is never delivered again: the next receive (or a claim, which answers 404)
+  moves it to the dead-letter channel as a new message whose metadata gains
+  \`"dead_letter":{"origin_channel_id","origin_message_id","delivery_count","last_error":"released"|"lease_expired"}\`;
+  without a dead-letter channel it goes to history. The channel shows \`dead_letter_channel_id\`.
+- \`POST $B/v1/channels/$DLQ/dead-letters:redrive\` \`{"max_messages":100}\` (owner of the dead-letter channel only,
+  1..1000, default 100) moves dead letters, oldest first, back to their origin channels with \`delivery_count\` 0 and
+  without the \`dead_letter\` key: \`{"moved":n}\`. Call again while \`moved\` equals \`max_messages\`.
 - \`lease_seconds\` 30..3600 (default 300). A heartbeat after expiry answers 410 \`lease_expired\`: stop, the task may
   already be someone else's.
 - Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).

@@ -90,6 +90,15 @@ export class FakeMessageStore implements MessageStore {
     });
   }
 
+  /** Dead letters are SQL (agentbus_dead_letter); they are tested against PostgreSQL, not here. */
+  async deadLetter(): Promise<{ moved: number; deadLetterChannelId: string | null }> {
+    return { moved: 0, deadLetterChannelId: null };
+  }
+
+  async redrive(): Promise<Array<{ originChannelId: string; moved: number }>> {
+    return [];
+  }
+
   /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
   readonly archived = new Map<string, { message: MessageRecord; archivedAt: Micros }>();
 

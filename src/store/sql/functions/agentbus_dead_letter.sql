@@ -1,0 +1,109 @@
+-- Moves a channel's messages that were delivered max_deliveries times and
+-- came back (released, or their lease lapsed unacknowledged) out of the
+-- channel (docs/decisions.md#dead-letters): written to the dead-letter
+-- channel through the message write path (ordering, ring buffer, webhooks),
+-- with {"dead_letter": {...}} merged into their metadata, and archived to
+-- history as 'dead_lettered'; without a dead-letter channel only archived.
+-- Messages the dead-letter channel refuses (paused, over its write limit)
+-- stay where they are, still never delivered, for a later call.
+--
+-- Lock order is the write path's: channel rows first (origin and dead-letter
+-- channel in id order, so two channels dead-lettering into each other cannot
+-- deadlock), then the messages, with SKIP LOCKED so a concurrent call passes
+-- over rows another is moving; the rows are re-checked when locked, so a
+-- message is moved once. Called by store/messages.ts before each receive.
+CREATE OR REPLACE FUNCTION agentbus_dead_letter(p_channel_id uuid, p_now timestamptz, p_limit integer)
+RETURNS TABLE (moved integer, dead_letter_channel_id uuid)
+LANGUAGE plpgsql AS $$
+DECLARE
+  ch       channels%ROWTYPE;
+  locked   uuid;
+  ids      uuid[];
+  keep     uuid[];
+  n        integer;
+BEGIN
+  SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id;
+  IF NOT FOUND OR ch.max_deliveries IS NULL THEN
+    RETURN;
+  END IF;
+  -- Without locks first: nearly every receive has nothing to move.
+  IF NOT EXISTS (
+    SELECT 1 FROM messages m WHERE m.channel_id = p_channel_id AND m.claimed_by_key_id IS NULL AND m.delivery_count > 0
+      AND m.delivery_count >= ch.max_deliveries
+  ) AND NOT EXISTS (
+    SELECT 1 FROM messages m WHERE m.channel_id = p_channel_id AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
+      AND m.acknowledged_by = '[]'::jsonb AND m.delivery_count >= ch.max_deliveries
+  ) THEN
+    RETURN;
+  END IF;
+
+  locked := ch.dead_letter_channel_id;
+  PERFORM 1 FROM channels c WHERE c.id IN (p_channel_id, locked) ORDER BY c.id FOR NO KEY UPDATE;
+  -- The settings as they are under the lock. A dead-letter channel changed
+  -- since the first read is not locked in order: leave the work to the next call.
+  SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id;
+  IF NOT FOUND OR ch.max_deliveries IS NULL OR ch.dead_letter_channel_id IS DISTINCT FROM locked THEN
+    RETURN;
+  END IF;
+
+  -- One locking read per partial index (released: messages_redelivered;
+  -- lapsed: messages_leases), as the receive statement does.
+  WITH released AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = p_channel_id AND m.claimed_by_key_id IS NULL AND m.delivery_count > 0
+      AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
+    ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ), lapsed AS (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = p_channel_id AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
+      AND m.acknowledged_by = '[]'::jsonb AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
+    ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+  )
+  SELECT array_agg(t.id ORDER BY t.created_at) INTO ids FROM (
+    SELECT * FROM released UNION ALL SELECT * FROM lapsed ORDER BY created_at LIMIT p_limit
+  ) t;
+  IF ids IS NULL THEN
+    RETURN;
+  END IF;
+
+  IF ch.dead_letter_channel_id IS NOT NULL THEN
+    -- The dead letter is a new message of the dead-letter channel; "last_error"
+    -- says how its last delivery ended (released or lease_expired).
+    SELECT array_agg(ids[r.ord]) FILTER (WHERE r.outcome <> 'created') INTO keep
+    FROM agentbus_create_messages(
+      ch.dead_letter_channel_id,
+      (SELECT array_agg(m.author_key_id ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_id ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_name ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_label ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.content ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.metadata || jsonb_build_object('dead_letter', jsonb_build_object(
+          'origin_channel_id', m.channel_id,
+          'origin_message_id', m.id,
+          'delivery_count', m.delivery_count,
+          'last_error', CASE WHEN m.claimed_by_key_id IS NULL THEN 'released' ELSE 'lease_expired' END))
+        ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
+    ) r;
+    IF keep IS NOT NULL THEN
+      ids := ARRAY(SELECT x FROM unnest(ids) x WHERE x <> ALL (keep));
+    END IF;
+  END IF;
+
+  WITH moved_rows AS (
+    INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, archived_at, reason)
+    SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, p_now, 'dead_lettered'
+    FROM messages m WHERE m.id = ANY (ids)
+    RETURNING 1
+  ), gone AS (
+    DELETE FROM messages m WHERE m.id = ANY (ids) RETURNING 1
+  )
+  SELECT count(*) INTO n FROM gone;
+  UPDATE channels c SET stored_messages = c.stored_messages - n WHERE c.id = p_channel_id;
+  RETURN QUERY SELECT n, ch.dead_letter_channel_id;
+END;
+$$;

@@ -1,0 +1,83 @@
+-- Moves up to p_limit dead letters of a channel back to their origin
+-- channels (docs/decisions.md#dead-letters): a message whose metadata has
+-- dead_letter.origin_channel_id naming a channel that still exists and that
+-- the dead-letter channel's owner key also owns (so that whoever may post to
+-- the dead-letter channel cannot inject into other keys' channels), and that
+-- nobody holds (unclaimed, or its lease lapsed unacknowledged). It is written
+-- to its origin through the message write path with the dead_letter key
+-- removed from its metadata and a fresh delivery_count (0), and archived here
+-- as 'redriven'. Messages an origin refuses (paused, over its write limit)
+-- stay. Oldest first; the same lock order as the write path and
+-- agentbus_dead_letter (channel rows in id order, then messages, SKIP LOCKED).
+-- Returns one row per origin channel that received messages.
+CREATE OR REPLACE FUNCTION agentbus_redrive(p_channel_id uuid, p_now timestamptz, p_limit integer)
+RETURNS TABLE (origin_channel_id uuid, moved integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  owner_key text;
+  origins   uuid[];
+  origin    uuid;
+  ids       uuid[];
+  done      uuid[] := '{}';
+  batch     uuid[];
+  created   uuid[];
+BEGIN
+  SELECT c.created_by_key_id INTO owner_key FROM channels c WHERE c.id = p_channel_id;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  SELECT array_agg(DISTINCT o.id) INTO origins FROM messages m
+    JOIN channels o ON o.id::text = m.metadata -> 'dead_letter' ->> 'origin_channel_id'
+  WHERE m.channel_id = p_channel_id AND o.created_by_key_id = owner_key AND o.id <> p_channel_id;
+  IF origins IS NULL THEN
+    RETURN;
+  END IF;
+  PERFORM 1 FROM channels c WHERE c.id = p_channel_id OR c.id = ANY (origins) ORDER BY c.id FOR NO KEY UPDATE;
+
+  SELECT array_agg(t.id ORDER BY t.created_at) INTO ids FROM (
+    SELECT m.id, m.created_at FROM messages m
+    WHERE m.channel_id = p_channel_id AND m.expires_at > p_now
+      AND m.metadata -> 'dead_letter' ->> 'origin_channel_id' IN (
+        SELECT o.id::text FROM channels o WHERE o.id = ANY (origins) AND o.created_by_key_id = owner_key)
+      AND (m.claimed_by_key_id IS NULL
+        OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now AND m.acknowledged_by = '[]'::jsonb))
+    ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ) t;
+  IF ids IS NULL THEN
+    RETURN;
+  END IF;
+
+  FOREACH origin IN ARRAY origins LOOP
+    SELECT array_agg(m.id ORDER BY x.ord) INTO batch
+    FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id
+    WHERE m.metadata -> 'dead_letter' ->> 'origin_channel_id' = origin::text;
+    CONTINUE WHEN batch IS NULL;
+    SELECT array_agg(batch[r.ord]) FILTER (WHERE r.outcome = 'created') INTO created
+    FROM agentbus_create_messages(
+      origin,
+      (SELECT array_agg(m.author_key_id ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_id ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_name ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.actor_label ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.content ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.metadata - 'dead_letter' ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
+    ) r;
+    CONTINUE WHEN created IS NULL;
+    done := done || created;
+    RETURN QUERY SELECT origin, cardinality(created);
+  END LOOP;
+
+  WITH moved_rows AS (
+    INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, archived_at, reason)
+    SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, p_now, 'redriven'
+    FROM messages m WHERE m.id = ANY (done)
+  )
+  DELETE FROM messages m WHERE m.id = ANY (done);
+  UPDATE channels c SET stored_messages = c.stored_messages - cardinality(done) WHERE c.id = p_channel_id;
+END;
+$$;
