@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, namedChannel } from "./channel.js";
-import type { ChannelView } from "../model/channels.js";
+import { isAmbiguous, type ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { isUuid } from "../model/ids.js";
@@ -54,6 +54,8 @@ export interface NewMessageInput {
   actorLabel: string | undefined;
   metadata: { [key: string]: JsonValue } | undefined;
   mentions: readonly string[];
+  /** Seconds before the message is open work (docs/decisions.md#delays); 0..the channel's TTL. */
+  delaySeconds?: number | undefined;
 }
 
 export interface ListInput {
@@ -232,9 +234,11 @@ export class Messages {
         details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },
       });
     }
+    const delaySeconds = checkDelaySeconds(input.delaySeconds, channel.ttlSeconds);
     const actor = input.actor === undefined ? null : await this.actors.resolveOwn(caller, input.actor);
     const mentions = input.mentions.length === 0 ? [] : await this.actors.resolveMentions(input.mentions, channel);
     return {
+      delaySeconds,
       channelId: channel.id,
       authorKeyId: caller.keyId,
       actor,
@@ -268,6 +272,8 @@ export class Messages {
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
+      // Delayed messages are listed at once unless the filter is open work.
+      nextDue: input.status === "unclaimed" ? () => this.store.nextAvailableAt(channel.id, this.clock.now()) : undefined,
     });
     const last = data[data.length - 1];
     // An empty page echoes the caller's own cursor text, so only a non-empty one is the same for all.
@@ -417,6 +423,7 @@ export class Messages {
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
+      nextDue: () => this.store.nextAvailableAt(channel.id, this.clock.now()),
     });
   }
 
@@ -436,9 +443,11 @@ export class Messages {
     throw new ApiError("lease_expired");
   }
 
-  async release(caller: Caller, messageId: string, actorRef: string | undefined): Promise<MessageRecord> {
+  /** Gives the claim up; with delaySeconds the message is open work again only that much later (a retry with back-off). */
+  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number): Promise<MessageRecord> {
     assertMessageId(messageId);
-    return this.releaseAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef));
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
+    return this.releaseAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef), delay);
   }
 
   /**
@@ -446,19 +455,33 @@ export class Messages {
    * repeated id is judged again). The actor is resolved once: a bad actor
    * refuses the whole request, since it applies to every item.
    */
-  async releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined): Promise<Array<BatchItemResult<"released">>> {
+  async releaseBatch(
+    caller: Caller,
+    messageIds: readonly string[],
+    actorRef: string | undefined,
+    delaySeconds?: number,
+  ): Promise<Array<BatchItemResult<"released">>> {
     checkBatchSize("message_ids", messageIds.length);
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
-      await this.releaseAs(caller, messageId, actor);
+      await this.releaseAs(caller, messageId, actor, delay);
       return "released" as const;
     });
   }
 
-  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef): Promise<MessageRecord> {
+  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef, delaySeconds: number): Promise<MessageRecord> {
     const now = this.clock.now();
-    const released = await this.store.release(messageId, caller.keyId, actor, now);
+    let availableAt: Micros | null = null;
+    if (delaySeconds > 0) {
+      // The bound is the TTL of the message's channel, known only once the message is found.
+      const found = await this.explainRefusedClaim(caller, messageId, now);
+      const channel = await this.channels.findView(found.message.channelId, caller.keyId);
+      checkDelaySeconds(delaySeconds, channel && !isAmbiguous(channel) ? channel.ttlSeconds : Infinity);
+      availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
+    }
+    const released = await this.store.release(messageId, caller.keyId, actor, now, availableAt);
     if (released) {
       // Open work again: wake whoever waits for unclaimed messages.
       this.announce(released.channelId);
@@ -657,6 +680,18 @@ function checkWait(value: number | undefined): number {
     throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
   }
   return wait;
+}
+
+/** 0 (none, the default) up to `maxSeconds`: the channel's TTL, past which the message would expire unseen. */
+function checkDelaySeconds(value: number | undefined, maxSeconds: number): number {
+  const seconds = value ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0 || seconds > maxSeconds) {
+    const range = Number.isFinite(maxSeconds) ? `from 0 to ${maxSeconds} (the channel's ttl_seconds)` : "0 or more";
+    throw new ApiError("invalid_delay_seconds", `'delay_seconds' must be a number of seconds, ${range}`, {
+      details: Number.isFinite(maxSeconds) ? { field: "delay_seconds", max_delay_seconds: maxSeconds } : { field: "delay_seconds" },
+    });
+  }
+  return seconds;
 }
 
 function checkLeaseSeconds(value: number | undefined): number {

@@ -118,6 +118,7 @@ export const errorCatalog = {
   invalid_status: INVALID("status", "Use \"unclaimed\" or \"claimed\"."),
   invalid_batch_size: INVALID("batch size", "Send 1 to 100 items; split larger batches."),
   invalid_lease_seconds: INVALID("lease_seconds", "Use an integer from 30 to 3600."),
+  invalid_delay_seconds: INVALID("delay_seconds", "Use a number of seconds from 0 up to the channel's ttl_seconds."),
   invalid_webhook_url: INVALID("webhook URL", "Use an absolute http:// or https:// URL."),
   invalid_url: INVALID("URL", "Use an absolute http:// or https:// URL."),
   invalid_video_url: INVALID("video URL", "Use a watch-page URL (…/watch?v=<id>) or a short link (…/<id>)."),
