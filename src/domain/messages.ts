@@ -363,6 +363,7 @@ export class Messages {
     if (claimed) return { status: "claimed", message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
+    if (!claim) throw delayed(found.message, now);
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -384,7 +385,8 @@ export class Messages {
     const expiresAt = now + seconds * MICROS_PER_SECOND;
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
-    await this.explainRefusedClaim(caller, messageId, now);
+    const found = await this.explainRefusedClaim(caller, messageId, now);
+    if (!effectiveClaim(found.message, now)) throw delayed(found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }
@@ -680,6 +682,15 @@ function checkWait(value: number | undefined): number {
     throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
   }
   return wait;
+}
+
+/** The refusal of a claim on an unclaimed message whose available_at is still ahead. */
+function delayed(message: MessageRecord, now: Micros): ApiError {
+  const retryAfter = Math.max(1, Math.ceil((message.availableAt - now) / MICROS_PER_SECOND));
+  return new ApiError("message_delayed", undefined, {
+    details: { available_at: formatTimestamp(message.availableAt), retry_after: retryAfter },
+    headers: { "Retry-After": String(retryAfter) },
+  });
 }
 
 /** 0 (none, the default) up to `maxSeconds`: the channel's TTL, past which the message would expire unseen. */

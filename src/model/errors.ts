@@ -71,6 +71,7 @@ export const errorCatalog = {
   label_in_use: spec(409, "already_exists", "An active key already uses this agent_label", "Choose another agent_label (e.g. add a suffix), or keep using the key that holds it; revoking that key with DELETE /v1/keys/me frees the label."),
   already_claimed: spec(409, "failed_precondition", "This message has already been claimed", "List open work with GET /v1/channels/{identifier}/messages?status=unclaimed and claim another message."),
   channel_not_claimable: spec(409, "failed_precondition", "Messages of a broadcast channel cannot be claimed", "Read broadcast messages by listing them; only claimable channels hand out claims."),
+  message_delayed: spec(409, "failed_precondition", "This message is delayed: it is not open work before its available_at", "Claim it at or after available_at (Retry-After), or receive from the channel, which hands out due messages only."),
   not_claimed: spec(409, "failed_precondition", "This message is not claimed", "Claim it first with POST /v1/messages/{id}/claim."),
   result_already_set: spec(409, "failed_precondition", "This message already has a result", "Read it with GET /v1/messages/{message_id}; a message keeps the first result sent with an acknowledgement."),
   message_claimed: spec(409, "failed_precondition", "A claimed message cannot be retracted", "Wait for the claimer to release it."),
