@@ -363,7 +363,7 @@ export class Messages {
     if (claimed) return { status: "claimed", message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
-    if (!claim) throw delayed(found.message, now);
+    if (!claim && found.message.availableAt > now) throw delayed(found.message, now);
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -386,7 +386,7 @@ export class Messages {
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
-    if (!effectiveClaim(found.message, now)) throw delayed(found.message, now);
+    if (!effectiveClaim(found.message, now) && found.message.availableAt > now) throw delayed(found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }

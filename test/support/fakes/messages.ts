@@ -10,8 +10,8 @@ import type { FakeChannelStore } from "./channels.js";
 const lapsed = (m: MessageRecord, now: Micros) =>
   m.claim !== null && m.claim.leaseExpiresAt !== null && m.claim.leaseExpiresAt <= now && m.acknowledgedBy.length === 0;
 const claimed = (m: MessageRecord, now: Micros) => m.claim !== null && !lapsed(m, now);
-/** Open work from availableAt on (a delayed message is not before). */
-const due = (m: MessageRecord, now: Micros) => m.availableAt <= now;
+/** Open work from availableAt on; an undelayed message (availableAt = createdAt, NULL in the table) always is. */
+const due = (m: MessageRecord, now: Micros) => m.availableAt === m.createdAt || m.availableAt <= now;
 
 export class FakeMessageStore implements MessageStore {
   readonly messages = new Map<string, MessageRecord>();
@@ -123,7 +123,7 @@ export class FakeMessageStore implements MessageStore {
   }
 
   async nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null> {
-    const ahead = [...this.messages.values()].filter((m) => m.channelId === channelId && m.claim === null && m.expiresAt > now && m.availableAt > now);
+    const ahead = [...this.messages.values()].filter((m) => m.channelId === channelId && m.claim === null && m.expiresAt > now && !due(m, now));
     return ahead.length === 0 ? null : Math.min(...ahead.map((m) => m.availableAt));
   }
 
