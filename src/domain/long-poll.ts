@@ -5,7 +5,7 @@
  * still wakes the waiter: no wake-up is lost.
  */
 import type { WakeBus } from "../ports/wake-bus.js";
-import type { Clock, Timer } from "../model/time.js";
+import type { Clock, Micros, Timer } from "../model/time.js";
 
 /**
  * Per-key count of the waits a process holds (long-polls and watch
@@ -50,6 +50,13 @@ export interface LongPollOptions {
   takeSlot?: () => (() => void) | undefined;
   /** Ends the wait early (client gone, server shutting down). */
   signal?: AbortSignal;
+  /**
+   * When data the reader waits for becomes readable with no write to
+   * announce it (a delayed message falling due), on the clock's wall time;
+   * null when nothing is pending. The wait ends then at the latest, so every
+   * replica wakes its own waiters on time (docs/decisions.md#delays).
+   */
+  nextDue?: () => Promise<Micros | null>;
 }
 
 /**
@@ -81,7 +88,9 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
       if (data.length > 0) return data;
       const remaining = deadline - clock.monotonicMs();
       if (remaining <= 0 || options.signal?.aborted) return data;
-      delivery = await nextWake(woken, wake, clock, remaining, options.signal);
+      const due = options.nextDue ? await options.nextDue() : null;
+      const untilDue = due === null ? remaining : Math.max(0, Math.ceil((due - clock.now()) / 1000));
+      delivery = await nextWake(woken, wake, clock, Math.min(remaining, untilDue), options.signal);
       // A wake-up for data this reader filters out (e.g. status=unclaimed)
       // loops back to waiting for the rest of the time.
       if (clock.monotonicMs() >= deadline || options.signal?.aborted) return read();

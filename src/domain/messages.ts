@@ -55,6 +55,8 @@ export interface NewMessageInput {
   actorLabel: string | undefined;
   metadata: { [key: string]: JsonValue } | undefined;
   mentions: readonly string[];
+  /** Seconds before the message is open work (docs/decisions.md#delays); 0..the channel's TTL. */
+  delaySeconds?: number | undefined;
 }
 
 export interface ListInput {
@@ -233,9 +235,11 @@ export class Messages {
         details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },
       });
     }
+    const delaySeconds = checkDelaySeconds(input.delaySeconds, channel.ttlSeconds);
     const actor = input.actor === undefined ? null : await this.actors.resolveOwn(caller, input.actor);
     const mentions = input.mentions.length === 0 ? [] : await this.actors.resolveMentions(input.mentions, channel);
     return {
+      delaySeconds,
       channelId: channel.id,
       authorKeyId: caller.keyId,
       actor,
@@ -269,6 +273,8 @@ export class Messages {
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
+      // Delayed messages are listed at once unless the filter is open work.
+      nextDue: input.status === "unclaimed" ? () => this.store.nextAvailableAt(channel.id, this.clock.now()) : undefined,
     });
     const last = data[data.length - 1];
     // An empty page echoes the caller's own cursor text, so only a non-empty one is the same for all.
@@ -358,7 +364,10 @@ export class Messages {
     if (claimed) return { status: "claimed", message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
-    if (!claim) await this.refuseDeadLetter(caller, found.message, now);
+    if (!claim) {
+      await this.refuseDeadLetter(caller, found.message, now);
+      if (found.message.availableAt > now) throw delayed(found.message, now);
+    }
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -381,7 +390,10 @@ export class Messages {
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
-    if (!effectiveClaim(found.message, now)) await this.refuseDeadLetter(caller, found.message, now);
+    if (!effectiveClaim(found.message, now)) {
+      await this.refuseDeadLetter(caller, found.message, now);
+      if (found.message.availableAt > now) throw delayed(found.message, now);
+    }
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }
@@ -421,6 +433,7 @@ export class Messages {
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal: input.signal,
+      nextDue: () => this.store.nextAvailableAt(channel.id, this.clock.now()),
     });
   }
 
@@ -487,9 +500,11 @@ export class Messages {
     throw new ApiError("lease_expired");
   }
 
-  async release(caller: Caller, messageId: string, actorRef: string | undefined): Promise<MessageRecord> {
+  /** Gives the claim up; with delaySeconds the message is open work again only that much later (a retry with back-off). */
+  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number): Promise<MessageRecord> {
     assertMessageId(messageId);
-    return this.releaseAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef));
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
+    return this.releaseAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef), delay);
   }
 
   /**
@@ -497,19 +512,33 @@ export class Messages {
    * repeated id is judged again). The actor is resolved once: a bad actor
    * refuses the whole request, since it applies to every item.
    */
-  async releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined): Promise<Array<BatchItemResult<"released">>> {
+  async releaseBatch(
+    caller: Caller,
+    messageIds: readonly string[],
+    actorRef: string | undefined,
+    delaySeconds?: number,
+  ): Promise<Array<BatchItemResult<"released">>> {
     checkBatchSize("message_ids", messageIds.length);
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
-      await this.releaseAs(caller, messageId, actor);
+      await this.releaseAs(caller, messageId, actor, delay);
       return "released" as const;
     });
   }
 
-  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef): Promise<MessageRecord> {
+  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef, delaySeconds: number): Promise<MessageRecord> {
     const now = this.clock.now();
-    const released = await this.store.release(messageId, caller.keyId, actor, now);
+    let availableAt: Micros | null = null;
+    if (delaySeconds > 0) {
+      // The bound is the TTL of the message's channel, known only once the message is found.
+      const found = await this.explainRefusedClaim(caller, messageId, now);
+      const channel = await this.channels.findView(found.message.channelId, caller.keyId);
+      checkDelaySeconds(delaySeconds, channel && !isAmbiguous(channel) ? channel.ttlSeconds : Infinity);
+      availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
+    }
+    const released = await this.store.release(messageId, caller.keyId, actor, now, availableAt);
     if (released) {
       // Open work again: wake whoever waits for unclaimed messages.
       this.announce(released.channelId);
@@ -708,6 +737,27 @@ function checkWait(value: number | undefined): number {
     throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
   }
   return wait;
+}
+
+/** The refusal of a claim on an unclaimed message whose available_at is still ahead. */
+function delayed(message: MessageRecord, now: Micros): ApiError {
+  const retryAfter = Math.max(1, Math.ceil((message.availableAt - now) / MICROS_PER_SECOND));
+  return new ApiError("message_delayed", undefined, {
+    details: { available_at: formatTimestamp(message.availableAt), retry_after: retryAfter },
+    headers: { "Retry-After": String(retryAfter) },
+  });
+}
+
+/** 0 (none, the default) up to `maxSeconds`: the channel's TTL, past which the message would expire unseen. */
+function checkDelaySeconds(value: number | undefined, maxSeconds: number): number {
+  const seconds = value ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0 || seconds > maxSeconds) {
+    const range = Number.isFinite(maxSeconds) ? `from 0 to ${maxSeconds} (the channel's ttl_seconds)` : "0 or more";
+    throw new ApiError("invalid_delay_seconds", `'delay_seconds' must be a number of seconds, ${range}`, {
+      details: Number.isFinite(maxSeconds) ? { field: "delay_seconds", max_delay_seconds: maxSeconds } : { field: "delay_seconds" },
+    });
+  }
+  return seconds;
 }
 
 function checkLeaseSeconds(value: number | undefined): number {

@@ -29,6 +29,8 @@ export interface MessageRecord {
   mentions: ActorRef[];
   createdAt: Micros;
   expiresAt: Micros;
+  /** From when the message is open work: createdAt, or later when posted or released with a delay (docs/decisions.md#delays). */
+  availableAt: Micros;
   claim: Claim | null;
   acknowledgedBy: Acknowledgement[];
   /** Times the message was claimed or received. */
@@ -37,7 +39,10 @@ export interface MessageRecord {
   result: string | null;
 }
 
-export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions">;
+export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions"> & {
+  /** Seconds after createdAt before the message is open work; none (0) when absent. */
+  delaySeconds?: number;
+};
 
 export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";
 

@@ -22,8 +22,10 @@ export interface MessageStore {
   ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined>;
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   find(messageId: string, keyId: string): Promise<FoundMessage | undefined>;
-  /** Clears the claim when this key and actor hold it; undefined when they do not. */
-  release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined>;
+  /** Clears the claim when this key and actor hold it (open work again from `availableAt` when given); undefined when they do not. */
+  release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null): Promise<MessageRecord | undefined>;
+  /** The earliest moment after `now` at which delayed open work of the channel becomes available, or null when none waits. */
+  nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null>;
   /** Extends a live lease held by this key; undefined when there is none. */
   heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined>;
   /** The key holding a lease token, if any. */

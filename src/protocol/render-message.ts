@@ -16,6 +16,7 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     metadata: message.metadata,
     createdAt: toProtoTimestamp(message.createdAt),
     expiresAt: toProtoTimestamp(message.expiresAt),
+    availableAt: toProtoTimestamp(message.availableAt),
     claimedBy: claim ? claim.actor : undefined,
     claimedByKeyId: claim?.keyId,
     claimedAt: claim ? toProtoTimestamp(claim.claimedAt) : undefined,

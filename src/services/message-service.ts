@@ -46,6 +46,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         actorLabel: req.actorLabel,
         metadata: req.metadata,
         mentions: req.mentions,
+        delaySeconds: req.delaySeconds,
       });
       return { message: renderMessage(message, clock.now()), nextCursor };
     },
@@ -57,6 +58,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         actorLabel: m.actorLabel,
         metadata: m.metadata,
         mentions: m.mentions,
+        delaySeconds: m.delaySeconds,
       }));
       const { messages: created, nextCursor } = await messages.createBatch(callerOf(ctx), req.identifier, drafts);
       const now = clock.now();
@@ -130,7 +132,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async releaseMessage(req, ctx) {
-      const message = await messages.release(callerOf(ctx), req.messageId, req.actor);
+      const message = await messages.release(callerOf(ctx), req.messageId, req.actor, req.delaySeconds);
       return { status: "released", message: renderMessage(message, clock.now()) };
     },
 
@@ -154,7 +156,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async batchReleaseMessages(req, ctx) {
-      const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor);
+      const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor, req.delaySeconds);
       return { results: results.map((r) => ("error" in r ? { messageId: r.messageId, error: itemError(r.error) } : r)) };
     },
 

@@ -55,6 +55,7 @@ export interface MessageRow {
   mentions: ActorRef[];
   created_at: Micros;
   expires_at: Micros;
+  available_at: Micros;
   claimed_by_key_id: string | null;
   claimed_by_actor_id: string | null;
   claimed_by_actor_name: string | null;
@@ -68,7 +69,8 @@ export interface MessageRow {
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count`;
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count,
+  coalesce(m.available_at, m.created_at) AS available_at`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -77,7 +79,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
  */
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result, delivery_count`;
+  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
@@ -88,6 +90,9 @@ const accessible = (key: string) => `EXISTS (
  * A claim that no longer holds: its lease ran out before any acknowledgement.
  * Null-safe (plain claims have no lease), so NOT LAPSED is true for them.
  */
+/** Open work from now on: not delayed past now (docs/decisions.md#delays). NULL is "since created_at". */
+const AVAILABLE = (now: string) => `(m.available_at IS NULL OR m.available_at <= ${now})`;
+
 const LAPSED = (now: string) =>
   `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND m.acknowledged_by = '[]'::jsonb)`;
 
@@ -103,6 +108,7 @@ export function toRecord(row: MessageRow): MessageRecord {
     mentions: row.mentions,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
+    availableAt: row.available_at,
     claim:
       row.claimed_by_key_id === null
         ? null
@@ -142,7 +148,7 @@ export const LIST_SQL: Record<ListFilter, string> = {
   // one scan that steps over every claimed message on the way.
   unclaimed: `SELECT * FROM (
       (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4
+       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
        ORDER BY m.created_at LIMIT $3)
       UNION ALL
       (SELECT ${COLUMNS} FROM messages m
@@ -158,12 +164,24 @@ export const LIST_SQL: Record<ListFilter, string> = {
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
 export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
     claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
-  WHERE m.id = $1 AND m.expires_at > $5
+  WHERE m.id = $1 AND m.expires_at > $5 AND ${AVAILABLE("$5")}
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable'
       AND m.delivery_count < coalesce(k.max_deliveries, 2147483647))
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
+
+/**
+ * $1 channel, $2 now: the earliest available_at still ahead among the
+ * channel's delayed open work, through messages_delayed. Rows whose delay
+ * passed stay in that index (available_at is not cleared); the range
+ * condition steps over them. Expiry is not checked: it would lead the
+ * planner to the expiry index, and a message that expires before it falls
+ * due costs its waiters one empty re-read at most.
+ */
+export const NEXT_DUE_SQL = `SELECT m.available_at FROM messages m
+  WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2
+  ORDER BY m.available_at LIMIT 1`;
 
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
@@ -224,7 +242,7 @@ export const RECEIVE_SQL = `WITH claimable AS (
       OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = $4))
   ), open_work AS (
     SELECT m.id, m.created_at FROM messages m
-    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3 AND ${AVAILABLE("$3")}
       AND m.delivery_count < (SELECT max_deliveries FROM claimable)
     ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
   ), lapsed AS (
@@ -340,8 +358,8 @@ export class PgMessageStore implements MessageStore {
   }
 
   private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
-    const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros }>(
-      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[])",
+    const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros; available_at: Micros }>(
+      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[])",
       [
         channelId,
         inputs.map((m) => m.authorKeyId),
@@ -351,6 +369,7 @@ export class PgMessageStore implements MessageStore {
         inputs.map((m) => m.content),
         inputs.map((m) => JSON.stringify(m.metadata)),
         inputs.map((m) => JSON.stringify(m.mentions)),
+        inputs.map((m) => m.delaySeconds ?? 0),
       ],
       "create_messages",
     );
@@ -372,6 +391,7 @@ export class PgMessageStore implements MessageStore {
                 mentions: input.mentions,
                 createdAt: row.created_at,
                 expiresAt: row.expires_at,
+                availableAt: row.available_at,
                 claim: null,
                 acknowledgedBy: [],
                 deliveryCount: 0,
@@ -490,17 +510,24 @@ export class PgMessageStore implements MessageStore {
   }
 
   /** Clears the claim when this key and actor hold it. */
-  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(
       `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL
+         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL,
+         available_at = coalesce($5::timestamptz, m.available_at)
        WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
          AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
          AND ${accessible("$2")}
        RETURNING ${COLUMNS}`,
-      [messageId, keyId, actor.id, formatTimestamp(now)],
+      [messageId, keyId, actor.id, formatTimestamp(now), availableAt === null ? null : formatTimestamp(availableAt)],
     );
     return rows[0] && toRecord(rows[0]);
+  }
+
+  /** When the channel's next delayed open work falls due (NEXT_DUE_SQL), or null when none waits. */
+  async nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null> {
+    const { rows } = await this.db.query<{ available_at: Micros }>(NEXT_DUE_SQL, [channelId, formatTimestamp(now)], "next_available_at");
+    return rows[0]?.available_at ?? null;
   }
 
   /** Extends a live lease held by this key; undefined when there is none. */

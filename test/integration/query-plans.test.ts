@@ -3,7 +3,7 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLAIM_SQL, LIST_SQL, RECEIVE_SQL } from "../../src/store/messages.js";
+import { CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, RECEIVE_SQL } from "../../src/store/messages.js";
 import { useTestDatabase } from "../support/database.js";
 import { analyze, explainPlans, now } from "../support/query-plans.js";
 
@@ -68,6 +68,13 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
   it("claims through the primary key", async () => {
     for (const text of await plans(CLAIM_SQL, [someMessageId, "ak_plan", someMessageId, "w", now(), null, null, null])) {
     expect(text).toMatch(/Index Scan using messages_pkey/);
+      expect(text).not.toMatch(/Seq Scan on messages/);
+    }
+  });
+
+  it("finds when the next delayed message falls due through the partial index of delayed messages", async () => {
+    for (const text of await plans(NEXT_DUE_SQL, [channelId, now()])) {
+      expect(text).toMatch(/messages_delayed/);
       expect(text).not.toMatch(/Seq Scan on messages/);
     }
   });

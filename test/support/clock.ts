@@ -115,3 +115,61 @@ export class ManualClock implements Clock {
 export async function settle(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
 }
+
+/**
+ * Real time that a test can step forward, wall and monotonic time together,
+ * as if that much time had passed at once: pending timers fall due that much
+ * sooner (those now due fire at once). For a running server whose waits end
+ * at a wall-clock moment (a delayed message's available_at), without sleeping.
+ */
+export class SteppingClock implements Clock {
+  private offsetMs = 0;
+  private readonly pending = new Set<{ at: number; arm: () => void; timer: Timer }>();
+
+  now(): Micros {
+    return systemClock.now() + Math.round(this.offsetMs * 1000);
+  }
+
+  monotonicMs(): number {
+    return systemClock.monotonicMs() + this.offsetMs;
+  }
+
+  setTimer(ms: number, fn: () => void, options?: TimerOptions): Timer {
+    const entry = { at: this.monotonicMs() + Math.max(0, ms), arm: () => {}, timer: { cancel: () => {} } as Timer };
+    entry.arm = () => {
+      entry.timer = systemClock.setTimer(
+        Math.max(0, entry.at - this.monotonicMs()),
+        () => {
+          this.pending.delete(entry);
+          fn();
+        },
+        options,
+      );
+    };
+    entry.arm();
+    this.pending.add(entry);
+    return {
+      cancel: () => {
+        entry.timer.cancel();
+        this.pending.delete(entry);
+      },
+    };
+  }
+
+  advanceSeconds(seconds: number): void {
+    this.offsetMs += seconds * 1000;
+    for (const entry of this.pending) {
+      entry.timer.cancel();
+      entry.arm();
+    }
+  }
+
+  /** Back to real time; pending timers keep the moments they were set for. */
+  reset(): void {
+    this.offsetMs = 0;
+    for (const entry of this.pending) {
+      entry.timer.cancel();
+      entry.arm();
+    }
+  }
+}

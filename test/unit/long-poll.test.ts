@@ -41,6 +41,26 @@ function start(read: () => Promise<string[]>, options: Partial<LongPollOptions> 
 }
 
 describe("readOrWait", () => {
+  it("re-reads when nextDue falls due, with no wake-up", async () => {
+    const clock = new ManualClock();
+    const ch = channel();
+    const due = clock.now() + 400_000;
+    const poll = start(ch.read, { clock, bus: new LocalBus(), waitMs: 10_000, nextDue: async () => (clock.now() < due ? due : null) });
+    await clock.advance(399);
+    expect(ch.state.reads).toBe(2);
+    ch.state.rows.push("due now");
+    await clock.advance(1);
+    expect(poll.result).toEqual({ settled: true, value: ["due now"], atMs: 400 });
+  });
+
+  it("keeps to the deadline when nextDue lies beyond it", async () => {
+    const clock = new ManualClock();
+    const ch = channel();
+    const poll = start(ch.read, { clock, bus: new LocalBus(), nextDue: async () => clock.now() + 5_000_000 });
+    await clock.advance(1_000);
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 1_000 });
+  });
+
   it("returns an empty page exactly at the deadline", async () => {
     const clock = new ManualClock();
     const { read } = channel();

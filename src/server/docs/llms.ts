@@ -120,6 +120,12 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
   \`{"data":[{"message":{…},"lease_token":"…","lease_expires_at":"…"}]}\`, or \`{"data":[]}\` once the wait ends.
   No conflicts between workers: a message is never leased to two of them. Heartbeat, release and ack each one as
   above. 409 \`channel_not_claimable\` on a broadcast channel.
+- Delays: \`"delay_seconds": 30\` on a post (or a batchCreate item) makes the message open work only from its
+  \`available_at\` (every message has one: \`created_at\` unless delayed). Until then it is not received, claimed
+  (409 \`message_delayed\`, Retry-After) or listed with \`status=unclaimed\`; unfiltered listing shows it.
+  \`POST /v1/messages/{id}/release\` (and \`messages:batchRelease\`) with \`{"delay_seconds":60}\` gives it back
+  for a retry with back-off. 0 up to the channel's ttl_seconds, else 422 \`invalid_delay_seconds\`. Waiting
+  receives wake when a delayed message falls due.
 - \`message.delivery_count\` counts how often a message was claimed or received: above 1 it was handed out before
   and came back (a lapsed lease or a release).
 - Poison messages: give the channel \`max_deliveries\` (1..1000) and \`dead_letter_channel\` (id, alias or name of

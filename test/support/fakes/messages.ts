@@ -10,6 +10,8 @@ import type { FakeChannelStore } from "./channels.js";
 const lapsed = (m: MessageRecord, now: Micros) =>
   m.claim !== null && m.claim.leaseExpiresAt !== null && m.claim.leaseExpiresAt <= now && m.acknowledgedBy.length === 0;
 const claimed = (m: MessageRecord, now: Micros) => m.claim !== null && !lapsed(m, now);
+/** Open work from availableAt on; an undelayed message (availableAt = createdAt, NULL in the table) always is. */
+const due = (m: MessageRecord, now: Micros) => m.availableAt === m.createdAt || m.availableAt <= now;
 
 export class FakeMessageStore implements MessageStore {
   readonly messages = new Map<string, MessageRecord>();
@@ -22,7 +24,7 @@ export class FakeMessageStore implements MessageStore {
     return channel !== undefined && (channel.access === "open" || channel.createdByKeyId === keyId || this.channels.isMember(channel.id, keyId));
   }
 
-  async create(input: NewMessage): Promise<CreateOutcome> {
+  async create({ delaySeconds = 0, ...input }: NewMessage): Promise<CreateOutcome> {
     const channel = this.channels.channels.get(input.channelId);
     if (!channel) return { outcome: "channel_not_found", retryAfter: null };
     if (channel.paused) return { outcome: "channel_paused", retryAfter: null };
@@ -31,6 +33,7 @@ export class FakeMessageStore implements MessageStore {
       ...input,
       id: randomUUID(),
       createdAt,
+      availableAt: createdAt + Math.round(delaySeconds * MICROS_PER_SECOND),
       expiresAt: createdAt + channel.ttlSeconds * MICROS_PER_SECOND,
       claim: null,
       acknowledgedBy: [],
@@ -57,7 +60,7 @@ export class FakeMessageStore implements MessageStore {
   async list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]> {
     return [...this.messages.values()]
       .filter((m) => m.channelId === channelId && m.createdAt > (since ?? -Infinity) && m.expiresAt > now)
-      .filter((m) => filter === "all" || (filter === "claimed") === claimed(m, now))
+      .filter((m) => filter === "all" || (filter === "claimed" ? claimed(m, now) : !claimed(m, now) && due(m, now)))
       .sort((a, b) => a.createdAt - b.createdAt)
       .slice(0, limit);
   }
@@ -65,7 +68,7 @@ export class FakeMessageStore implements MessageStore {
   async claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
     const channel = m && this.channels.channels.get(m.channelId);
-    if (!m || !channel || m.expiresAt <= now || claimed(m, now) || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
+    if (!m || !channel || m.expiresAt <= now || claimed(m, now) || !due(m, now) || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
     const updated = {
       ...m,
       claim: { keyId: claim.keyId, actor: claim.actor, claimedAt: now, leaseToken: claim.leaseToken, leaseExpiresAt: claim.leaseExpiresAt },
@@ -79,7 +82,7 @@ export class FakeMessageStore implements MessageStore {
     const channel = this.channels.channels.get(channelId);
     if (!channel || channel.mode !== "claimable") return [];
     const open = [...this.messages.values()]
-      .filter((m) => m.channelId === channelId && m.expiresAt > now && (m.claim === null || lapsed(m, now)))
+      .filter((m) => m.channelId === channelId && m.expiresAt > now && (m.claim === null ? due(m, now) : lapsed(m, now)))
       .sort((a, b) => a.createdAt - b.createdAt)
       .slice(0, max);
     return open.map((m, i) => {
@@ -120,12 +123,17 @@ export class FakeMessageStore implements MessageStore {
     return updated;
   }
 
-  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros): Promise<MessageRecord | undefined> {
+  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
     if (!m || m.expiresAt <= now || !claimed(m, now) || m.claim?.keyId !== keyId || m.claim.actor.id !== actor.id) return undefined;
-    const updated = { ...m, claim: null };
+    const updated = { ...m, claim: null, availableAt: availableAt ?? m.availableAt };
     this.messages.set(messageId, updated);
     return updated;
+  }
+
+  async nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null> {
+    const ahead = [...this.messages.values()].filter((m) => m.channelId === channelId && m.claim === null && m.expiresAt > now && !due(m, now));
+    return ahead.length === 0 ? null : Math.min(...ahead.map((m) => m.availableAt));
   }
 
   async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {

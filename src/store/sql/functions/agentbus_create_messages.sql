@@ -13,6 +13,9 @@
 -- In SQL because every rule here reads or writes under the channel's row
 -- lock: done from the service it would hold that lock across several round
 -- trips per message. Called by store/messages.ts.
+-- The signature before delays (p_delays): a new signature is a new function
+-- beside the old one, which would make a call without p_delays ambiguous.
+DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[]);
 CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_channel_id     uuid,
   p_author_key_ids text[],
@@ -21,8 +24,10 @@ CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_actor_labels   text[],
   p_contents       text[],
   p_metadata       jsonb[],
-  p_mentions       jsonb[]
-) RETURNS TABLE (ord integer, outcome text, retry_after integer, message_id uuid, created_at timestamptz, expires_at timestamptz)
+  p_mentions       jsonb[],
+  p_delays         double precision[] DEFAULT NULL
+) RETURNS TABLE (ord integer, outcome text, retry_after integer, message_id uuid, created_at timestamptz, expires_at timestamptz,
+                 available_at timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
   ch        channels%ROWTYPE;
@@ -37,12 +42,12 @@ DECLARE
 BEGIN
   SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id FOR NO KEY UPDATE;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT g::integer, 'channel_not_found'::text, NULL::integer, NULL::uuid, NULL::timestamptz, NULL::timestamptz
+    RETURN QUERY SELECT g::integer, 'channel_not_found'::text, NULL::integer, NULL::uuid, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
       FROM generate_series(1, cardinality(p_contents)) g;
     RETURN;
   END IF;
   IF ch.paused THEN
-    RETURN QUERY SELECT g::integer, 'channel_paused'::text, 30, NULL::uuid, NULL::timestamptz, NULL::timestamptz
+    RETURN QUERY SELECT g::integer, 'channel_paused'::text, 30, NULL::uuid, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
       FROM generate_series(1, cardinality(p_contents)) g;
     RETURN;
   END IF;
@@ -58,13 +63,17 @@ BEGIN
       IF in_window >= ch.max_writes_per_minute THEN
         RETURN QUERY SELECT i, 'channel_write_rate_exceeded'::text,
           greatest(1, ceil(60 - extract(epoch FROM stamp - oldest))::integer),
-          NULL::uuid, NULL::timestamptz, NULL::timestamptz;
+          NULL::uuid, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
         CONTINUE;
       END IF;
     END IF;
-    INSERT INTO messages (channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions, created_at, expires_at)
+    -- A delay (seconds, checked by the service against the channel's TTL)
+    -- makes the message open work only from stamp + delay; none leaves NULL.
+    INSERT INTO messages (channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions, created_at, expires_at,
+                          available_at)
     VALUES (p_channel_id, p_author_key_ids[i], p_actor_ids[i], p_actor_names[i], p_actor_labels[i], p_contents[i],
-            p_metadata[i], p_mentions[i], stamp, stamp + make_interval(secs => ch.ttl_seconds))
+            p_metadata[i], p_mentions[i], stamp, stamp + make_interval(secs => ch.ttl_seconds),
+            CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) END)
     RETURNING id INTO new_id;
     last_at := stamp;
     inserted := inserted + 1;
@@ -94,7 +103,8 @@ BEGIN
       FROM targets t WHERE t.actor_id NOT IN (SELECT p.actor_id FROM pushed p);
     END IF;
 
-    RETURN QUERY SELECT i, 'created'::text, NULL::integer, new_id, stamp, stamp + make_interval(secs => ch.ttl_seconds);
+    RETURN QUERY SELECT i, 'created'::text, NULL::integer, new_id, stamp, stamp + make_interval(secs => ch.ttl_seconds),
+      CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) ELSE stamp END;
   END LOOP;
   IF inserted = 0 THEN
     RETURN;
