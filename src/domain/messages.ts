@@ -18,7 +18,7 @@ import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, Messag
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
-import { nextWake, readOrWait, WaiterSlots } from "./long-poll.js";
+import { nextWake, readOrWait, WaiterSlots, type LongPollOptions } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
 export interface ActorDirectory {
@@ -265,17 +265,8 @@ export class Messages {
       sharedRead = delivery !== undefined;
       return this.readPage(channel.id, since, limit, input.status, delivery);
     };
-    const data = await readOrWait(read, {
-      bus: this.options.bus,
-      clock: this.clock,
-      channelId: channel.id,
-      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
-      maxWaiters: this.options.longPollMaxWaiters,
-      takeSlot: () => this.waiterSlots.take(caller.keyId),
-      signal: input.signal,
-      // Delayed messages are listed at once unless the filter is open work.
-      nextDue: input.status === "unclaimed" ? () => this.store.nextAvailableAt(channel.id, this.clock.now()) : undefined,
-    });
+    // Delayed messages are listed at once unless the filter is open work.
+    const data = await readOrWait(read, this.longPoll(caller, channel.id, wait, input.signal, input.status === "unclaimed"));
     const last = data[data.length - 1];
     // An empty page echoes the caller's own cursor text, so only a non-empty one is the same for all.
     return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null), shared: sharedRead && last !== undefined };
@@ -425,16 +416,7 @@ export class Messages {
       const leased = await this.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
       return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
     };
-    return readOrWait(read, {
-      bus: this.options.bus,
-      clock: this.clock,
-      channelId: channel.id,
-      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
-      maxWaiters: this.options.longPollMaxWaiters,
-      takeSlot: () => this.waiterSlots.take(caller.keyId),
-      signal: input.signal,
-      nextDue: () => this.store.nextAvailableAt(channel.id, this.clock.now()),
-    });
+    return readOrWait(read, this.longPoll(caller, channel.id, wait, input.signal, true));
   }
 
   /**
@@ -626,16 +608,26 @@ export class Messages {
       latest = current;
       return this.settled(current) ? [current] : [];
     };
-    await readOrWait(read, {
+    await readOrWait(read, this.longPoll(caller, found.message.channelId, wait, input.signal, false));
+    return latest;
+  }
+
+  /**
+   * How list, receive and get long-poll on a channel: woken by its writes,
+   * capped by the server, within the caller's waiter slots. `openWork` also
+   * wakes when a delayed message of the channel falls due.
+   */
+  private longPoll(caller: Caller, channelId: string, waitSeconds: number, signal: AbortSignal | undefined, openWork: boolean): LongPollOptions {
+    return {
       bus: this.options.bus,
       clock: this.clock,
-      channelId: found.message.channelId,
-      waitMs: Math.min(wait, this.options.longPollMaxWaitSeconds) * 1000,
+      channelId,
+      waitMs: Math.min(waitSeconds, this.options.longPollMaxWaitSeconds) * 1000,
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
-      signal: input.signal,
-    });
-    return latest;
+      signal,
+      nextDue: openWork ? () => this.store.nextAvailableAt(channelId, this.clock.now()) : undefined,
+    };
   }
 
   /** Nothing more will happen to the message that a waiter waits for. */

@@ -90,19 +90,7 @@ BEGIN
     END IF;
   END IF;
 
-  WITH moved_rows AS (
-    INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, archived_at, reason)
-    SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, p_now, 'dead_lettered'
-    FROM messages m WHERE m.id = ANY (ids)
-    RETURNING 1
-  ), gone AS (
-    DELETE FROM messages m WHERE m.id = ANY (ids) RETURNING 1
-  )
-  SELECT count(*) INTO n FROM gone;
+  n := agentbus_archive_messages(ids, p_now, 'dead_lettered');
   UPDATE channels c SET stored_messages = c.stored_messages - n WHERE c.id = p_channel_id;
   RETURN QUERY SELECT n, ch.dead_letter_channel_id;
 END;

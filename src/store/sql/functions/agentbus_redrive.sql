@@ -68,16 +68,7 @@ BEGIN
     RETURN QUERY SELECT origin, cardinality(created);
   END LOOP;
 
-  WITH moved_rows AS (
-    INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, archived_at, reason)
-    SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-      created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-      lease_token, lease_expires_at, acknowledged_by, result, delivery_count, p_now, 'redriven'
-    FROM messages m WHERE m.id = ANY (done)
-  )
-  DELETE FROM messages m WHERE m.id = ANY (done);
+  PERFORM agentbus_archive_messages(done, p_now, 'redriven');
   UPDATE channels c SET stored_messages = c.stored_messages - cardinality(done) WHERE c.id = p_channel_id;
 END;
 $$;

@@ -1,0 +1,25 @@
+-- Moves live messages to message_history with a reason (archived at p_now)
+-- and returns how many moved. The caller holds their rows and keeps the
+-- channel's stored_messages count.
+--
+-- One copy of "which columns history keeps" for the stored functions
+-- (agentbus_dead_letter, agentbus_redrive); the service's own copy is
+-- MESSAGE_FIELDS in store/messages.ts. Columns are named, not taken by
+-- position: columns added later sit at different positions in the tables.
+CREATE OR REPLACE FUNCTION agentbus_archive_messages(p_ids uuid[], p_now timestamptz, p_reason text) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  n integer;
+BEGIN
+  INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+    created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, archived_at, reason)
+  SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
+    created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
+    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, p_now, p_reason
+  FROM messages m WHERE m.id = ANY (p_ids);
+  DELETE FROM messages m WHERE m.id = ANY (p_ids);
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END;
+$$;
