@@ -355,10 +355,7 @@ export class Messages {
     if (claimed) return { status: "claimed", message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
-    if (!claim) {
-      await this.refuseDeadLetter(caller, found.message, now);
-      if (found.message.availableAt > now) throw delayed(found.message, now);
-    }
+    if (!claim) await this.refuseUnavailable(caller, found.message, now);
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -381,10 +378,7 @@ export class Messages {
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
     if (claimed) return { leaseToken, expiresAt, message: claimed };
     const found = await this.explainRefusedClaim(caller, messageId, now);
-    if (!effectiveClaim(found.message, now)) {
-      await this.refuseDeadLetter(caller, found.message, now);
-      if (found.message.availableAt > now) throw delayed(found.message, now);
-    }
+    if (!effectiveClaim(found.message, now)) await this.refuseUnavailable(caller, found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }
@@ -396,13 +390,7 @@ export class Messages {
    * until the wait ends.
    */
   async receive(caller: Caller, identifier: string, input: ReceiveInput): Promise<ReceivedLease[]> {
-    const max = input.maxMessages ?? RECEIVE_MAX_MESSAGES.default;
-    if (!Number.isInteger(max) || max < RECEIVE_MAX_MESSAGES.min || max > RECEIVE_MAX_MESSAGES.max) {
-      throw new ApiError("invalid_max_messages", `'max_messages' must be an integer from ${RECEIVE_MAX_MESSAGES.min} to ${RECEIVE_MAX_MESSAGES.max}`, {
-        details: { field: "max_messages" },
-        suggestion: `Use an integer from ${RECEIVE_MAX_MESSAGES.min} to ${RECEIVE_MAX_MESSAGES.max}.`,
-      });
-    }
+    const max = checkMaxMessages(input.maxMessages, RECEIVE_MAX_MESSAGES, ".");
     const seconds = checkLeaseSeconds(input.leaseSeconds);
     const wait = checkWait(input.wait);
     const channel = await this.usableChannel(caller, identifier);
@@ -432,10 +420,18 @@ export class Messages {
   }
 
   /**
-   * A refused claim of a message nobody holds: when it was delivered its
-   * channel's max_deliveries times, the claim statement skipped it on
-   * purpose. It is moved out now and the claim is answered 404, as after a
-   * receive had moved it; otherwise (a release raced the claim) nothing.
+   * A refused claim of a message nobody holds: the claim statement skipped
+   * it on purpose when it is a dead letter now (refuseDeadLetter) or not due
+   * yet (409 message_delayed); otherwise (a release raced the claim) nothing.
+   */
+  private async refuseUnavailable(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
+    await this.refuseDeadLetter(caller, message, now);
+    if (message.availableAt > now) throw delayed(message, now);
+  }
+
+  /**
+   * When the message was delivered its channel's max_deliveries times, it is
+   * moved out now and the claim is answered 404, as after a receive had moved it.
    */
   private async refuseDeadLetter(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
     const channel = await this.channels.findView(message.channelId, caller.keyId);
@@ -452,13 +448,7 @@ export class Messages {
    * how many moved (docs/decisions.md#dead-letters).
    */
   async redrive(caller: Caller, identifier: string, maxMessages: number | undefined): Promise<number> {
-    const max = maxMessages ?? REDRIVE_MAX_MESSAGES.default;
-    if (!Number.isInteger(max) || max < REDRIVE_MAX_MESSAGES.min || max > REDRIVE_MAX_MESSAGES.max) {
-      throw new ApiError("invalid_max_messages", `'max_messages' must be an integer from ${REDRIVE_MAX_MESSAGES.min} to ${REDRIVE_MAX_MESSAGES.max}`, {
-        details: { field: "max_messages" },
-        suggestion: `Use an integer from ${REDRIVE_MAX_MESSAGES.min} to ${REDRIVE_MAX_MESSAGES.max}, and call again while 'moved' equals it.`,
-      });
-    }
+    const max = checkMaxMessages(maxMessages, REDRIVE_MAX_MESSAGES, ", and call again while 'moved' equals it.");
     const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertOwner(channel, caller);
     const moved = await this.store.redrive(channel.id, max, this.clock.now());
@@ -586,10 +576,7 @@ export class Messages {
    */
   async get(caller: Caller, messageId: string, input: GetInput = {}): Promise<FoundMessage> {
     assertMessageId(messageId);
-    const wait = input.wait ?? 0;
-    if (!Number.isFinite(wait) || wait < 0) {
-      throw new ApiError("invalid_wait", "'wait' must be a number of seconds, 0 or more", { details: { field: "wait" } });
-    }
+    const wait = checkWait(input.wait);
     const found = await this.readable(caller, messageId);
     if (wait === 0 || this.settled(found)) return found;
     let latest = found;
@@ -721,6 +708,18 @@ function assertMessageId(messageId: string): void {
   if (!isUuid(messageId)) throw new ApiError("message_not_found");
 }
 
+/** `max_messages` of receive and redrive: an integer within `bounds`; the suggestion ends with `hint`. */
+function checkMaxMessages(value: number | undefined, bounds: { min: number; max: number; default: number }, hint: string): number {
+  const max = value ?? bounds.default;
+  if (!Number.isInteger(max) || max < bounds.min || max > bounds.max) {
+    throw new ApiError("invalid_max_messages", `'max_messages' must be an integer from ${bounds.min} to ${bounds.max}`, {
+      details: { field: "max_messages" },
+      suggestion: `Use an integer from ${bounds.min} to ${bounds.max}${hint}`,
+    });
+  }
+  return max;
+}
+
 const newLeaseToken = () => `lease_${randomBytes(18).toString("base64url")}`;
 
 function checkWait(value: number | undefined): number {
@@ -777,7 +776,6 @@ export function parseCursor(field: "since" | "cursor", value: string | undefined
   }
   return parsed;
 }
-
 
 export const MAX_BATCH_ITEMS = 100;
 

@@ -32,6 +32,7 @@ const filterOf = (status: MessageStatus) =>
   status === MessageStatus.UNCLAIMED ? "unclaimed" : status === MessageStatus.CLAIMED ? "claimed" : "all";
 
 const itemError = (err: ApiError) => ({ error: err.code, message: err.message });
+const ackStatus = (status: "acknowledged" | "already_acknowledged") => (status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED);
 
 export function messageService(messages: Messages, clock: Clock): ServiceEntry {
   // Long-polls woken by one delivery share one read (Messages.readPage), so
@@ -139,7 +140,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     async ackMessage(req, ctx) {
       const { status, message } = await messages.ack(callerOf(ctx), req.messageId, req.actor, { result: req.result, metadata: req.metadata });
       return {
-        status: status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED,
+        status: ackStatus(status),
         message: renderMessage(message, clock.now()),
       };
     },
@@ -150,7 +151,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         results: results.map((r) =>
           "error" in r
             ? { messageId: r.messageId, error: itemError(r.error) }
-            : { messageId: r.messageId, status: r.status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED },
+            : { messageId: r.messageId, status: ackStatus(r.status) },
         ),
       };
     },
