@@ -33,6 +33,7 @@ import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
+import type { QueueMeter } from "./ports/queue-meter.js";
 import { CallPipeline } from "./server/rpc/pipeline.js";
 import { createServices, type Domain } from "./services/index.js";
 import { PgActorStore } from "./store/actors.js";
@@ -112,10 +113,12 @@ export interface DomainDependencies {
   clock: Clock;
   config: Config;
   keys: Keys;
+  /** Where deliveries and dead letters are counted (the /metrics registry); none when omitted. */
+  meter?: QueueMeter;
 }
 
 /** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */
-export function createDomain({ db, bus, clock, config, keys }: DomainDependencies): Domain {
+export function createDomain({ db, bus, clock, config, keys, meter }: DomainDependencies): Domain {
   const channelStore = new PgChannelStore(db);
   const actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
   const messages = new Messages(new PgMessageStore(db), channelStore, actors, clock, {
@@ -125,6 +128,7 @@ export function createDomain({ db, bus, clock, config, keys }: DomainDependencie
     longPollMaxWaitSeconds: config.longPollMaxWaitSeconds,
     longPollMaxWaiters: config.longPollMaxWaiters,
     longPollMaxWaitersPerKey: config.longPollMaxWaitersPerKey,
+    meter,
   });
   const webhookStore = new PgWebhookStore(db);
   return {
@@ -221,9 +225,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
+    const metrics = new Metrics();
     const pipeline = new CallPipeline(
       createServices({
-        domain: createDomain({ db, bus, clock, config, keys }),
+        domain: createDomain({ db, bus, clock, config, keys, meter: metrics }),
         clock,
         config,
         mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock),
@@ -238,7 +243,6 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       },
     );
 
-    const metrics = new Metrics();
     metrics.gauge("agentbus_db_pool_total_connections", "Open database connections.", () => pool.totalCount);
     metrics.gauge("agentbus_db_pool_idle_connections", "Idle database connections.", () => pool.idleCount);
     metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);

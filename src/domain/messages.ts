@@ -14,10 +14,11 @@ import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
-import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewMessage } from "../model/messages.js";
+import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewMessage, QueueStats } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
+import { noQueueMeter, type QueueMeter } from "../ports/queue-meter.js";
 import { nextWake, readOrWait, WaiterSlots, type LongPollOptions } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
@@ -38,6 +39,8 @@ export interface MessagesOptions {
   longPollMaxWaiters: number;
   /** Long-polls and watch streams one key may hold in this process at once. */
   longPollMaxWaitersPerKey: number;
+  /** Counts deliveries and dead letters once their transaction commits; none by default. */
+  meter?: QueueMeter;
 }
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -161,6 +164,7 @@ export type AckStatus = "acknowledged" | "already_acknowledged";
 const byteLength = (text: string) => Buffer.byteLength(text, "utf8");
 
 export class Messages {
+  private readonly meter: QueueMeter;
   constructor(
     private readonly store: MessageStore,
     private readonly channels: ChannelStore,
@@ -169,6 +173,7 @@ export class Messages {
     private readonly options: MessagesOptions,
   ) {
     this.waiterSlots = new WaiterSlots(options.longPollMaxWaitersPerKey);
+    this.meter = options.meter ?? noQueueMeter;
   }
 
   async create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
@@ -352,7 +357,10 @@ export class Messages {
     const actor = await this.actors.resolveForClaim(caller, actorRef);
     const now = this.clock.now();
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken: null, leaseExpiresAt: null }, now);
-    if (claimed) return { status: "claimed", message: claimed };
+    if (claimed) {
+      this.countDelivered([claimed], false);
+      return { status: "claimed", message: claimed };
+    }
     const found = await this.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
     if (!claim) await this.refuseUnavailable(caller, found.message, now);
@@ -376,7 +384,10 @@ export class Messages {
     const leaseToken = newLeaseToken();
     const expiresAt = now + seconds * MICROS_PER_SECOND;
     const claimed = await this.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
-    if (claimed) return { leaseToken, expiresAt, message: claimed };
+    if (claimed) {
+      this.countDelivered([claimed], false);
+      return { leaseToken, expiresAt, message: claimed };
+    }
     const found = await this.explainRefusedClaim(caller, messageId, now);
     if (!effectiveClaim(found.message, now)) await this.refuseUnavailable(caller, found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
@@ -402,6 +413,7 @@ export class Messages {
       const leaseTokens = Array.from({ length: max }, newLeaseToken);
       if (channel.maxDeliveries !== null) await this.moveDeadLetters(channel.id, now);
       const leased = await this.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
+      this.countDelivered(leased, true);
       return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
     };
     return readOrWait(read, this.longPoll(caller, channel.id, wait, input.signal, true));
@@ -416,6 +428,7 @@ export class Messages {
    */
   private async moveDeadLetters(channelId: string, now: Micros): Promise<void> {
     const { moved, deadLetterChannelId } = await this.store.deadLetter(channelId, RECEIVE_MAX_MESSAGES.max, now);
+    if (moved > 0) this.options.afterCommit(() => this.meter.deadLettered(moved));
     if (moved > 0 && deadLetterChannelId !== null) this.announce(deadLetterChannelId);
   }
 
@@ -454,6 +467,12 @@ export class Messages {
     const moved = await this.store.redrive(channel.id, max, this.clock.now());
     for (const origin of moved) this.announce(origin.originChannelId);
     return moved.reduce((sum, origin) => sum + origin.moved, 0);
+  }
+
+  /** The channel's queue state now (docs/decisions.md#queue-stats); anyone who can read the channel. */
+  async stats(caller: Caller, identifier: string): Promise<QueueStats> {
+    const channel = await this.usableChannel(caller, identifier);
+    return this.store.stats(channel.id, this.clock.now());
   }
 
   async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
@@ -669,6 +688,13 @@ export class Messages {
   }
 
   /** Wakes long-polls and watchers of the channel once the write is committed. */
+  /** Counted at commit: a delivery an idempotent request rolls back never happened. */
+  private countDelivered(messages: readonly MessageRecord[], received: boolean): void {
+    if (messages.length === 0) return;
+    const redelivered = messages.filter((m) => m.deliveryCount > 1).length;
+    this.options.afterCommit(() => this.meter.delivered({ received: received ? messages.length : 0, redelivered }));
+  }
+
   private announce(channelId: string): void {
     this.options.afterCommit(() => this.options.bus.publish(channelId));
   }

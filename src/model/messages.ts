@@ -83,6 +83,19 @@ export interface NewLeases {
   leaseExpiresAt: Micros;
 }
 
+/** A channel's queue state at one moment (docs/decisions.md#queue-stats). */
+export interface QueueStats {
+  ready: number;
+  delayed: number;
+  inFlight: number;
+  acknowledged: number;
+  deadLettered: number;
+  /** When the oldest ready message became available; null when none is ready. */
+  oldestReadySince: Micros | null;
+  /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
+  claimToAckP50Ms: number | null;
+}
+
 /** Why a claim, ack or release matched nothing. */
 export interface MessageInspection {
   message: MessageRecord;

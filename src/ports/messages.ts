@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 
 export interface MessageStore {
@@ -42,6 +42,8 @@ export interface MessageStore {
    * history when it has none; the dead-letter channel the moved ones went to.
    */
   deadLetter(channelId: string, limit: number, now: Micros): Promise<{ moved: number; deadLetterChannelId: string | null }>;
+  /** The channel's live messages counted by state at `now`, with its dead letters still in history. */
+  stats(channelId: string, now: Micros): Promise<QueueStats>;
   /** Moves up to `limit` dead letters of the channel back to their origin channels; how many went to each. */
   redrive(channelId: string, limit: number, now: Micros): Promise<Array<{ originChannelId: string; moved: number }>>;
 }

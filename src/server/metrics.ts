@@ -3,8 +3,9 @@
  * is a template or an RPC procedure, never a concrete path.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { QueueMeter } from "../ports/queue-meter.js";
 
-export class Metrics {
+export class Metrics implements QueueMeter {
   readonly registry = new Registry();
   private readonly requests = new Counter({
     name: "agentbus_http_requests_total",
@@ -20,6 +21,22 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly received = new Counter({
+    name: "agentbus_messages_received_total",
+    help: "Messages leased by receive calls, across all channels.",
+    registers: [this.registry],
+  });
+  private readonly redelivered = new Counter({
+    name: "agentbus_messages_redelivered_total",
+    help: "Deliveries (receive or claim) of messages delivered before: released, or their lease lapsed.",
+    registers: [this.registry],
+  });
+  private readonly deadLetters = new Counter({
+    name: "agentbus_messages_dead_lettered_total",
+    help: "Messages moved out of their channel after max_deliveries deliveries.",
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "agentbus_" });
   }
@@ -27,6 +44,15 @@ export class Metrics {
   observeRequest(route: string, method: string, protocol: string, status: number, seconds: number): void {
     this.requests.inc({ route, method, protocol, status: String(status) });
     this.duration.observe({ route, method, protocol }, seconds);
+  }
+
+  delivered({ received, redelivered }: { received: number; redelivered: number }): void {
+    if (received > 0) this.received.inc(received);
+    if (redelivered > 0) this.redelivered.inc(redelivered);
+  }
+
+  deadLettered(count: number): void {
+    this.deadLetters.inc(count);
   }
 
   /** Registers a gauge read at scrape time (pool sizes and the like). */

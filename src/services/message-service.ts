@@ -10,7 +10,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
 import type { Messages, Page } from "../domain/messages.js";
-import { formatTimestamp, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
+import { formatTimestamp, MICROS_PER_SECOND, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
 import { callerOf, streamOpenKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
@@ -164,6 +164,20 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     async getMessage(req, ctx) {
       const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: ctx.signal });
       return renderFoundMessage(found, clock.now());
+    },
+
+    async getChannelStats(req, ctx) {
+      const stats = await messages.stats(callerOf(ctx), req.identifier);
+      const now = clock.now();
+      return {
+        ready: stats.ready,
+        delayed: stats.delayed,
+        inFlight: stats.inFlight,
+        acknowledged: stats.acknowledged,
+        deadLettered: stats.deadLettered,
+        oldestReadyAgeSeconds: stats.oldestReadySince === null ? undefined : Math.max(0, now - stats.oldestReadySince) / MICROS_PER_SECOND,
+        claimToAckP50Ms: stats.claimToAckP50Ms ?? undefined,
+      };
     },
 
     async retractMessage(req, ctx) {

@@ -24,6 +24,7 @@ import type {
   NewClaim,
   NewLeases,
   NewMessage,
+  QueueStats,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
@@ -259,6 +260,43 @@ export const RECEIVE_SQL = `WITH claimable AS (
   FROM picked p WHERE m.id = p.id
   RETURNING ${COLUMNS}`;
 
+/**
+ * $1 channel, $2 now: the queue state (docs/decisions.md#queue-stats) in one
+ * pass over the channel's live messages (messages_channel_order) and one
+ * count of its dead letters in history (message_history_by_channel). Each
+ * live message gets one state, decided in the order the receive statement
+ * would: acknowledged, held (claimed, lease not lapsed), past max_deliveries,
+ * not due, else ready. A broadcast channel has no claims or delivery limit.
+ * Expiry is a state too, not a condition: as a condition, the generic plan
+ * would range over the expiry index, through every channel's live messages.
+ */
+export const STATS_SQL = `WITH k AS (
+    SELECT c.mode = 'claimable' AS claimable, coalesce(c.max_deliveries, 2147483647) AS max_deliveries FROM channels c WHERE c.id = $1
+  ), live AS (
+    SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since,
+      (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at,
+      CASE
+        WHEN m.expires_at <= $2 THEN 'expired'
+        WHEN m.acknowledged_by <> '[]'::jsonb THEN 'acknowledged'
+        WHEN k.claimable AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$2")} THEN 'in_flight'
+        WHEN k.claimable AND m.delivery_count >= k.max_deliveries THEN 'dead_lettered'
+        WHEN NOT ${AVAILABLE("$2")} THEN 'delayed'
+        ELSE 'ready'
+      END AS state
+    FROM messages m, k WHERE m.channel_id = $1
+  )
+  SELECT
+    count(*) FILTER (WHERE state = 'ready')::int AS ready,
+    count(*) FILTER (WHERE state = 'delayed')::int AS delayed,
+    count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
+    count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
+    (count(*) FILTER (WHERE state = 'dead_lettered')
+      + (SELECT count(*) FROM message_history h WHERE h.channel_id = $1 AND h.reason = 'dead_lettered'))::int AS dead_lettered,
+    min(available_since) FILTER (WHERE state = 'ready') AS oldest_ready_since,
+    percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_ack_at - claimed_at) * 1000)
+      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms
+  FROM live`;
+
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
 
@@ -458,6 +496,29 @@ export class PgMessageStore implements MessageStore {
     );
     const row = rows[0];
     return { moved: row?.moved ?? 0, deadLetterChannelId: row?.dead_letter_channel_id ?? null };
+  }
+
+  /** The channel's queue state at `now` (STATS_SQL). */
+  async stats(channelId: string, now: Micros): Promise<QueueStats> {
+    const { rows } = await this.db.query<{
+      ready: number;
+      delayed: number;
+      in_flight: number;
+      acknowledged: number;
+      dead_lettered: number;
+      oldest_ready_since: Micros | null;
+      claim_to_ack_p50_ms: number | null;
+    }>(STATS_SQL, [channelId, formatTimestamp(now)], "channel_stats");
+    const row = rows[0]!;
+    return {
+      ready: row.ready,
+      delayed: row.delayed,
+      inFlight: row.in_flight,
+      acknowledged: row.acknowledged,
+      deadLettered: row.dead_lettered,
+      oldestReadySince: row.oldest_ready_since,
+      claimToAckP50Ms: row.claim_to_ack_p50_ms,
+    };
   }
 
   /** Moves up to `limit` dead letters of the channel back to their origins (agentbus_redrive); the count per origin. */

@@ -377,6 +377,15 @@ const rows: Row[] = [
     prepare: onChannel,
   },
   {
+    // Reading: anyone who may use the channel; the counts are the channel's, whoever asks.
+    rpc: "MessageService.GetChannelStats",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(200),
+    success: () => ({ rest: { ready: expect.any(Number), in_flight: expect.any(Number) }, grpc: { ready: expect.any(Number), inFlight: expect.any(Number) } }),
+    prepare: onChannel,
+  },
+  {
     // Held by the worker: nobody else may extend it, not even the channel owner.
     rpc: "MessageService.HeartbeatLease",
     variant: "another key's lease",

@@ -3,13 +3,14 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, RECEIVE_SQL } from "../../src/store/messages.js";
+import { CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, RECEIVE_SQL, STATS_SQL } from "../../src/store/messages.js";
 import { useTestDatabase } from "../support/database.js";
 import { analyze, explainPlans, now } from "../support/query-plans.js";
 
 const db = useTestDatabase();
 let channelId: string;
 let someMessageId: string;
+let smallChannelId: string;
 
 beforeAll(async () => {
   await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('ak_plan', '\\x00', 'plan', 'plan')");
@@ -22,11 +23,18 @@ beforeAll(async () => {
      VALUES ('big', 'claimable', 'open', true, 'plan', 'ak_plan', 86400, 7, now(), now()) RETURNING id`,
   );
   channelId = rows[0]!.id;
+  const small = await db.pool.query<{ id: string }>(
+    `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+     VALUES ('small', 'claimable', 'open', true, 'plan', 'ak_plan', 86400, 7, now() + interval '1 second', now()) RETURNING id`,
+  );
+  smallChannelId = small.rows[0]!.id;
   // 100,000 messages in the hot channel, most of them claimed (a busy work
-  // queue), and 20,000 in another channel so the index must discriminate.
+  // queue), 20,000 in another channel so the index must discriminate, and a
+  // small queue beside them.
   for (const [ch, n] of [
     [channelId, 100_000],
     [other.rows[0]!.id, 20_000],
+    [smallChannelId, 500],
   ] as const) {
     await db.pool.query(
       `INSERT INTO messages (channel_id, author_key_id, content, created_at, expires_at, claimed_by_key_id, claimed_at)
@@ -36,6 +44,18 @@ beforeAll(async () => {
       [ch, n],
     );
   }
+  // Many other small queues, as a shared deployment has: the generic plan
+  // then expects a channel to be a small part of the table, as it is.
+  await db.pool.query(
+    `WITH c AS (
+       INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+       SELECT 'queue ' || i, 'claimable', 'open', false, 'plan', 'ak_plan', 86400, 7, now() - interval '1 minute' + i * interval '1 millisecond', now()
+       FROM generate_series(1, 300) AS i RETURNING id
+     )
+     INSERT INTO messages (channel_id, author_key_id, content, created_at, expires_at)
+     SELECT c.id, 'ak_plan', 'small task', now() - interval '2 hours' + j * interval '1 millisecond', now() + interval '1 day'
+     FROM c, generate_series(1, 20) AS j`,
+  );
   someMessageId = (await db.pool.query<{ id: string }>("SELECT id FROM messages WHERE channel_id = $1 LIMIT 1", [channelId])).rows[0]!.id;
   await analyze(db.pool, ["messages", "channels"]);
 }, 120_000);
@@ -86,6 +106,16 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
       expect(text).toMatch(/messages_leases/);
       expect(text).toMatch(/Index Scan using messages_pkey/);
       expect(text).not.toMatch(/Seq Scan on messages/);
+    }
+  });
+
+  // The big channel is most of the table, where reading it whole is the better plan.
+  it("counts a small channel's queue state over its own rows only, and its dead letters through the history index", async () => {
+    for (const text of await plans(STATS_SQL, [smallChannelId, now()])) {
+      expect(text).toMatch(/messages_channel_order/);
+      expect(text).toMatch(/message_history_(by_channel|page|retention)/);
+      expect(text).not.toMatch(/Seq Scan on messages/);
+      expect(text).not.toMatch(/Seq Scan on message_history/);
     }
   });
 });

@@ -41,6 +41,7 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/channels/c1/messages:stream", "WatchMessages"],
   ["POST", "/v1/channels/c1/messages:receive", "ReceiveMessages"],
   ["POST", "/v1/channels/c1/dead-letters:redrive", "RedriveDeadLetters"],
+  ["GET", "/v1/channels/c1/stats", "GetChannelStats"],
   ["POST", "/v1/channels/c1/messages:batchCreate", "BatchCreateMessages"],
   ["POST", "/v1/messages:batchAck", "BatchAckMessages"],
   ["POST", "/v1/messages:batchRelease", "BatchReleaseMessages"],

@@ -137,6 +137,10 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
 - \`POST $B/v1/channels/$DLQ/dead-letters:redrive\` \`{"max_messages":100}\` (owner of the dead-letter channel only,
   1..1000, default 100) moves dead letters, oldest first, back to their origin channels with \`delivery_count\` 0 and
   without the \`dead_letter\` key: \`{"moved":n}\`. Call again while \`moved\` equals \`max_messages\`.
+- \`GET $B/v1/channels/$CH/stats\` (anyone who can read the channel) answers the queue's state now:
+  \`{"ready","delayed","in_flight","acknowledged","dead_lettered","oldest_ready_age_seconds","claim_to_ack_p50_ms"}\`
+  (the last two null when there is nothing to measure). \`/metrics\` counts
+  \`agentbus_messages_{received,redelivered,dead_lettered}_total\` across channels.
 - \`lease_seconds\` 30..3600 (default 300). A heartbeat after expiry answers 410 \`lease_expired\`: stop, the task may
   already be someone else's.
 - Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).

@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage } from "../../../src/model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -96,6 +96,31 @@ export class FakeMessageStore implements MessageStore {
   /** Dead letters are SQL (agentbus_dead_letter); they are tested against PostgreSQL, not here. */
   async deadLetter(): Promise<{ moved: number; deadLetterChannelId: string | null }> {
     return { moved: 0, deadLetterChannelId: null };
+  }
+
+  /** The live states as STATS_SQL decides them; no history here, so dead letters are only the ones not moved yet. */
+  async stats(channelId: string, now: Micros): Promise<QueueStats> {
+    const channel = this.channels.channels.get(channelId);
+    const claimable = channel?.mode === "claimable";
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null };
+    const spans: number[] = [];
+    for (const m of this.messages.values()) {
+      if (m.channelId !== channelId || m.expiresAt <= now) continue;
+      if (m.acknowledgedBy.length > 0) {
+        stats.acknowledged += 1;
+        if (m.claim) spans.push((m.acknowledgedBy[0]!.occurredAt - m.claim.claimedAt) / 1000);
+      } else if (claimable && claimed(m, now)) stats.inFlight += 1;
+      else if (claimable && m.deliveryCount >= (channel.maxDeliveries ?? Infinity)) stats.deadLettered += 1;
+      else if (!due(m, now)) stats.delayed += 1;
+      else {
+        stats.ready += 1;
+        stats.oldestReadySince = Math.min(stats.oldestReadySince ?? Infinity, m.availableAt);
+      }
+    }
+    spans.sort((a, b) => a - b);
+    const mid = spans.length / 2;
+    if (spans.length > 0) stats.claimToAckP50Ms = spans.length % 2 ? spans[Math.floor(mid)]! : (spans[mid - 1]! + spans[mid]!) / 2;
+    return stats;
   }
 
   async redrive(): Promise<Array<{ originChannelId: string; moved: number }>> {
