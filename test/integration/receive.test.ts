@@ -292,11 +292,11 @@ describe("ReceiveMessages over gRPC", () => {
 });
 
 describe("receive under concurrency", () => {
-  it("drains 2,000 messages with 32 receivers: each acknowledged exactly once, none leased twice", async () => {
+  it("drains 10,000 messages with 32 receivers: each acknowledged exactly once, none leased twice", async () => {
     const ch = await createChannel(url(), owner);
-    const total = 2_000;
+    const total = 10_000;
     // The backlog is written in one call of the write function the post path
-    // uses: what is under test is the receivers, not 2,000 posts.
+    // uses: what is under test is the receivers, not 10,000 posts.
     const seeded = await sql.query<{ message_id: string }>(
       "SELECT message_id FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[])",
       [ch, ...[owner.split(".")[0], null, null, null, "task", "{}", "[]"].map((v) => Array.from({ length: total }, () => v))],
@@ -317,9 +317,21 @@ describe("receive under concurrency", () => {
             if (leasedTo.has(message.id)) doubleLeased.push(message.id);
             leasedTo.set(message.id, receiver);
           }
-          for (const { message } of res.body.data) {
-            const ack = await rest<{ status: string }>(url(), "POST", `/v1/messages/${message.id}/ack`, { key });
-            if (ack.body.status === "acknowledged") acked.set(message.id, (acked.get(message.id) ?? 0) + 1);
+          // Half the receivers acknowledge one by one, half in one batch per receive.
+          const settled =
+            receiver % 2 === 0
+              ? await Promise.all(
+                  res.body.data.map(async ({ message }) => ({
+                    message_id: message.id,
+                    status: (await rest<{ status: string }>(url(), "POST", `/v1/messages/${message.id}/ack`, { key })).body.status,
+                  })),
+                )
+              : (await rest<{ results: Array<{ message_id: string; status: string | null }> }>(url(), "POST", "/v1/messages:batchAck", {
+                  key,
+                  body: { message_ids: res.body.data.map((r) => r.message.id) },
+                })).body.results;
+          for (const { message_id, status } of settled) {
+            if (status === "acknowledged") acked.set(message_id, (acked.get(message_id) ?? 0) + 1);
           }
         }
       }),
@@ -330,7 +342,9 @@ describe("receive under concurrency", () => {
     expect(acked.size).toBe(total);
     expect([...acked.values()].every((n) => n === 1)).toBe(true);
     expect((await listMessages(url(), owner, ch, "?since=0&status=unclaimed")).data).toEqual([]);
-  }, 60_000);
+    const stats = await rest<{ ready: number; in_flight: number; acknowledged: number }>(url(), "GET", `/v1/channels/${ch}/stats`, { key: owner });
+    expect(stats.body).toMatchObject({ ready: 0, in_flight: 0, acknowledged: total });
+  }, 120_000);
 });
 
 describe("receive across service processes", () => {
