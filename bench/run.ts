@@ -16,7 +16,7 @@ import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
-const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, receive_tasks_per_s: 1500, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
+const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, receive_tasks_per_s: 1500, receive_batch_tasks_per_s: 4000, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
 const SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake", "pdf"] as const;
 /** What runs without BENCH_SCENARIOS. */
 const DEFAULT_SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake"];
@@ -38,7 +38,8 @@ async function main(): Promise<number> {
   const listSeed = Math.floor(numberVar("BENCH_LIST_MESSAGES", 2000, 60));
   const clientKind = parseClientKind(process.env.BENCH_CLIENT);
   const createChannels = Math.floor(numberVar("BENCH_CREATE_CHANNELS", 1, 1));
-  const producerInflight = Math.floor(numberVar("BENCH_PRODUCER_INFLIGHT", 8, 1));
+  const producerInflight = Math.floor(numberVar("BENCH_PRODUCER_INFLIGHT", 2, 1));
+  const producerBatch = Math.floor(numberVar("BENCH_PRODUCER_BATCH", 50, 1));
   const webhookWriters = Math.floor(numberVar("BENCH_WEBHOOK_WRITERS", 4, 1));
   const wanted = (process.env.BENCH_SCENARIOS ?? DEFAULT_SCENARIOS.join(",")).split(",").map((x) => x.trim()).filter(Boolean);
   for (const x of wanted) if (!(SCENARIOS as readonly string[]).includes(x)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${x} (use ${SCENARIOS.join(",")})`);
@@ -96,7 +97,7 @@ async function main(): Promise<number> {
       log(`lists: ${l.lists_per_s}/s, p50 ${l.latency.p50_ms} ms, p99 ${l.latency.p99_ms} ms, cpu ${JSON.stringify(l.cpu)}`);
     }
     if (wanted.includes("work")) {
-      q = await workQueue(api, owner, producers, clients, { listLimit: 10, backlogCap: 500, producerInflight }, settings);
+      q = await workQueue(api, owner, producers, clients, { listLimit: 10, backlogCap: 500, producerInflight, producerBatch }, settings);
       log(
         `work queue: ${q.tasks_per_s} tasks/s, claim p50 ${q.claim_latency.p50_ms} ms, p99 ${q.claim_latency.p99_ms} ms, ` +
           `${q.conflicts} conflicts, ${q.duplicate_claims} duplicate claims, verification ${q.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(q.cpu)}`,
@@ -104,9 +105,9 @@ async function main(): Promise<number> {
     }
     const rq: ReceiveQueueResult[] = [];
     if (wanted.includes("receive")) {
-      // Acks one by one in both: batch ack is a later step.
+      // One task per receive acks it alone; ten per receive ack them with one batchAck.
       for (const maxMessages of [1, 10]) {
-        const r = await receiveQueue(api, owner, producers, clients, { maxMessages, backlogCap: 500, producerInflight }, settings);
+        const r = await receiveQueue(api, owner, producers, clients, { maxMessages, batchAck: maxMessages > 1, backlogCap: 500, producerInflight, producerBatch }, settings);
         rq.push(r);
         log(
           `receive max_messages=${maxMessages}: ${r.tasks_per_s} tasks/s, receive p50 ${r.receive_latency.p50_ms} ms, p99 ${r.receive_latency.p99_ms} ms, ` +
@@ -164,6 +165,7 @@ async function main(): Promise<number> {
         tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
         receive_tasks: rq.length > 0 ? (rq.find((r) => r.max_messages === 1)?.tasks_per_s ?? 0) >= TARGETS.receive_tasks_per_s : null,
+        receive_batch_tasks: rq.length > 0 ? (rq.find((r) => r.max_messages === 10)?.tasks_per_s ?? 0) >= TARGETS.receive_batch_tasks_per_s : null,
         no_duplicate_leases: rq.length > 0 ? rq.every((r) => r.duplicate_leases === 0 && r.verification.ok) : null,
         webhooks: wh && wh.after_response.p50_ms !== null ? wh.after_response.p50_ms <= TARGETS.webhook_p50_ms : null,
         wake: wk ? wk.filter((w) => w.bus !== FLOOR).every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
@@ -197,6 +199,7 @@ async function main(): Promise<number> {
       concurrency,
       producers: 2,
       producer_inflight: producerInflight,
+      producer_batch: producerBatch,
       work_backlog_cap: 500,
       webhook_writers: wanted.includes("webhooks") ? webhookWriters : undefined,
       duration_s: durationMs / 1000,

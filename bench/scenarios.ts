@@ -249,7 +249,7 @@ export async function workQueue(
   owner: Key,
   producers: Key[],
   workers: Key[],
-  opts: { listLimit: number; backlogCap: number; producerInflight: number },
+  opts: { listLimit: number } & StockOptions,
   s: Settings,
 ): Promise<WorkQueueResult> {
   const channel = await api.createChannel(owner, `bench-${s.runId}-work`);
@@ -366,13 +366,22 @@ export async function workQueue(
   };
 }
 
+export interface StockOptions {
+  backlogCap: number;
+  producerInflight: number;
+  /** Tasks per post: 1 posts each task alone, more posts them with messages:batchCreate. */
+  producerBatch: number;
+}
+
 /**
  * Producers that keep a channel stocked with tasks: at most `backlogCap`
  * produced but not yet `taken`. Each producer (one key) keeps
  * `producerInflight` posts in flight: two strictly sequential posters would
- * cap the queue at 2 / create latency.
+ * cap the queue at 2 / create latency. With `producerBatch` > 1 each post is
+ * a batchCreate of up to that many tasks (fewer when the backlog is nearly
+ * full), as a producer with work piling up would send it.
  */
-function producersOf(api: Api, base: string, producers: Key[], opts: { backlogCap: number; producerInflight: number }, w: Window) {
+function producersOf(api: Api, base: string, producers: Key[], opts: StockOptions, w: Window) {
   const stock = {
     produced: 0,
     producedInWindow: 0,
@@ -402,11 +411,22 @@ function producersOf(api: Api, base: string, producers: Key[], opts: { backlogCa
     Array.from({ length: opts.producerInflight }, () => async () => {
       await waitForRoom();
       if (w.stopping) return;
-      const a = await api.call("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("work", n++) }));
+      const count = Math.max(1, Math.min(opts.producerBatch, opts.backlogCap - stock.backlog()));
+      const a =
+        opts.producerBatch === 1
+          ? await api.call("POST", base, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("work", n++) }))
+          : await api.call(
+              "POST",
+              `${base}:batchCreate`,
+              "/v1/channels/{id}/messages:batchCreate",
+              k.key,
+              JSON.stringify({ messages: Array.from({ length: count }, () => ({ content: content("work", n++) })) }),
+            );
       if (a.ok) {
-        stock.produced++;
+        const made = opts.producerBatch === 1 ? 1 : count;
+        stock.produced += made;
         if (w.measuring) {
-          stock.producedInWindow++;
+          stock.producedInWindow += made;
           stock.createLat.add(a.ms);
         }
       }
@@ -443,15 +463,16 @@ export interface ReceiveQueueResult {
 /**
  * The work queue again, with receive instead of list → claim: producers as in
  * workQueue; each worker loops: POST messages:receive {max_messages}, then
- * acks the leased messages one by one. No lease runs out within a run
- * (default 300 s), so a message received twice is a duplicate.
+ * acks the leased messages one by one, or (batchAck) all in one
+ * messages:batchAck. No lease runs out within a run (default 300 s), so a
+ * message received twice is a duplicate.
  */
 export async function receiveQueue(
   api: Api,
   owner: Key,
   producers: Key[],
   workers: Key[],
-  opts: { maxMessages: number; backlogCap: number; producerInflight: number },
+  opts: { maxMessages: number; batchAck: boolean } & StockOptions,
   s: Settings,
 ): Promise<ReceiveQueueResult> {
   const channel = await api.createChannel(owner, `bench-${s.runId}-receive-${opts.maxMessages}`);
@@ -498,19 +519,27 @@ export async function receiveQueue(
       }
     }
     // Ack every received task, also after the window closed, so the verification finds them done.
+    const settled = (id: string, status: string | null, body: string) => {
+      if (status !== "acknowledged") {
+        unexpected++;
+        api.errors.add(`ack → ${status ?? "error"} (unexpected)`, body);
+      }
+      acked.add(id);
+      if (w.measuring) ackedInWindow++;
+    };
+    if (opts.batchAck) {
+      const a = await api.call("POST", "/v1/messages:batchAck", "/v1/messages:batchAck", k.key, JSON.stringify({ message_ids: data.map((d) => d.message.id) }));
+      if (!a.ok) return;
+      if (w.measuring) ackLat.add(a.ms);
+      const { results } = JSON.parse(a.body) as { results: Array<{ message_id: string; status: string | null }> };
+      for (const r of results) settled(r.message_id, r.status, a.body);
+      return;
+    }
     for (const { message: m } of data) {
       const a = await api.call("POST", `/v1/messages/${m.id}/ack`, "/v1/messages/{id}/ack", k.key, "{}");
       if (!a.ok) continue;
-      const ack = JSON.parse(a.body) as { status: string };
-      if (ack.status !== "acknowledged") {
-        unexpected++;
-        api.errors.add(`POST /v1/messages/{id}/ack → 200 ${ack.status} (unexpected)`, a.body);
-      }
-      acked.add(m.id);
-      if (w.measuring) {
-        ackLat.add(a.ms);
-        ackedInWindow++;
-      }
+      if (w.measuring) ackLat.add(a.ms);
+      settled(m.id, (JSON.parse(a.body) as { status: string }).status, a.body);
     }
   });
 

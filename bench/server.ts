@@ -204,10 +204,13 @@ function pgSettings(env: NodeJS.ProcessEnv): Array<[string, string]> {
 /**
  * A superuser connection to the embedded PostgreSQL of a running service,
  * found through its postmaster.pid (line 4 is the port) and the password
- * file the service keeps next to the cluster.
+ * file the service keeps next to the cluster. Run as root from a folder the
+ * postgres user cannot reach (mkdtemp's are 0700), the cluster lives where
+ * the data folder's pg-location says.
  */
 export async function superuser(pgDataDir: string): Promise<pg.Client> {
-  const pid = await readFile(path.join(pgDataDir, "pg", "postmaster.pid"), "utf8");
+  const home = (await readFile(path.join(pgDataDir, "pg-location"), "utf8").catch(() => pgDataDir)).trim();
+  const pid = await readFile(path.join(home, "pg", "postmaster.pid"), "utf8");
   const port = Number(pid.split("\n")[3]);
   const password = (await readFile(path.join(pgDataDir, "pg-password"), "utf8")).trim();
   const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", password, database: "agentbus" });

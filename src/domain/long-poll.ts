@@ -52,7 +52,7 @@ export interface LongPollOptions {
   signal?: AbortSignal;
   /**
    * When data the reader waits for becomes readable with no write to
-   * announce it (a delayed message falling due), on the clock's wall time;
+   * announce it (a delayed message falling due, a lease running out), on the clock's wall time;
    * null when nothing is pending. The wait ends then at the latest, so every
    * replica wakes its own waiters on time (docs/decisions.md#delays).
    */

@@ -549,13 +549,24 @@ export class Messages {
     return this.ackAs(caller, messageId, await this.actors.resolveForClaim(caller, actorRef), checked);
   }
 
-  /** Acknowledges each id on its own, as ack() would (see releaseBatch). */
+  /**
+   * Acknowledges each id on its own, as ack() would (see releaseBatch): one
+   * statement acknowledges every id it may, and only the ids it left alone
+   * are looked at one by one, to answer as ack() would (already
+   * acknowledged, or why not). An id given twice is acknowledged at its first
+   * place.
+   */
   async ackBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined, extras: AckExtras = {}): Promise<Array<BatchItemResult<AckStatus>>> {
     checkBatchSize("message_ids", messageIds.length);
     const checked = checkAckExtras(extras);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
+    const ids = [...new Set(messageIds.filter(isUuid).map((id) => id.toLowerCase()))];
+    const acked = await this.store.ackMany(ids, { keyId: caller.keyId, actor, ...checked }, this.clock.now());
+    for (const channelId of new Set(acked.map((m) => m.channelId))) this.announce(channelId);
+    const pending = new Set(acked.map((m) => m.id));
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
+      if (pending.delete(messageId.toLowerCase())) return "acknowledged";
       return (await this.ackAs(caller, messageId, actor, checked)).status;
     });
   }
@@ -621,7 +632,8 @@ export class Messages {
   /**
    * How list, receive and get long-poll on a channel: woken by its writes,
    * capped by the server, within the caller's waiter slots. `openWork` also
-   * wakes when a delayed message of the channel falls due.
+   * wakes when a delayed message of the channel falls due or a lease on one
+   * of its messages runs out.
    */
   private longPoll(caller: Caller, channelId: string, waitSeconds: number, signal: AbortSignal | undefined, openWork: boolean): LongPollOptions {
     return {

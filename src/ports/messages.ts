@@ -20,11 +20,17 @@ export interface MessageStore {
    * claim holder; undefined when nothing changed.
    */
   ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined>;
+  /** ack() for each of the messages at once; the ones it acknowledged, in no order. */
+  ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]>;
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   find(messageId: string, keyId: string): Promise<FoundMessage | undefined>;
   /** Clears the claim when this key and actor hold it (open work again from `availableAt` when given); undefined when they do not. */
   release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null): Promise<MessageRecord | undefined>;
-  /** The earliest moment after `now` at which delayed open work of the channel becomes available, or null when none waits. */
+  /**
+   * The earliest moment after `now` at which open work appears in the channel
+   * with no write to announce it (a delayed message falls due, or a lease
+   * runs out), or null when none is pending.
+   */
   nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null>;
   /** Extends a live lease held by this key; undefined when there is none. */
   heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined>;

@@ -173,16 +173,23 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
   RETURNING ${COLUMNS}`;
 
 /**
- * $1 channel, $2 now: the earliest available_at still ahead among the
- * channel's delayed open work, through messages_delayed. Rows whose delay
- * passed stay in that index (available_at is not cleared); the range
- * condition steps over them. Expiry is not checked: it would lead the
- * planner to the expiry index, and a message that expires before it falls
- * due costs its waiters one empty re-read at most.
+ * $1 channel, $2 now: the next moment open work appears in the channel with
+ * no write to announce it: the earliest available_at still ahead among its
+ * delayed open work (through messages_delayed; rows whose delay passed stay
+ * in that index, as available_at is not cleared, and the range condition
+ * steps over them), or the earliest end of a running lease (through
+ * messages_leases, which holds only the work in flight: an ack drops the
+ * lease). Null when neither is pending. Expiry is not checked: it would lead
+ * the planner to the expiry index, and a message that expires first costs
+ * its waiters one empty re-read at most.
  */
-export const NEXT_DUE_SQL = `SELECT m.available_at FROM messages m
-  WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2
-  ORDER BY m.available_at LIMIT 1`;
+export const NEXT_DUE_SQL = `SELECT least(
+    (SELECT m.available_at FROM messages m
+     WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2
+     ORDER BY m.available_at LIMIT 1),
+    (SELECT min(m.lease_expires_at) FROM messages m
+     WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND m.lease_expires_at > $2)
+  ) AS available_at`;
 
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
@@ -195,20 +202,26 @@ class BatchRefused extends Error {
 }
 
 /**
- * $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 result (or
- * null), $7 the ack's metadata. An acknowledged message can no longer lapse
- * back to open work, so its lease is dropped.
+ * $1 message (ACK_SQL) or messages (ACK_MANY_SQL, uuid[]), $2 key, $3 actor
+ * id, $4 actor name, $5 now, $6 result (or null), $7 the ack's metadata. An
+ * acknowledged message can no longer lapse back to open work, so its lease is
+ * dropped. Many rows are locked first, in id order whatever order the caller
+ * gave them in (a scan's own order is physical, which updates change): so
+ * batches that overlap (readers of a broadcast channel acknowledging the same
+ * page) cannot deadlock.
  */
-export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
+const ackSql = (target: string) => `UPDATE messages m SET acknowledged_by = m.acknowledged_by
       || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text, 'metadata', $7::jsonb)),
     result = coalesce($6::text, m.result), lease_token = NULL, lease_expires_at = NULL
-  WHERE m.id = $1 AND m.expires_at > $5::timestamptz
+  WHERE ${target} AND m.expires_at > $5::timestamptz
     AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
     AND ${accessible("$2")}
     AND ($6::text IS NULL OR (m.result IS NULL AND (
       NOT EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
       OR (m.claimed_by_key_id = $2 AND m.claimed_by_actor_id::text = $3::text AND NOT ${LAPSED("$5::timestamptz")}))))
   RETURNING ${COLUMNS}`;
+export const ACK_SQL = ackSql("m.id = $1");
+export const ACK_MANY_SQL = ackSql("m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)");
 
 /** $1 message, $2 the caller's key: the live row, else the archived one. */
 const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
@@ -550,6 +563,17 @@ export class PgMessageStore implements MessageStore {
     return rows[0] && toRecord(rows[0]);
   }
 
+  /** ack() for many messages in one statement (ACK_MANY_SQL); the ones it acknowledged. */
+  async ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]> {
+    if (messageIds.length === 0) return [];
+    const { rows } = await this.db.query<MessageRow>(
+      ACK_MANY_SQL,
+      [messageIds, ack.keyId, ack.actor.id, ack.actor.name, formatTimestamp(now), ack.result, JSON.stringify(ack.metadata)],
+      "ack_many",
+    );
+    return rows.map(toRecord);
+  }
+
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   async find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
     const { rows } = await this.db.query<MessageRow & { archived_at: Micros | null; mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
@@ -585,7 +609,7 @@ export class PgMessageStore implements MessageStore {
     return rows[0] && toRecord(rows[0]);
   }
 
-  /** When the channel's next delayed open work falls due (NEXT_DUE_SQL), or null when none waits. */
+  /** When open work next appears in the channel unannounced (NEXT_DUE_SQL): a delay or a lease running out; null when none. */
   async nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null> {
     const { rows } = await this.db.query<{ available_at: Micros }>(NEXT_DUE_SQL, [channelId, formatTimestamp(now)], "next_available_at");
     return rows[0]?.available_at ?? null;

@@ -214,6 +214,28 @@ describe("POST /v1/messages:batchAck", () => {
     expect(got.body.acknowledged_by).toEqual([]);
   });
 
+  it("acknowledges an id given twice at its first place, and an upper-case id like its lower-case form", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a, b] = (await batchCreate(owner, ch, drafts(2))).body.data;
+    const res = await batchAck(other, [a!.id, b!.id.toUpperCase(), a!.id]);
+    expect(res.status).toBe(200);
+    expect(res.body.results.map((r) => r.status)).toEqual(["acknowledged", "acknowledged", "already_acknowledged"]);
+  });
+
+  it("acknowledges the same page from 8 readers in different orders at once: every reader gets each message once, none fails", async () => {
+    const ch = await createChannel(url(), owner, { mode: "broadcast" });
+    const ids = (await batchCreate(owner, ch, drafts(40))).body.data.map((m) => m.id);
+    const readers = await Promise.all(Array.from({ length: 8 }, (_, i) => mintKey(url(), `batch-reader-${i}`)));
+    // Each reader sends the page in its own order, so the batches lock rows in clashing orders unless the server orders them.
+    const answers = await Promise.all(readers.map((key, i) => batchAck(key, i % 2 === 0 ? ids : [...ids].reverse())));
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      expect(res.body.results.every((r) => r.status === "acknowledged")).toBe(true);
+    }
+    const page = await listMessages(url(), owner, ch, "?limit=100");
+    expect(page.data.every((m) => (m.acknowledged_by as unknown[]).length === readers.length)).toBe(true);
+  });
+
   it("refuses 0 and 101 ids with 422 invalid_batch_size", async () => {
     expect((await batchAck(owner, [])).body).toMatchObject({ error: "invalid_batch_size", field: "message_ids" });
     expect((await batchAck(owner, Array.from({ length: 101 }, () => randomUUID()))).status).toBe(422);

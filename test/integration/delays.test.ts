@@ -118,6 +118,20 @@ describe("waking on available_at", () => {
     expect((await waiting).data.map((d) => d.content)).toEqual(["later"]);
   });
 
+  it("wakes a waiting receive when another worker's lease runs out unacknowledged", async () => {
+    const ch = await createChannel(url(), owner);
+    await postMessage(url(), owner, ch, { content: "abandoned" });
+    const [held] = (await receive(ch, { lease_seconds: 30 })).body.data;
+    const parked = server.app.bus.subscriptions;
+    // Nothing is written when a lease runs out: only the waiter's own timer, set by the lease's end, can wake it.
+    const waiting = receive(ch, { wait: 100 }, url(), owner);
+    await untilParked(server, parked + 1);
+    clock.advanceSeconds(31);
+    const [again] = (await waiting).body.data;
+    expect(again!.message.id).toBe(held!.message.id);
+    expect(again!.message.delivery_count).toBe(2);
+  });
+
   it("wakes a receive waiting on another service process when the message posted on the first falls due", async () => {
     const b = await startTestServer({ DATABASE_URL: server.databaseUrl, AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "120" }, { clock });
     try {

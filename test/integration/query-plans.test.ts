@@ -3,7 +3,7 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, RECEIVE_SQL, STATS_SQL } from "../../src/store/messages.js";
+import { ACK_MANY_SQL, CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, RECEIVE_SQL, STATS_SQL } from "../../src/store/messages.js";
 import { useTestDatabase } from "../support/database.js";
 import { analyze, explainPlans, now } from "../support/query-plans.js";
 
@@ -85,6 +85,15 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
     }
   });
 
+  it("acknowledges a batch through the primary key, locking the rows in id order", async () => {
+    const ids = (await db.pool.query<{ id: string }>("SELECT id FROM messages WHERE channel_id = $1 LIMIT 10", [channelId])).rows.map((r) => r.id);
+    for (const text of await plans(ACK_MANY_SQL, [ids, "ak_plan", someMessageId, "w", now(), null, "{}"])) {
+      expect(text).toMatch(/LockRows[\s\S]*Sort[\s\S]*Sort Key: l\.id/);
+      expect(text).toMatch(/messages_pkey/);
+      expect(text).not.toMatch(/Seq Scan on messages/);
+    }
+  });
+
   it("claims through the primary key", async () => {
     for (const text of await plans(CLAIM_SQL, [someMessageId, "ak_plan", someMessageId, "w", now(), null, null, null])) {
     expect(text).toMatch(/Index Scan using messages_pkey/);
@@ -92,9 +101,10 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
     }
   });
 
-  it("finds when the next delayed message falls due through the partial index of delayed messages", async () => {
+  it("finds when the next delayed message falls due or lease runs out through the partial indexes of delayed and leased messages", async () => {
     for (const text of await plans(NEXT_DUE_SQL, [channelId, now()])) {
       expect(text).toMatch(/messages_delayed/);
+      expect(text).toMatch(/messages_leases/);
       expect(text).not.toMatch(/Seq Scan on messages/);
     }
   });

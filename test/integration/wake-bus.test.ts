@@ -83,6 +83,29 @@ describe.each(buses)("%s", (_name, make) => {
   });
 });
 
+describe("PostgreSQL LISTEN/NOTIFY under load", () => {
+  it("sends the announcements of one event-loop turn together: another process hears each channel once", async () => {
+    const a = new PgNotifyBus(db.pool, { connectionString: db.url, onError: ignore });
+    const b = new PgNotifyBus(db.pool, { connectionString: db.url, onError: ignore });
+    try {
+      await Promise.all([a.whenReady(), b.whenReady()]);
+      const heard: string[] = [];
+      const stops = ["turn-x", "turn-y"].map((ch) => b.subscribe(ch, () => heard.push(ch)));
+      // One statement (one transaction): PostgreSQL folds the repeated NOTIFY; three statements would be heard three times.
+      for (const ch of ["turn-x", "turn-y", "turn-x", "turn-x"]) a.notify(ch);
+      await nextWake(b, "turn-y");
+      // Notifications arrive in commit order: once a later one is heard, no straggler of the first turn is left.
+      const end = nextWake(b, "turn-end");
+      setImmediate(() => a.notify("turn-end"));
+      await end;
+      expect(heard.sort()).toEqual(["turn-x", "turn-y"]);
+      for (const stop of stops) stop();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
 describe("when the transport goes away", () => {
   it("Redis down: publishes fall back to PostgreSQL NOTIFY and still wake other processes", async () => {
     const own = await startTestRedis();

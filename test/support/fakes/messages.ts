@@ -130,6 +130,15 @@ export class FakeMessageStore implements MessageStore {
   /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
   readonly archived = new Map<string, { message: MessageRecord; archivedAt: Micros }>();
 
+  async ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]> {
+    const acked: MessageRecord[] = [];
+    for (const id of messageIds) {
+      const m = await this.ack(id, ack, now);
+      if (m) acked.push(m);
+    }
+    return acked;
+  }
+
   async ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
     const channel = m && this.channels.channels.get(m.channelId);
@@ -157,8 +166,11 @@ export class FakeMessageStore implements MessageStore {
   }
 
   async nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null> {
-    const ahead = [...this.messages.values()].filter((m) => m.channelId === channelId && m.claim === null && m.expiresAt > now && !due(m, now));
-    return ahead.length === 0 ? null : Math.min(...ahead.map((m) => m.availableAt));
+    const mine = [...this.messages.values()].filter((m) => m.channelId === channelId && m.expiresAt > now);
+    const delays = mine.filter((m) => m.claim === null && !due(m, now)).map((m) => m.availableAt);
+    const leaseEnds = mine.flatMap((m) => (m.claim?.leaseExpiresAt != null && m.claim.leaseExpiresAt > now && m.acknowledgedBy.length === 0 ? [m.claim.leaseExpiresAt] : []));
+    const ahead = [...delays, ...leaseEnds];
+    return ahead.length === 0 ? null : Math.min(...ahead);
   }
 
   async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
