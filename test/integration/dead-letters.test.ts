@@ -11,13 +11,8 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
-import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
+import { createChannel, listMessages, postMessage, type MessageJson, type ReceivedJson } from "../support/fixtures.js";
 import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
-
-interface Received {
-  message: MessageJson;
-  lease_token: string;
-}
 
 const clock = new AdjustableClock();
 const server = useTestServer({}, { clock });
@@ -33,7 +28,7 @@ beforeAll(async () => {
 });
 
 const receive = (key: string, ch: string, body: Record<string, unknown> = {}) =>
-  rest<{ data: Received[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body });
+  rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body });
 const release = (key: string, id: string) => rest(url(), "POST", `/v1/messages/${id}/release`, { key, body: {} });
 const patch = (key: string, ch: string, body: Record<string, unknown>) => rest(url(), "PATCH", `/v1/channels/${ch}`, { key, body });
 const redrive = (key: string, ch: string, body: Record<string, unknown> = {}) =>

@@ -12,13 +12,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { SteppingClock } from "../support/clock.js";
-import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
+import { createChannel, listMessages, postMessage, type MessageJson, type ReceivedJson } from "../support/fixtures.js";
 import { mintKey, rest, startTestServer, untilParked, useTestServer } from "../support/server.js";
-
-interface Received {
-  message: MessageJson;
-  lease_token: string;
-}
 
 const clock = new SteppingClock();
 const server = useTestServer({ AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "120" }, { clock });
@@ -33,8 +28,8 @@ beforeAll(async () => {
 afterEach(() => clock.reset());
 
 const receive = (ch: string, body: Record<string, unknown> = {}, base = url(), key = worker) =>
-  rest<{ data: Received[] }>(base, "POST", `/v1/channels/${ch}/messages:receive`, { key, body });
-const contents = (res: { body: { data: Received[] } }) => res.body.data.map((r) => r.message.content);
+  rest<{ data: ReceivedJson[] }>(base, "POST", `/v1/channels/${ch}/messages:receive`, { key, body });
+const contents = (res: { body: { data: ReceivedJson[] } }) => res.body.data.map((r) => r.message.content);
 const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000;
 
 describe("createMessage with delay_seconds", () => {

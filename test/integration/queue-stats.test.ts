@@ -10,7 +10,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
-import { createChannel, postMessage, type MessageJson } from "../support/fixtures.js";
+import { createChannel, postMessage, type ReceivedJson } from "../support/fixtures.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
 
 interface Stats {
@@ -21,11 +21,6 @@ interface Stats {
   dead_lettered: number;
   oldest_ready_age_seconds: number | null;
   claim_to_ack_p50_ms: number | null;
-}
-
-interface Received {
-  message: MessageJson;
-  lease_token: string;
 }
 
 const clock = new AdjustableClock();
@@ -46,7 +41,7 @@ const stats = async (ch: string, key = worker) => {
   return res.body;
 };
 const receive = async (ch: string, body: Record<string, unknown> = {}) => {
-  const res = await rest<{ data: Received[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key: worker, body });
+  const res = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key: worker, body });
   expect(res.status).toBe(200);
   return res.body.data;
 };
@@ -123,7 +118,7 @@ describe("GET /v1/channels/{identifier}/stats", () => {
     clock.reset();
     const ch = await createChannel(url(), owner);
     for (const _ of [1, 2, 3]) await post(ch);
-    // Received together, acknowledged 10 s, 20 s and 60 s after the claim.
+    // ReceivedJson together, acknowledged 10 s, 20 s and 60 s after the claim.
     const leases = await receive(ch, { max_messages: 3 });
     try {
       for (const [lease, after] of leases.map((l, i) => [l, [10, 10, 40][i]!] as const)) {

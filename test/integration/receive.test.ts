@@ -9,17 +9,11 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
-import { createChannel, listMessages, postMessage, type MessageJson } from "../support/fixtures.js";
+import { createChannel, listMessages, postMessage, type MessageJson, type ReceivedJson } from "../support/fixtures.js";
 import { restrictedChannelWithMember } from "../support/membership.js";
 import { mintKey, rest, startTestServer, untilParked, useSqlClient, useTestServer, type TestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-interface Received {
-  message: MessageJson;
-  lease_token: string;
-  lease_expires_at: string;
-}
 
 const clock = new AdjustableClock();
 const server = useTestServer({ AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS: "5" }, { clock });
@@ -33,7 +27,7 @@ beforeAll(async () => {
 });
 
 const receive = (key: string, ch: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-  rest<{ data: Received[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body, headers });
+  rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body, headers });
 
 async function postAll(ch: string, contents: string[]): Promise<MessageJson[]> {
   const posted: MessageJson[] = [];
@@ -354,7 +348,7 @@ describe("receive across service processes", () => {
     try {
       const key = await mintKey(a.url);
       const ch = await createChannel(a.url, key);
-      const waiting = rest<{ data: Received[] }>(b.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { wait: 5 } });
+      const waiting = rest<{ data: ReceivedJson[] }>(b.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { wait: 5 } });
       await untilParked(b, 1);
       await postMessage(a.url, key, ch, { content: "from a" });
       expect((await waiting).body.data.map((r) => r.message.content)).toEqual(["from a"]);

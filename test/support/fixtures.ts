@@ -18,6 +18,13 @@ export interface MessageJson {
   [key: string]: unknown;
 }
 
+/** One item of a receive answer: `{data: [ReceivedJson]}`. */
+export interface ReceivedJson {
+  message: MessageJson;
+  lease_token: string;
+  lease_expires_at: string;
+}
+
 export interface PageJson {
   data: MessageJson[];
   limit: number;
