@@ -23,7 +23,7 @@ import { Membership } from "./domain/membership.js";
 import { Messages } from "./domain/messages.js";
 import { WebhookDeliveryLog } from "./domain/webhook-deliveries.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
-import { systemClock, type Clock } from "./model/time.js";
+import { systemClock, type Clock, type Timer } from "./model/time.js";
 import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import { LogLimiter } from "./platform/log-limiter.js";
@@ -54,12 +54,14 @@ import { agendaBackend } from "./store/agenda.js";
 import { PgJobStore } from "./store/jobs.js";
 import { NotificationListener } from "./store/notification-listener.js";
 import { PgPurgeStore } from "./store/purge.js";
+import { PgStatistics } from "./store/statistics.js";
 import { PgWebhookStore } from "./store/webhooks.js";
 import { startSchemaThread } from "./domain/json-schema-thread.js";
 
 export { openDatabase, type Database };
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
+const STATISTICS_FAILED = "refreshing planner statistics failed";
 /** This process in the job runner's records (agenda_jobs.last_modified_by). */
 const PROCESS_NAME = `${hostname()}:${process.pid}`;
 
@@ -222,6 +224,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyStore(db), { clock, cacheTtlMs: 5_000 });
+    if (config.analyzeIntervalMs > 0) cleanups.push(keepStatistics(new PgStatistics(db), clock, config.analyzeIntervalMs, outageLog));
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
@@ -356,6 +359,33 @@ function openWebhookDispatcher(config: Config, db: Db, clock: Clock, logger: Log
     logger,
     outageLog,
   });
+}
+
+/**
+ * Refreshes the hot tables' planner statistics when they changed enough
+ * (src/store/statistics.ts), every intervalMs until the returned stop is
+ * called. A check that fails (the database is away) is logged and retried
+ * at the next interval.
+ */
+function keepStatistics(statistics: PgStatistics, clock: Clock, intervalMs: number, outageLog: LogLimiter): () => Promise<void> {
+  let timer: Timer | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const tick = () => {
+    running = statistics
+      .analyzeStale()
+      .then(() => outageLog.recovered(STATISTICS_FAILED, "planner statistics are kept again"))
+      .catch((err: unknown) => outageLog.warn(STATISTICS_FAILED, err))
+      .finally(() => {
+        if (!stopped) timer = clock.setTimer(intervalMs, tick, { unref: true });
+      });
+  };
+  timer = clock.setTimer(intervalMs, tick, { unref: true });
+  return async () => {
+    stopped = true;
+    timer?.cancel();
+    await running;
+  };
 }
 
 /** Starts the job workers without the API (the scale-out shape of docs/operations.md#scaling-out). */
