@@ -16,10 +16,27 @@ import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
-const TARGETS = { creates_per_s: 3000, lists_per_s: 3000, tasks_per_s: 1000, receive_tasks_per_s: 1500, receive_batch_tasks_per_s: 4000, webhook_p50_ms: 50, wake_p50_ms: 5, wake_p99_ms: 25 };
-const SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake", "pdf"] as const;
+/**
+ * Issue 15's targets: ten times the reference (Backchannel) measured on this
+ * machine, on a fresh database. The work queue's are its receive API's
+ * (tasks_per_s: one task per receive, acked alone; tasks_batched_per_s: ten
+ * per receive, one batchAck); list → claim → ack runs beside them for
+ * comparison, without a target. Wake targets: p50 ≤ 7 ms with 50 waiters;
+ * p50 ≤ 5 ms and p99 ≤ 25 ms with 1,000 (issue 5).
+ */
+const TARGETS = {
+  creates_per_s: 2600,
+  lists_per_s: 1500,
+  tasks_per_s: 1500,
+  tasks_batched_per_s: 4000,
+  webhook_p50_ms: 50,
+  wake_50_p50_ms: 7,
+  wake_p50_ms: 5,
+  wake_p99_ms: 25,
+};
+const SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake", "pdf"] as const;
 /** What runs without BENCH_SCENARIOS. */
-const DEFAULT_SCENARIOS = ["creates", "lists", "work", "receive", "webhooks", "wake"];
+const DEFAULT_SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake"];
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -29,6 +46,16 @@ function numberVar(name: string, fallback: number, min: number): number {
   const value = Number(raw);
   if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min} (got ${JSON.stringify(raw)})`);
   return value;
+}
+
+/** BENCH_WAKE_WAITERS: one count or several, comma-separated; default 50 and 1,000. */
+function wakeWaiters(): number[] {
+  const raw = process.env.BENCH_WAKE_WAITERS?.trim() || "50,1000";
+  return raw.split(",").map((part) => {
+    const n = Number(part.trim());
+    if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_WAKE_WAITERS must be positive integers, comma-separated (got ${JSON.stringify(raw)})`);
+    return n;
+  });
 }
 
 async function main(): Promise<number> {
@@ -96,21 +123,21 @@ async function main(): Promise<number> {
       l = await lists(api, owner, clients, listSeed, settings);
       log(`lists: ${l.lists_per_s}/s, p50 ${l.latency.p50_ms} ms, p99 ${l.latency.p99_ms} ms, cpu ${JSON.stringify(l.cpu)}`);
     }
-    if (wanted.includes("work")) {
+    if (wanted.includes("work-list")) {
       q = await workQueue(api, owner, producers, clients, { listLimit: 10, backlogCap: 500, producerInflight, producerBatch }, settings);
       log(
-        `work queue: ${q.tasks_per_s} tasks/s, claim p50 ${q.claim_latency.p50_ms} ms, p99 ${q.claim_latency.p99_ms} ms, ` +
+        `list → claim → ack: ${q.tasks_per_s} tasks/s, claim p50 ${q.claim_latency.p50_ms} ms, p99 ${q.claim_latency.p99_ms} ms, ` +
           `${q.conflicts} conflicts, ${q.duplicate_claims} duplicate claims, verification ${q.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(q.cpu)}`,
       );
     }
     const rq: ReceiveQueueResult[] = [];
-    if (wanted.includes("receive")) {
+    if (wanted.includes("work")) {
       // One task per receive acks it alone; ten per receive ack them with one batchAck.
       for (const maxMessages of [1, 10]) {
         const r = await receiveQueue(api, owner, producers, clients, { maxMessages, batchAck: maxMessages > 1, backlogCap: 500, producerInflight, producerBatch }, settings);
         rq.push(r);
         log(
-          `receive max_messages=${maxMessages}: ${r.tasks_per_s} tasks/s, receive p50 ${r.receive_latency.p50_ms} ms, p99 ${r.receive_latency.p99_ms} ms, ` +
+          `work queue (receive max_messages=${maxMessages}): ${r.tasks_per_s} tasks/s, receive p50 ${r.receive_latency.p50_ms} ms, p99 ${r.receive_latency.p99_ms} ms, ` +
             `mean batch ${r.batch_mean}, ${r.duplicate_leases} duplicate leases, verification ${r.verification.ok ? "ok" : "FAILED"}, cpu ${JSON.stringify(r.cpu)}`,
         );
       }
@@ -128,7 +155,8 @@ async function main(): Promise<number> {
     let wk: WakeResult[] | undefined;
     if (wanted.includes("wake")) {
       // Starts its own service per wake bus; the one above idles meanwhile.
-      wk = await wakeLatency(Math.floor(numberVar("BENCH_WAKE_WAITERS", 1000, 1)), Math.floor(numberVar("BENCH_WAKE_ROUNDS", 10, 1)));
+      wk = [];
+      for (const waiters of wakeWaiters()) wk.push(...(await wakeLatency(waiters, Math.floor(numberVar("BENCH_WAKE_ROUNDS", 10, 1)))));
     }
 
     let pdf: PdfReport | undefined;
@@ -139,6 +167,11 @@ async function main(): Promise<number> {
       log(pdfLog(pdf));
     }
 
+    const single = rq.find((r) => r.max_messages === 1);
+    const batched = rq.find((r) => r.max_messages === 10);
+    const served = (wk ?? []).filter((w) => w.bus !== FLOOR);
+    const wake50 = served.filter((w) => w.waiters === 50);
+    const wake1000 = served.filter((w) => w.waiters === 1000);
     Object.assign(report, {
       wake: wk ?? null,
       pdf: pdf ?? null,
@@ -148,8 +181,9 @@ async function main(): Promise<number> {
       lists_per_s: l?.lists_per_s ?? null,
       lists_p50_ms: l?.latency.p50_ms ?? null,
       lists_p99_ms: l?.latency.p99_ms ?? null,
-      tasks_per_s: q?.tasks_per_s ?? null,
-      receive_tasks_per_s: rq.length > 0 ? Object.fromEntries(rq.map((r) => [`max_messages_${r.max_messages}`, r.tasks_per_s])) : null,
+      tasks_per_s: single?.tasks_per_s ?? null,
+      tasks_batched_per_s: batched?.tasks_per_s ?? null,
+      list_claim_tasks_per_s: q?.tasks_per_s ?? null,
       claim_p50_ms: q?.claim_latency.p50_ms ?? null,
       claim_p99_ms: q?.claim_latency.p99_ms ?? null,
       webhook_p50_ms: wh?.after_response.p50_ms ?? null,
@@ -162,13 +196,13 @@ async function main(): Promise<number> {
       targets_met: {
         creates: c ? c.creates_per_s >= TARGETS.creates_per_s : null,
         lists: l ? l.lists_per_s >= TARGETS.lists_per_s : null,
-        tasks: q ? q.tasks_per_s >= TARGETS.tasks_per_s : null,
+        tasks: single ? single.tasks_per_s >= TARGETS.tasks_per_s : null,
+        tasks_batched: batched ? batched.tasks_per_s >= TARGETS.tasks_batched_per_s : null,
         no_duplicate_claims: q ? q.duplicate_claims === 0 && q.verification.ok : null,
-        receive_tasks: rq.length > 0 ? (rq.find((r) => r.max_messages === 1)?.tasks_per_s ?? 0) >= TARGETS.receive_tasks_per_s : null,
-        receive_batch_tasks: rq.length > 0 ? (rq.find((r) => r.max_messages === 10)?.tasks_per_s ?? 0) >= TARGETS.receive_batch_tasks_per_s : null,
         no_duplicate_leases: rq.length > 0 ? rq.every((r) => r.duplicate_leases === 0 && r.verification.ok) : null,
         webhooks: wh && wh.after_response.p50_ms !== null ? wh.after_response.p50_ms <= TARGETS.webhook_p50_ms : null,
-        wake: wk ? wk.filter((w) => w.bus !== FLOOR).every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
+        wake_50: wake50.length > 0 ? wake50.every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_50_p50_ms) : null,
+        wake: wake1000.length > 0 ? wake1000.every((w) => (w.p50_ms ?? Infinity) <= TARGETS.wake_p50_ms && (w.p99_ms ?? Infinity) <= TARGETS.wake_p99_ms) : null,
       },
     });
     const others = [c?.cpu, l?.cpu, q?.cpu, ...rq.map((r) => r.cpu), wh?.cpu].map((x) => x?.other_pct ?? 0);
@@ -178,7 +212,7 @@ async function main(): Promise<number> {
       errors.total > 0 ||
       (q !== undefined && (q.duplicate_claims > 0 || !q.verification.ok)) ||
       rq.some((r) => r.duplicate_leases > 0 || !r.verification.ok) || (wh !== undefined && wh.missing > 0);
-    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: q ?? null, receive_queue: rq.length > 0 ? rq : null, webhooks: wh ?? null };
+    report.scenarios = { creates: c ?? null, lists: l ?? null, work_queue: rq.length > 0 ? rq : null, list_claim_queue: q ?? null, webhooks: wh ?? null };
   } catch (err) {
     failed = true;
     report.failure = err instanceof SetupError ? err.message : String((err as Error).stack ?? err);

@@ -24,6 +24,8 @@ export interface WakeResult {
 }
 
 const WARMUP_ROUNDS = 2;
+/** The service's default AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY. */
+const WAITERS_PER_KEY = 100;
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,9 +39,17 @@ async function measure(url: string, bus: string, waiters: number, rounds: number
   const writer = createClient(kind, url, 1);
   try {
     const json = { "content-type": "application/json" };
-    const minted = await writer.request("POST", "/v1/keys", JSON.stringify({ agent_label: `wake-${Date.now()}` }), json);
-    const key = (JSON.parse(minted.body) as { key: string }).key;
+    const mint = async (label: string) => {
+      const minted = await writer.request("POST", "/v1/keys", JSON.stringify({ agent_label: `${label}-${Date.now()}` }), json);
+      return (JSON.parse(minted.body) as { key: string }).key;
+    };
+    const key = await mint("wake");
     const auth = { "x-api-key": key };
+    // Waiters spread over keys as the service's per-key cap expects of real
+    // agents (AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY, 100 by default): one key
+    // holding them all would have 900 of 1,000 answered at once, unwoken.
+    const waiterKeys: string[] = [];
+    for (let i = 0; i < Math.ceil(waiters / WAITERS_PER_KEY); i++) waiterKeys.push(await mint(`wake-waiter-${i}`));
     const created = await writer.request("POST", "/v1/channels", JSON.stringify({ name: "wake", mode: "broadcast", discoverable: false }), { ...json, ...auth });
     const channel = (JSON.parse(created.body) as { id: string }).id;
     const post = async (n: number) => {
@@ -52,8 +62,8 @@ async function measure(url: string, bus: string, waiters: number, rounds: number
     // Unmeasured rounds first: the first wake-ups run cold code (JIT) and grow the heap.
     for (let round = 1 - WARMUP_ROUNDS; round <= rounds; round++) {
       const path = `/v1/channels/${channel}/messages?since=${encodeURIComponent(cursor)}&wait=20`;
-      const arrivals = Array.from({ length: waiters }, () =>
-        pollers.request("GET", path, undefined, auth).then(
+      const arrivals = Array.from({ length: waiters }, (_, i) =>
+        pollers.request("GET", path, undefined, { "x-api-key": waiterKeys[i % waiterKeys.length]! }).then(
           (res) => ({ at: performance.now(), ok: res.status === 200 && res.body.includes('"data":[{') }),
           () => ({ at: performance.now(), ok: false }),
         ),
