@@ -11,6 +11,8 @@ import { openDatabase } from "./database.js";
 import { createLogger as createBaseLogger, resolveLogFormat } from "./platform/logger.js";
 import { migrate } from "./store/migrate.js";
 import { createPool } from "./store/pool.js";
+import cluster from "node:cluster";
+import { servePrimary } from "./processes.js";
 
 const USAGE = `usage: agentbus <command>
 
@@ -24,7 +26,9 @@ Configuration comes from the environment; see the README for every variable.`;
 
 /** On stdout: readable in a terminal, JSON lines otherwise (AGENTBUS_LOG_FORMAT forces either). */
 function createLogger(config: Config): ReturnType<typeof createBaseLogger> {
-  return createBaseLogger(config.logLevel, undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true));
+  const logger = createBaseLogger(config.logLevel, undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true));
+  // Several HTTP processes write one log: each line says which one wrote it.
+  return cluster.worker ? logger.child({ process: cluster.worker.id }) : logger;
 }
 
 function readConfig(): Config {
@@ -43,6 +47,10 @@ async function serve(): Promise<void> {
   const config = readConfig();
   const logger = createLogger(config);
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
+  if (config.httpProcesses > 1 && cluster.isPrimary) {
+    await servePrimary(config, logger);
+    return;
+  }
   let app;
   const fatal = fatalStop();
   try {

@@ -32,6 +32,9 @@ const schema = z.object({
   AGENTBUS_EMBEDDED_PG_PORT: port.default(0),
   // Enough for the hot paths on a small machine without starving PostgreSQL.
   AGENTBUS_DB_POOL_SIZE: positiveInt.max(1000).default(20),
+  // HTTP processes `agentbus serve` runs on the one port (docs/operations.md#several-processes);
+  // they share AGENTBUS_DB_POOL_SIZE.
+  AGENTBUS_HTTP_PROCESSES: positiveInt.max(64).default(1),
   AGENTBUS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // auto: readable lines in a terminal, JSON lines otherwise (pipes, files, log collectors).
   AGENTBUS_LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
@@ -168,6 +171,8 @@ export interface Config {
   dataDir: string;
   embeddedPgPort: number;
   dbPoolSize: number;
+  /** HTTP processes of `agentbus serve` on the one port (1: this process serves). */
+  httpProcesses: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   logFormat: "auto" | "json" | "pretty";
   corsOrigins: string[];
@@ -251,6 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: c.AGENTBUS_DATA_DIR,
     embeddedPgPort: c.AGENTBUS_EMBEDDED_PG_PORT,
     dbPoolSize: c.AGENTBUS_DB_POOL_SIZE,
+    httpProcesses: c.AGENTBUS_HTTP_PROCESSES,
     logLevel: c.AGENTBUS_LOG_LEVEL,
     logFormat: c.AGENTBUS_LOG_FORMAT,
     corsOrigins: c.AGENTBUS_CORS_ORIGINS.split(",").map((o) => o.trim()).filter((o) => o !== ""),
