@@ -16,6 +16,7 @@ import { ActorWebhooks } from "./domain/actor-webhooks.js";
 import { Actors } from "./domain/actors.js";
 import { ChannelAdmin } from "./domain/channel-admin.js";
 import { Channels } from "./domain/channels.js";
+import { ChannelViewCache } from "./domain/channel-view-cache.js";
 import { ChannelHistory } from "./domain/history.js";
 import { AsyncJobs } from "./domain/jobs.js";
 import { Keys } from "./domain/keys.js";
@@ -121,7 +122,10 @@ export interface DomainDependencies {
 
 /** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */
 export function createDomain({ db, bus, clock, config, keys, meter }: DomainDependencies): Domain {
-  const channelStore = new PgChannelStore(db);
+  // Posts, pages and receives remember channel lookups for a moment; any change through this process forgets them.
+  const views = new ChannelViewCache(clock);
+  const forget = () => views.clear();
+  const channelStore = new PgChannelStore(db, forget);
   const actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
   const messages = new Messages(new PgMessageStore(db), channelStore, actors, clock, {
     maxContentBytes: config.maxContentBytes,
@@ -131,12 +135,13 @@ export function createDomain({ db, bus, clock, config, keys, meter }: DomainDepe
     longPollMaxWaiters: config.longPollMaxWaiters,
     longPollMaxWaitersPerKey: config.longPollMaxWaitersPerKey,
     meter,
+    views,
   });
   const webhookStore = new PgWebhookStore(db);
   return {
     keys,
     channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
-    membership: new Membership(new PgMembershipStore(db), channelStore, clock),
+    membership: new Membership(new PgMembershipStore(db, forget), channelStore, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
     webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,

@@ -19,6 +19,7 @@ import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
 import { noQueueMeter, type QueueMeter } from "../ports/queue-meter.js";
+import type { ChannelViewCache } from "./channel-view-cache.js";
 import { nextWake, readOrWait, WaiterSlots, type LongPollOptions } from "./long-poll.js";
 
 /** What messages need from actors (implemented by Actors). */
@@ -41,6 +42,8 @@ export interface MessagesOptions {
   longPollMaxWaitersPerKey: number;
   /** Counts deliveries and dead letters once their transaction commits; none by default. */
   meter?: QueueMeter;
+  /** Channel lookups of the hot paths, remembered for a moment (docs/decisions.md#channel-view-cache); none by default. */
+  views?: ChannelViewCache;
 }
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -713,7 +716,9 @@ export class Messages {
 
   /** The channel, if it exists and the caller may read and write it. */
   private async usableChannel(caller: Caller, identifier: string): Promise<ChannelView> {
-    const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
+    const load = () => this.channels.findView(identifier, caller.keyId);
+    const found = this.options.views ? await this.options.views.find(identifier, caller.keyId, load) : await load();
+    const channel = namedChannel(found, identifier);
     assertCanUse(channel, caller);
     return channel;
   }

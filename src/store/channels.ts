@@ -357,7 +357,15 @@ export async function setChannelPaused(db: Db, identifier: string, paused: boole
 }
 
 export class PgChannelStore implements ChannelStore {
-  constructor(private readonly db: Db) {}
+  /** `onChange` hears of every change to a channel (settings, aliases, pause, deletion), at once and at commit. */
+  constructor(
+    private readonly db: Db,
+    private readonly onChange: () => void = () => {},
+  ) {}
+
+  private changed<T>(change: Promise<T>): Promise<T> {
+    return this.db.announceChange(change, this.onChange);
+  }
 
   findView(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
     return findChannelView(this.db, identifier, callerKeyId);
@@ -372,10 +380,12 @@ export class PgChannelStore implements ChannelStore {
   }
 
   create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined> {
-    return this.db.transaction(async () => {
-      const id = await insertChannel(this.db, channel, relatedIds, owner);
-      return loadChannelResource(this.db, id);
-    });
+    return this.changed(
+      this.db.transaction(async () => {
+        const id = await insertChannel(this.db, channel, relatedIds, owner);
+        return loadChannelResource(this.db, id);
+      }),
+    );
   }
 
   discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
@@ -383,31 +393,37 @@ export class PgChannelStore implements ChannelStore {
   }
 
   update(id: string, plan: (current: LockedChannel) => ChannelUpdate): Promise<ChannelResource | undefined> {
-    return this.db.transaction(async () => {
-      const current = await lockChannel(this.db, id);
-      if (!current) return undefined;
-      const { changes, relatedIds } = plan(current);
-      if (Object.keys(changes).length > 0 || relatedIds !== undefined) await updateChannel(this.db, id, changes, relatedIds);
-      return loadChannelResource(this.db, id);
-    });
+    return this.changed(
+      this.db.transaction(async () => {
+        const current = await lockChannel(this.db, id);
+        if (!current) return undefined;
+        const { changes, relatedIds } = plan(current);
+        if (Object.keys(changes).length > 0 || relatedIds !== undefined) await updateChannel(this.db, id, changes, relatedIds);
+        return loadChannelResource(this.db, id);
+      }),
+    );
   }
 
   delete(id: string): Promise<void> {
-    return deleteChannel(this.db, id);
+    return this.changed(deleteChannel(this.db, id));
   }
 
   addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined> {
-    return this.db.transaction(async () => {
-      const outcome = await insertAlias(this.db, CHANNEL_ALIASES, id, alias, aliasKey);
-      if (outcome === "conflict") return outcome;
-      return loadChannelResource(this.db, id);
-    });
+    return this.changed(
+      this.db.transaction(async () => {
+        const outcome = await insertAlias(this.db, CHANNEL_ALIASES, id, alias, aliasKey);
+        if (outcome === "conflict") return outcome;
+        return loadChannelResource(this.db, id);
+      }),
+    );
   }
 
   setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined> {
-    return this.db.transaction(async () => {
-      const id = await setChannelPaused(this.db, identifier, paused);
-      return id === undefined ? undefined : loadChannelResource(this.db, id);
-    });
+    return this.changed(
+      this.db.transaction(async () => {
+        const id = await setChannelPaused(this.db, identifier, paused);
+        return id === undefined ? undefined : loadChannelResource(this.db, id);
+      }),
+    );
   }
 }

@@ -66,6 +66,18 @@ export class Db {
   }
 
   /**
+   * What `change` returns, after telling `listener` now and again once the
+   * transaction around it commits: a read that ran in between saw the rows
+   * as they were, and whatever it remembered must go too.
+   */
+  async announceChange<T>(change: Promise<T>, listener: () => void): Promise<T> {
+    const result = await change;
+    listener();
+    this.afterCommit(listener);
+    return result;
+  }
+
+  /**
    * Runs fn once the current transaction has committed (at once outside a
    * transaction): wake-ups and pushes must never announce a rolled-back write.
    */

@@ -406,7 +406,15 @@ export async function listEvents(db: Db, channelId: string, since: Micros | null
 }
 
 export class PgMembershipStore implements MembershipStore {
-  constructor(private readonly db: Db) {}
+  /** `onChange` hears of every change to a channel's members, at once and at commit. */
+  constructor(
+    private readonly db: Db,
+    private readonly onChange: () => void = () => {},
+  ) {}
+
+  private changed<T>(change: Promise<T>): Promise<T> {
+    return this.db.announceChange(change, this.onChange);
+  }
 
   listMembers(channelId: string): Promise<MemberRecord[]> {
     return listMembers(this.db, channelId);
@@ -417,21 +425,21 @@ export class PgMembershipStore implements MembershipStore {
   }
 
   addMember(channelId: string, keyId: string, byKeyId: string, at: ChangeTime): Promise<{ member: MemberRecord; created: boolean } | undefined> {
-    return this.db.transaction(async () => {
+    return this.changed(this.db.transaction(async () => {
       if (!(await lockMembership(this.db, channelId))) return undefined;
       const added = await insertMember(this.db, channelId, keyId, at.now, null);
       if (added.created) await this.record(channelId, "member_added", byKeyId, keyId, null, at);
       return added;
-    });
+    }));
   }
 
   removeMember(channelId: string, keyId: string, byKeyId: string, at: ChangeTime): Promise<boolean | undefined> {
-    return this.db.transaction(async () => {
+    return this.changed(this.db.transaction(async () => {
       if (!(await lockMembership(this.db, channelId))) return undefined;
       const removed = await deleteMember(this.db, channelId, keyId);
       if (removed) await this.record(channelId, "member_removed", byKeyId, keyId, null, at);
       return removed;
-    });
+    }));
   }
 
   insertInvitation(invitation: NewInvitation): Promise<InvitationRecord | undefined> {
@@ -453,7 +461,7 @@ export class PgMembershipStore implements MembershipStore {
     at: ChangeTime,
     admit: (invitation: InvitationRecord) => void,
   ): Promise<{ invitation: InvitationRecord; created: boolean } | undefined> {
-    return this.db.transaction(async () => {
+    return this.changed(this.db.transaction(async () => {
       if (!(await lockMembership(this.db, channelId))) return undefined;
       // Read again under the lock: a revoke that committed meanwhile counts.
       const invitation = await findInvitation(this.db, invitationId);
@@ -467,7 +475,7 @@ export class PgMembershipStore implements MembershipStore {
         await countInvitationUse(this.db, invitation.id);
       }
       return { invitation, created };
-    });
+    }));
   }
 
   revokeInvitation(channelId: string, invitationId: string, byKeyId: string, at: ChangeTime): Promise<InvitationRecord | undefined> {
@@ -493,7 +501,7 @@ export class PgMembershipStore implements MembershipStore {
     requestId: string,
     decision: { status: "approved" | "denied"; byKeyId: string; at: ChangeTime },
   ): Promise<{ decided: AccessRequestRecord } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
-    return this.db.transaction(async () => {
+    return this.changed(this.db.transaction(async () => {
       if (!(await lockMembership(this.db, channelId))) return "channel_gone";
       const now = decision.at.now;
       const result = await decideRequest(this.db, channelId, requestId, { status: decision.status, byKeyId: decision.byKeyId, at: now });
@@ -508,7 +516,7 @@ export class PgMembershipStore implements MembershipStore {
         }
       }
       return result;
-    });
+    }));
   }
 
   listEvents(channelId: string, since: Micros | null, limit: number, now: Micros): Promise<ChannelEventRecord[]> {
