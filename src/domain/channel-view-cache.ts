@@ -3,9 +3,9 @@
  * list, receive, watch), remembered for a moment (docs/decisions.md#channel-view-cache).
  *
  * Looking the channel up is a round trip of its own before the statement
- * that does the work; measured with `npm run bench`, dropping it took posts
- * from ~2,000 to ~3,600 a second and pages from ~1,130 to ~1,310 on the
- * 2-core machine. Only found channels are kept (an unknown or ambiguous
+ * that does the work; measured with `npm run bench` on the 2-core machine,
+ * dropping it took posts from 2,030 to 4,000 a second (more of them share a
+ * commit) and pages from 1,127 to 1,517. Only found channels are kept (an unknown or ambiguous
  * identifier is asked again next time), for at most TTL_MS. Every change to a
  * channel or its members made through this process clears the whole cache, at
  * once and again when its transaction commits; a change made through another

@@ -7,7 +7,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, postMessage, type ReceivedJson } from "../support/fixtures.js";
@@ -34,6 +34,8 @@ beforeAll(async () => {
   worker = await mintKey(url(), "stats-worker");
   stranger = await mintKey(url(), "stats-stranger");
 });
+// PostgreSQL stamps created_at in real time; each test starts from it.
+afterEach(() => clock.reset());
 
 const stats = async (ch: string, key = worker) => {
   const res = await rest<Stats>(url(), "GET", `/v1/channels/${ch}/stats`, { key });
@@ -57,7 +59,6 @@ describe("GET /v1/channels/{identifier}/stats", () => {
   });
 
   it("counts each live message in its one state", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner);
     await post(ch, { content: "ready" });
     await post(ch, { content: "later", delay_seconds: 600 });
@@ -70,72 +71,51 @@ describe("GET /v1/channels/{identifier}/stats", () => {
   });
 
   it("counts a delayed message as ready once its available_at passes", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner);
     await post(ch, { delay_seconds: 60 });
     expect(counts(await stats(ch))).toEqual({ ...empty, delayed: 1 });
     clock.advanceSeconds(61);
-    try {
-      const now = await stats(ch);
-      expect(counts(now)).toEqual({ ...empty, ready: 1 });
-      // Aged from its available_at, not from its created_at.
-      expect(now.oldest_ready_age_seconds).toBeGreaterThanOrEqual(1);
-      expect(now.oldest_ready_age_seconds).toBeLessThan(30);
-    } finally {
-      clock.reset();
-    }
+    const now = await stats(ch);
+    expect(counts(now)).toEqual({ ...empty, ready: 1 });
+    // Aged from its available_at, not from its created_at.
+    expect(now.oldest_ready_age_seconds).toBeGreaterThanOrEqual(1);
+    expect(now.oldest_ready_age_seconds).toBeLessThan(30);
   });
 
   it("counts a message whose lease lapsed unacknowledged as ready again", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner);
     await post(ch);
     await receive(ch, { lease_seconds: 30 });
     expect(counts(await stats(ch))).toEqual({ ...empty, in_flight: 1 });
     clock.advanceSeconds(31);
-    try {
-      expect(counts(await stats(ch))).toEqual({ ...empty, ready: 1 });
-    } finally {
-      clock.reset();
-    }
+    expect(counts(await stats(ch))).toEqual({ ...empty, ready: 1 });
   });
 
   it("ages the oldest ready message from when it was posted", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner);
     await post(ch, { content: "old" });
     clock.advanceSeconds(90);
-    try {
-      const now = await stats(ch);
-      expect(now.oldest_ready_age_seconds).toBeGreaterThanOrEqual(90);
-      expect(now.oldest_ready_age_seconds).toBeLessThan(120);
-    } finally {
-      clock.reset();
-    }
+    const now = await stats(ch);
+    expect(now.oldest_ready_age_seconds).toBeGreaterThanOrEqual(90);
+    expect(now.oldest_ready_age_seconds).toBeLessThan(120);
   });
 
   it("reports the median claim-to-ack time of the acknowledged messages", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner);
     for (const _ of [1, 2, 3]) await post(ch);
-    // ReceivedJson together, acknowledged 10 s, 20 s and 60 s after the claim.
+    // Received together, acknowledged 10 s, 20 s and 60 s after the claim.
     const leases = await receive(ch, { max_messages: 3 });
-    try {
-      for (const [lease, after] of leases.map((l, i) => [l, [10, 10, 40][i]!] as const)) {
-        clock.advanceSeconds(after);
-        expect((await ack(lease.message.id)).status).toBe(200);
-      }
-      const now = await stats(ch);
-      expect(now.acknowledged).toBe(3);
-      expect(now.claim_to_ack_p50_ms).toBeGreaterThanOrEqual(20_000);
-      expect(now.claim_to_ack_p50_ms).toBeLessThan(21_000);
-    } finally {
-      clock.reset();
+    for (const [lease, after] of leases.map((l, i) => [l, [10, 10, 40][i]!] as const)) {
+      clock.advanceSeconds(after);
+      expect((await ack(lease.message.id)).status).toBe(200);
     }
+    const now = await stats(ch);
+    expect(now.acknowledged).toBe(3);
+    expect(now.claim_to_ack_p50_ms).toBeGreaterThanOrEqual(20_000);
+    expect(now.claim_to_ack_p50_ms).toBeLessThan(21_000);
   });
 
   it("counts messages delivered max_deliveries times as dead-lettered, moved or not", async () => {
-    clock.reset();
     const dlq = await createChannel(url(), owner);
     const ch = await createChannel(url(), owner, { max_deliveries: 1, dead_letter_channel: dlq });
     await post(ch, { content: "first" });
@@ -205,7 +185,6 @@ describe("/metrics queue counters", () => {
   };
 
   it("counts receives, redeliveries and dead letters without a channel label", async () => {
-    clock.reset();
     const ch = await createChannel(url(), owner, { max_deliveries: 2 });
     await post(ch);
     const before = await scrape();
