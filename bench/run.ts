@@ -13,6 +13,7 @@ import { pdfJobs, pdfLog, type PdfReport } from "./pdf.js";
 import { PgProfiler } from "./pgprofile.js";
 import { creates, lists, receiveQueue, webhooks, workQueue, type ReceiveQueueResult, type Settings } from "./scenarios.js";
 import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
+import { growth, type GrowthPoint } from "./growth.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
 
@@ -34,7 +35,7 @@ const TARGETS = {
   wake_p50_ms: 5,
   wake_p99_ms: 25,
 };
-const SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake", "pdf"] as const;
+const SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake", "pdf", "growth"] as const;
 /** What runs without BENCH_SCENARIOS. */
 const DEFAULT_SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake"];
 
@@ -159,6 +160,14 @@ async function main(): Promise<number> {
       for (const waiters of wakeWaiters()) wk.push(...(await wakeLatency(waiters, Math.floor(numberVar("BENCH_WAKE_ROUNDS", 10, 1)))));
     }
 
+    let grown: GrowthPoint[] | undefined;
+    if (wanted.includes("growth")) {
+      // Only when named: it starts its own service and writes a million messages (several minutes).
+      const result = await growth(Math.floor(numberVar("BENCH_GROWTH_MESSAGES", 1_000_000, 10_000)), Math.floor(numberVar("BENCH_GROWTH_CHANNELS", 10_000, 0)));
+      grown = result.points;
+      for (const [kind, entry] of result.errors.byKind) for (let i = 0; i < entry.count; i++) errors.add(`growth: ${kind}`, entry.example);
+    }
+
     let pdf: PdfReport | undefined;
     if (wanted.includes("pdf")) {
       // Only when named: it needs Chromium and keeps the CPU busy for about a minute.
@@ -173,6 +182,7 @@ async function main(): Promise<number> {
     const wake50 = served.filter((w) => w.waiters === 50);
     const wake1000 = served.filter((w) => w.waiters === 1000);
     Object.assign(report, {
+      growth: grown ?? null,
       wake: wk ?? null,
       pdf: pdf ?? null,
       creates_per_s: c?.creates_per_s ?? null,

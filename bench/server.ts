@@ -209,11 +209,16 @@ function pgSettings(env: NodeJS.ProcessEnv): Array<[string, string]> {
  * the data folder's pg-location says.
  */
 export async function superuser(pgDataDir: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: await superuserUrl(pgDataDir) });
+  await client.connect();
+  return client;
+}
+
+/** The superuser connection URL of a running service's embedded PostgreSQL (see superuser). */
+export async function superuserUrl(pgDataDir: string): Promise<string> {
   const home = (await readFile(path.join(pgDataDir, "pg-location"), "utf8").catch(() => pgDataDir)).trim();
   const pid = await readFile(path.join(home, "pg", "postmaster.pid"), "utf8");
   const port = Number(pid.split("\n")[3]);
   const password = (await readFile(path.join(pgDataDir, "pg-password"), "utf8")).trim();
-  const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", password, database: "agentbus" });
-  await client.connect();
-  return client;
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/agentbus`;
 }
