@@ -18,7 +18,7 @@ import type { Config } from "./platform/config.js";
 import { openDatabase, type Database } from "./database.js";
 import type { Logger } from "./platform/logger.js";
 
-/** Each process's share of AGENTBUS_DB_POOL_SIZE, at least 2 (a request and a LISTEN-free job need one each). */
+/** Each process's share of AGENTBUS_DB_POOL_SIZE; at least 2, so one slow statement cannot hold a process's every connection. */
 export function poolShare(total: number, processes: number): number {
   return Math.max(2, Math.floor(total / processes));
 }
@@ -39,7 +39,8 @@ const RESTART_DELAY_MS = 1_000;
 export async function servePrimary(config: Config, logger: Logger): Promise<void> {
   let database: Database | undefined;
   let stopping = false;
-  const workers = new Map<Worker, { index: number; listening: boolean }>();
+  /** The live HTTP processes, and whether each has started listening. */
+  const workers = new Map<Worker, { listening: boolean }>();
 
   const stop = async (reason: string, exitCode: number) => {
     if (stopping) return;
@@ -69,7 +70,7 @@ export async function servePrimary(config: Config, logger: Logger): Promise<void
 
   const fork = (index: number) => {
     const worker = cluster.fork(processEnv(config, url, index));
-    workers.set(worker, { index, listening: false });
+    workers.set(worker, { listening: false });
     worker.once("online", () => logger.info({ process: worker.id, pid: worker.process.pid }, "http process started"));
     worker.once("listening", () => {
       const state = workers.get(worker);

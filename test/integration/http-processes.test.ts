@@ -4,6 +4,7 @@
  * gRPC, Connect and gRPC-Web; a long-poll on one process woken by a post on
  * either; a replaced process; SIGTERM stops them all.
  */
+import net, { type AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +15,7 @@ import { poolShare, processEnv } from "../../src/processes.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { eventually } from "../support/eventually.js";
 import { useTestDatabase } from "../support/database.js";
-import { isAlive, startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
+import { isAlive, spawnCli, startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
 import { mintKey, rest } from "../support/server.js";
 
 const db = useTestDatabase();
@@ -127,6 +128,21 @@ describe("two HTTP processes on one port", () => {
     expect((await svc.exited).code).toBe(0);
     await eventually(async () => pids.every((pid) => !isAlive(pid)), 10_000, 50);
   });
+});
+
+describe("a process that cannot start", () => {
+  it("stops the service with exit code 1 instead of starting it again and again", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      const cli = spawnCli(["serve"], { HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: db.url, AGENTBUS_HTTP_PROCESSES: "2", AGENTBUS_LOG_FORMAT: "json" });
+      expect(await cli.exited).toBe(1);
+      expect(cli.lines.join("\n")).toContain("an HTTP process failed while starting");
+    } finally {
+      taken.close();
+    }
+  }, 60_000);
 });
 
 describe("how the processes are configured", () => {
