@@ -656,7 +656,7 @@ export interface WebhooksResult {
  */
 export async function webhooks(api: Api, owner: Key, writers: Key[], s: Settings): Promise<WebhooksResult> {
   const arrived = new Map<string, number>();
-  const receiver = http.createServer((req, res) => {
+  const receiver = () => http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -670,21 +670,30 @@ export async function webhooks(api: Api, owner: Key, writers: Key[], s: Settings
       }
     });
   });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  // One channel and one receiving server (one destination, host:port) per
+  // writer: a destination gets at most AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY
+  // requests at a time, by design, so all writers on one destination would
+  // measure that cap's queue rather than delivery latency.
+  const receivers = writers.map(receiver);
+  await Promise.all(receivers.map((r) => new Promise<void>((resolve) => r.listen(0, "127.0.0.1", resolve))));
   try {
-    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const created = await api.must(
-      "POST",
-      "/v1/channels",
-      "/v1/channels",
-      owner.key,
-      JSON.stringify({ name: `bench-${s.runId}-webhooks`, mode: "broadcast", discoverable: false, ttl_seconds: 3600, webhook_url: hook, webhook_secret: "bench-secret" }),
-    );
-    const path = `/v1/channels/${(JSON.parse(created.body) as { id: string }).id}/messages`;
+    const paths: string[] = [];
+    for (const [i, r] of receivers.entries()) {
+      const hook = `http://127.0.0.1:${(r.address() as AddressInfo).port}/hook`;
+      const created = await api.must(
+        "POST",
+        "/v1/channels",
+        "/v1/channels",
+        owner.key,
+        JSON.stringify({ name: `bench-${s.runId}-webhooks-${i}`, mode: "broadcast", discoverable: false, ttl_seconds: 3600, webhook_url: hook, webhook_secret: "bench-secret" }),
+      );
+      paths.push(`/v1/channels/${(JSON.parse(created.body) as { id: string }).id}/messages`);
+    }
     const sent = new Map<string, { started: number; answered: number }>();
     const w: Window = { measuring: false, stopping: false };
     let n = 0;
-    const steps = writers.map((k) => async () => {
+    const steps = writers.map((k, i) => async () => {
+      const path = paths[i]!;
       const started = performance.now();
       const a = await api.call("POST", path, "/v1/channels/{id}/messages", k.key, JSON.stringify({ content: content("webhooks", n++) }));
       if (w.measuring && a.ok) sent.set((JSON.parse(a.body) as { message: MessageJson }).message.id, { started, answered: started + a.ms });
@@ -719,7 +728,7 @@ export async function webhooks(api: Api, owner: Key, writers: Key[], s: Settings
       cpu: t.cpu,
     };
   } finally {
-    receiver.closeAllConnections();
-    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    for (const r of receivers) r.closeAllConnections();
+    await Promise.all(receivers.map((r) => new Promise<void>((resolve) => r.close(() => resolve()))));
   }
 }
