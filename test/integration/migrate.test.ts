@@ -100,6 +100,13 @@ describe("migrate", () => {
     expect(rows).toEqual(files.map(({ version, name, checksum }) => ({ version, name, checksum })));
   });
 
+  it("has autovacuum clean messages after 2 % plus 1,000 dead rows, not PostgreSQL's 20 %", async () => {
+    const db = await emptyDatabase();
+    await migrate(db.pool);
+    const { rows } = await db.pool.query<{ reloptions: string[] }>("SELECT reloptions FROM pg_class WHERE relname = 'messages'");
+    expect(rows[0]!.reloptions.sort()).toEqual(["autovacuum_vacuum_scale_factor=0.02", "autovacuum_vacuum_threshold=1000"]);
+  });
+
   it("applies nothing when run again", async () => {
     const db = await emptyDatabase();
     await migrate(db.pool);
