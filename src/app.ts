@@ -367,7 +367,7 @@ function openWebhookDispatcher(config: Config, db: Db, clock: Clock, logger: Log
 }
 
 /**
- * Refreshes the hot tables' planner statistics when they changed enough
+ * Refreshes the hot tables' planner statistics when their size moved away from the planner's estimate
  * (src/store/statistics.ts), every intervalMs until the returned stop is
  * called. A check that fails (the database is away) is logged and retried
  * at the next interval.
