@@ -78,7 +78,8 @@ export class Api {
     return { key: json.key, key_id: json.key_id, label };
   }
 
-  async createChannel(key: Key, name: string): Promise<string> {
+  /** A claimable open channel (TTL an hour unless `settings` say otherwise). */
+  async createChannel(key: Key, name: string, settings: Record<string, unknown> = {}): Promise<string> {
     const body = JSON.stringify({
       name,
       mode: "claimable",
@@ -86,6 +87,7 @@ export class Api {
       discoverable: false,
       description: "agentbus benchmark",
       ttl_seconds: 3600,
+      ...settings,
     });
     const a = await this.must("POST", "/v1/channels", "/v1/channels", key.key, body);
     return (JSON.parse(a.body) as { id: string }).id;

@@ -72,7 +72,7 @@ export async function growth(maxMessages: number, channels: number): Promise<{ p
     const purge = new PgPurgeStore(new Db(pool));
     const api = new Api(client, errors);
     const owner = await api.mintKey(`growth-${Date.now()}`);
-    const big = await createBigChannel(api, owner);
+    const big = await api.createChannel(owner, "growth", { ttl_seconds: 7 * 86_400 });
     await fillSmallChannels(sql, owner, channels);
 
     const points: GrowthPoint[] = [];
@@ -103,12 +103,6 @@ export async function growth(maxMessages: number, channels: number): Promise<{ p
     await client.close();
     await server.stop();
   }
-}
-
-async function createBigChannel(api: Api, owner: Key): Promise<string> {
-  const body = JSON.stringify({ name: "growth", mode: "claimable", discoverable: false, ttl_seconds: 7 * 86_400 });
-  const a = await api.must("POST", "/v1/channels", "/v1/channels", owner.key, body);
-  return (JSON.parse(a.body) as { id: string }).id;
 }
 
 /** The other channels of a shared deployment, 10 messages each, written directly (they are only there to be passed over). */

@@ -24,7 +24,7 @@ import { Membership } from "./domain/membership.js";
 import { Messages } from "./domain/messages.js";
 import { WebhookDeliveryLog } from "./domain/webhook-deliveries.js";
 import { FixedWindowLimiter } from "./domain/rate-limit.js";
-import { systemClock, type Clock, type Timer } from "./model/time.js";
+import { systemClock, type Clock } from "./model/time.js";
 import { openFetchers } from "./jobs/fetchers.js";
 import { JobRunner, type JobRunnerOptions } from "./jobs/runner.js";
 import { LogLimiter } from "./platform/log-limiter.js";
@@ -62,7 +62,6 @@ import { startSchemaThread } from "./domain/json-schema-thread.js";
 export { openDatabase, type Database };
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
-const STATISTICS_FAILED = "refreshing planner statistics failed";
 /** This process in the job runner's records (agenda_jobs.last_modified_by). */
 const PROCESS_NAME = `${hostname()}:${process.pid}`;
 
@@ -229,7 +228,6 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const keys = new Keys(new PgKeyStore(db), { clock, cacheTtlMs: 5_000 });
-    if (config.analyzeIntervalMs > 0) cleanups.push(keepStatistics(new PgStatistics(db), clock, config.analyzeIntervalMs, outageLog));
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
@@ -335,7 +333,7 @@ async function startBackgroundWork(
   cleanups.push(() => fetchers.close());
   const jobs = await JobRunner.start({
     backend: agendaBackend(pool),
-    deps: { jobs: new PgJobStore(db, PROCESS_NAME), purge: new PgPurgeStore(db), clock, logger, webhooks, pdf, ...fetchers.deps },
+    deps: { jobs: new PgJobStore(db, PROCESS_NAME), purge: new PgPurgeStore(db), statistics: new PgStatistics(db), clock, logger, webhooks, pdf, ...fetchers.deps },
     stopTimeoutMs: config.shutdownGraceMs,
     maxRunningPerKey: config.jobsMaxRunningPerKey,
     outageLog,
@@ -364,33 +362,6 @@ function openWebhookDispatcher(config: Config, db: Db, clock: Clock, logger: Log
     logger,
     outageLog,
   });
-}
-
-/**
- * Refreshes the hot tables' planner statistics when their size moved away from the planner's estimate
- * (src/store/statistics.ts), every intervalMs until the returned stop is
- * called. A check that fails (the database is away) is logged and retried
- * at the next interval.
- */
-function keepStatistics(statistics: PgStatistics, clock: Clock, intervalMs: number, outageLog: LogLimiter): () => Promise<void> {
-  let timer: Timer | undefined;
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const tick = () => {
-    running = statistics
-      .analyzeStale()
-      .then(() => outageLog.recovered(STATISTICS_FAILED, "planner statistics are kept again"))
-      .catch((err: unknown) => outageLog.warn(STATISTICS_FAILED, err))
-      .finally(() => {
-        if (!stopped) timer = clock.setTimer(intervalMs, tick, { unref: true });
-      });
-  };
-  timer = clock.setTimer(intervalMs, tick, { unref: true });
-  return async () => {
-    stopped = true;
-    timer?.cancel();
-    await running;
-  };
 }
 
 /** Starts the job workers without the API (the scale-out shape of docs/operations.md#scaling-out). */

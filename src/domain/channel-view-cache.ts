@@ -21,7 +21,9 @@ export const TTL_MS = 1_000;
 export const MAX_ENTRIES = 10_000;
 
 export class ChannelViewCache {
-  private entries = new Map<string, { view: ChannelView; until: number }>();
+  private readonly entries = new Map<string, { view: ChannelView; until: number }>();
+  /** Bumped by every clear: a lookup that started before one is not kept. */
+  private generation = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -53,6 +55,4 @@ export class ChannelViewCache {
   get size(): number {
     return this.entries.size;
   }
-
-  private generation = 0;
 }

@@ -431,8 +431,9 @@ export class Messages {
    */
   private async moveDeadLetters(channelId: string, now: Micros): Promise<void> {
     const { moved, deadLetterChannelId } = await this.store.deadLetter(channelId, RECEIVE_MAX_MESSAGES.max, now);
-    if (moved > 0) this.options.afterCommit(() => this.meter.deadLettered(moved));
-    if (moved > 0 && deadLetterChannelId !== null) this.announce(deadLetterChannelId);
+    if (moved === 0) return;
+    this.options.afterCommit(() => this.meter.deadLettered(moved));
+    if (deadLetterChannelId !== null) this.announce(deadLetterChannelId);
   }
 
   /**
@@ -702,7 +703,6 @@ export class Messages {
     return read;
   }
 
-  /** Wakes long-polls and watchers of the channel once the write is committed. */
   /** Counted at commit: a delivery an idempotent request rolls back never happened. */
   private countDelivered(messages: readonly MessageRecord[], received: boolean): void {
     if (messages.length === 0) return;
@@ -710,6 +710,7 @@ export class Messages {
     this.options.afterCommit(() => this.meter.delivered({ received: received ? messages.length : 0, redelivered }));
   }
 
+  /** Wakes long-polls and watchers of the channel once the write is committed. */
   private announce(channelId: string): void {
     this.options.afterCommit(() => this.options.bus.publish(channelId));
   }

@@ -2,6 +2,7 @@
  * Every job kind the workers run. Adding a kind: write src/jobs/<kind>.ts
  * exporting a JobKind, and list it here.
  */
+import { analyzeJob } from "./analyze.js";
 import { jobPostingJob } from "./job-posting.js";
 import { jobSweepJob } from "./job-sweep.js";
 import { pdfJob } from "./pdf.js";
@@ -12,4 +13,4 @@ import { webhookSweepJob } from "./webhook-sweep.js";
 
 // Each kind is typed by its own data; the runner only passes data through.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const jobKinds: ReadonlyArray<JobKind<any>> = [purgeJob, webhookSweepJob, jobSweepJob, pdfJob, jobPostingJob, transcriptJob];
+export const jobKinds: ReadonlyArray<JobKind<any>> = [purgeJob, analyzeJob, webhookSweepJob, jobSweepJob, pdfJob, jobPostingJob, transcriptJob];

@@ -10,6 +10,7 @@ import type { JobPostingParser } from "../parsing/index.js";
 import type { PdfRenderer } from "../pdf/renderer.js";
 import type { JobStore } from "../ports/jobs.js";
 import type { PurgeStore } from "../ports/purge.js";
+import type { PlannerStatistics } from "../ports/statistics.js";
 import type { TranscriptFetcher } from "../transcripts/index.js";
 
 /** What the webhook-sweep job nudges: this process's webhook dispatcher. */
@@ -21,6 +22,8 @@ export interface WebhookSweeper {
 export interface JobDependencies {
   jobs: JobStore;
   purge: PurgeStore;
+  /** The hot tables' planner statistics; the analyze job refreshes them. */
+  statistics?: PlannerStatistics;
   clock: Clock;
   logger: Logger;
   /** This process's webhook dispatcher; the webhook-sweep job nudges it. */

@@ -58,9 +58,6 @@ const schema = z.object({
   AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(30),
   // How long SIGTERM waits for in-flight requests before closing connections.
   AGENTBUS_SHUTDOWN_GRACE_MS: nonNegativeInt.default(5000),
-  // How often the service checks whether its hot tables need fresh planner statistics
-  // (docs/decisions.md#planner-statistics); 0 leaves it to autovacuum alone.
-  AGENTBUS_ANALYZE_INTERVAL_SECONDS: z.coerce.number().min(0).max(3600).default(5),
   // Honour X-Forwarded-For for per-address limits (only behind a trusted proxy).
   AGENTBUS_TRUST_PROXY: bool.default(false),
   // Open channels are listed by discovery unless their creator says otherwise.
@@ -183,8 +180,6 @@ export interface Config {
   bodyTimeoutMs: number;
   http2MaxStreams: number;
   shutdownGraceMs: number;
-  /** How often stale planner statistics of the hot tables are refreshed; 0 = never (autovacuum only). */
-  analyzeIntervalMs: number;
   /** Repeated outage failures of one kind are summed up at most once per this interval. */
   logRepeatIntervalMs: number;
   trustProxy: boolean;
@@ -268,7 +263,6 @@ export function loadConfig(env: Env = process.env): Config {
     http2MaxStreams: c.AGENTBUS_HTTP2_MAX_STREAMS,
     logRepeatIntervalMs: Math.round(c.AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS * 1000),
     shutdownGraceMs: c.AGENTBUS_SHUTDOWN_GRACE_MS,
-    analyzeIntervalMs: Math.round(c.AGENTBUS_ANALYZE_INTERVAL_SECONDS * 1000),
     trustProxy: c.AGENTBUS_TRUST_PROXY,
     defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,
     maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,

@@ -26,10 +26,12 @@
  * updates analysed a 30,000-row queue at every check, 0.4 s each (measured).
  * That bounds the cost: one catalog query per check, and an ANALYZE (a
  * sample of at most 30,000 rows) per tenth of a table's growth or shrinkage;
- * autovacuum still analyses after churn on its own schedule. One replica at
- * a time does it (a transaction-scoped advisory lock); the others skip that
- * round.
+ * autovacuum still analyses after churn on its own schedule. The job runs on
+ * one worker at a time; a transaction-scoped advisory lock also keeps any
+ * other caller from analysing alongside (it skips that round). The analyze job runs the check (src/jobs/analyze.ts), where the
+ * workers run.
  */
+import type { PlannerStatistics } from "../ports/statistics.js";
 import type { Db } from "./db.js";
 
 /** The tables whose plans decide the hot paths: pages of live messages and of history. */
@@ -46,7 +48,7 @@ export const STALE_TABLES_SQL = `SELECT s.relname AS table FROM pg_stat_user_tab
     AND abs(s.n_live_tup - greatest(c.reltuples, 0)) >= $2 + $3 * greatest(c.reltuples, 0)
   ORDER BY s.relname`;
 
-export class PgStatistics {
+export class PgStatistics implements PlannerStatistics {
   constructor(private readonly db: Db) {}
 
   /** ANALYZEs the watched tables whose size moved enough from the planner's estimate; the ones it analysed. */

@@ -148,8 +148,10 @@ describe("plans once the service analysed the burst (custom and generic)", () =>
 });
 
 describe("a running service", () => {
-  it("analyses messages on its own after a burst of posts, autovacuum aside", async () => {
-    const server = await startTestServer({ AGENTBUS_ANALYZE_INTERVAL_SECONDS: "0.2" });
+  // Its job workers run the check every few seconds (src/jobs/analyze.ts); here every second.
+  it("analyses messages on its own after a burst of posts, autovacuum aside (the analyze job)", async () => {
+    const quiet = { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" };
+    const server = await startTestServer({ AGENTBUS_WORKERS: "true" }, { jobs: { processEveryMs: 250, intervals: { ...quiet, analyze: "1 second" } } });
     const sql = new pg.Client({ connectionString: server.databaseUrl });
     await sql.connect();
     try {
