@@ -29,6 +29,7 @@ import type {
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { MessageStore } from "../ports/messages.js";
+import { Coalescer, takeDistinct, takeUpTo, type Waiting } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 
@@ -128,14 +129,17 @@ export function toRecord(row: MessageRow): MessageRecord {
   };
 }
 
-interface PendingWrite {
-  input: NewMessage;
-  resolve: (outcome: CreateOutcome) => void;
-  reject: (err: unknown) => void;
-}
-
 /** Enough to amortise a commit; small enough to keep one batch's latency low. */
 const MAX_BATCH = 64;
+/** Acks per statement: a batch ack's ids (up to 100) and the single acks queued beside it. */
+const MAX_ACKS = 256;
+
+/** An ack waiting for the next batch of acks. */
+interface PendingAck {
+  messageId: string;
+  ack: NewAck;
+  now: Micros;
+}
 
 /**
  * The read and claim statements, exported so the query-plan tests EXPLAIN
@@ -202,26 +206,34 @@ class BatchRefused extends Error {
 }
 
 /**
- * $1 message (ACK_SQL) or messages (ACK_MANY_SQL, uuid[]), $2 key, $3 actor
- * id, $4 actor name, $5 now, $6 result (or null), $7 the ack's metadata. An
- * acknowledged message can no longer lapse back to open work, so its lease is
- * dropped. Many rows are locked first, in id order whatever order the caller
- * gave them in (a scan's own order is physical, which updates change): so
- * batches that overlap (readers of a broadcast channel acknowledging the same
- * page) cannot deadlock.
+ * Acknowledges many messages, each for its own caller (one statement serves
+ * the acks the process queued meanwhile, and a batch ack's ids): parallel
+ * arrays, one item per message, $1 message ids (distinct), $2 keys, $3 actor
+ * ids, $4 actor names, $5 nows, $6 results (null for none), $7 the acks'
+ * metadata. Each item appends its actor to acknowledged_by unless it is
+ * already there, under the single ack's rules: the caller may use the
+ * channel, and a result is stored only while there is none and, in a
+ * claimable channel, only from the holder of a claim that still holds
+ * (docs/decisions.md#results). An acknowledged message can no longer lapse
+ * back to open work, so its lease is dropped. The rows are locked first, in
+ * id order whatever order the items came in (a scan's own order is physical,
+ * which updates change): so batches that overlap (readers of a broadcast
+ * channel acknowledging the same page) cannot deadlock. RETURNING gives each
+ * acknowledged item's position (1-based); an item left out changed nothing.
  */
-const ackSql = (target: string) => `UPDATE messages m SET acknowledged_by = m.acknowledged_by
-      || jsonb_build_array(jsonb_build_object('id', $3::text, 'name', $4::text, 'occurred_at', $5::text, 'metadata', $7::jsonb)),
-    result = coalesce($6::text, m.result), lease_token = NULL, lease_expires_at = NULL
-  WHERE ${target} AND m.expires_at > $5::timestamptz
-    AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', $3::text))
-    AND ${accessible("$2")}
-    AND ($6::text IS NULL OR (m.result IS NULL AND (
+export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
+      || jsonb_build_array(jsonb_build_object('id', a.actor_id, 'name', a.actor_name, 'occurred_at', a.occurred_at, 'metadata', a.metadata)),
+    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+    WITH ORDINALITY AS a(id, key_id, actor_id, actor_name, occurred_at, result, metadata, ord)
+  WHERE m.id = a.id AND m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)
+    AND m.expires_at > a.occurred_at::timestamptz
+    AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', a.actor_id))
+    AND ${accessible("a.key_id")}
+    AND (a.result IS NULL OR (m.result IS NULL AND (
       NOT EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
-      OR (m.claimed_by_key_id = $2 AND m.claimed_by_actor_id::text = $3::text AND NOT ${LAPSED("$5::timestamptz")}))))
-  RETURNING ${COLUMNS}`;
-export const ACK_SQL = ackSql("m.id = $1");
-export const ACK_MANY_SQL = ackSql("m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)");
+      OR (m.claimed_by_key_id = a.key_id AND m.claimed_by_actor_id::text = a.actor_id AND NOT ${LAPSED("a.occurred_at::timestamptz")}))))
+  RETURNING a.ord, ${COLUMNS}`;
 
 /** $1 message, $2 the caller's key: the live row, else the archived one. */
 const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
@@ -321,17 +333,7 @@ export class PgMessageStore implements MessageStore {
    */
   create(input: NewMessage): Promise<CreateOutcome> {
     if (this.db.inTransaction) return this.writeBatch(input.channelId, [input]).then((r) => r[0]!);
-    return new Promise((resolve, reject) => {
-      const pending = { input, resolve, reject };
-      const queue = this.queues.get(input.channelId);
-      if (queue) {
-        queue.push(pending);
-        return;
-      }
-      const fresh = [pending];
-      this.queues.set(input.channelId, fresh);
-      void this.drain(input.channelId, fresh);
-    });
+    return this.writes.submit(input.channelId, input);
   }
 
   /**
@@ -359,21 +361,18 @@ export class PgMessageStore implements MessageStore {
     }
   }
 
-  private readonly queues = new Map<string, PendingWrite[]>();
-
-  private async drain(channelId: string, queue: PendingWrite[]): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue.splice(0, MAX_BATCH);
+  private readonly writes = new Coalescer<NewMessage, CreateOutcome>({
+    take: takeUpTo(MAX_BATCH),
+    run: async (channelId, batch) => {
       try {
         const outcomes = await this.writeBatch(channelId, batch.map((p) => p.input));
         batch.forEach((p, i) => p.resolve(outcomes[i]!));
       } catch (err) {
         if (batch.length > 1 && rolledBackByStatement(err)) await this.writeEach(channelId, batch);
-        else for (const p of batch) p.reject(err);
+        else throw err;
       }
-    }
-    this.queues.delete(channelId);
-  }
+    },
+  });
 
   /**
    * One row's failure (text or JSON PostgreSQL refuses, a constraint) fails
@@ -382,7 +381,7 @@ export class PgMessageStore implements MessageStore {
    * savepoint in one transaction (one commit, as the batch would have had),
    * and only the rows the database refuses fail.
    */
-  private async writeEach(channelId: string, batch: PendingWrite[]): Promise<void> {
+  private async writeEach(channelId: string, batch: ReadonlyArray<Waiting<NewMessage, CreateOutcome>>): Promise<void> {
     const results: Array<{ ok: true; outcome: CreateOutcome } | { ok: false; err: unknown }> = [];
     try {
       await this.db.transaction(async () => {
@@ -545,33 +544,62 @@ export class PgMessageStore implements MessageStore {
   }
 
   /**
-   * Appends the actor to acknowledged_by unless it is already there. An ack
-   * carrying a result matches only while the message has none and, in a
-   * claimable channel, only from the holder of a claim that still holds
-   * (docs/decisions.md#results); inspect() tells the caller why otherwise.
+   * Appends the actor to acknowledged_by unless it is already there, under
+   * ACK_SQL's rules; inspect() tells the caller why not. Outside a
+   * transaction the ack joins the process's next batch of acks (one
+   * statement and one commit for all of them), inside one it runs on it.
    */
-  async ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined> {
-    const { rows } = await this.db.query<MessageRow>(ACK_SQL, [
-      messageId,
-      ack.keyId,
-      ack.actor.id,
-      ack.actor.name,
-      formatTimestamp(now),
-      ack.result,
-      JSON.stringify(ack.metadata),
-    ], "ack");
-    return rows[0] && toRecord(rows[0]);
+  ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined> {
+    const item = { messageId, ack, now };
+    if (this.db.inTransaction) return this.ackEach([item]).then((r) => r[0]);
+    return this.acks.submit("", item);
   }
 
-  /** ack() for many messages in one statement (ACK_MANY_SQL); the ones it acknowledged. */
+  /** ack() for many messages, as one statement inside a transaction and through the batch of acks outside; the ones it acknowledged. */
   async ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]> {
-    if (messageIds.length === 0) return [];
-    const { rows } = await this.db.query<MessageRow>(
-      ACK_MANY_SQL,
-      [messageIds, ack.keyId, ack.actor.id, ack.actor.name, formatTimestamp(now), ack.result, JSON.stringify(ack.metadata)],
-      "ack_many",
+    const items = [...new Set(messageIds)].map((messageId) => ({ messageId, ack, now }));
+    if (items.length === 0) return [];
+    const acked = this.db.inTransaction ? await this.ackEach(items) : await Promise.all(items.map((item) => this.acks.submit("", item)));
+    return acked.filter((m): m is MessageRecord => m !== undefined);
+  }
+
+  /**
+   * The acks waiting for the batch in flight (Coalescer): one queue for the
+   * process, as an ack names a message, not a channel. A message acked twice
+   * waits for the next batch. When one item fails the statement (a bad id),
+   * each item is tried alone, so only that one fails.
+   */
+  private readonly acks = new Coalescer<PendingAck, MessageRecord | undefined>({
+    take: takeDistinct(MAX_ACKS, (item) => item.messageId),
+    run: async (_all, batch) => {
+      try {
+        const acked = await this.ackEach(batch.map((w) => w.input));
+        batch.forEach((w, i) => w.resolve(acked[i]));
+      } catch (err) {
+        if (!(batch.length > 1 && rolledBackByStatement(err))) throw err;
+        for (const w of batch) await this.ackEach([w.input]).then((r) => w.resolve(r[0]), (e: unknown) => w.reject(e));
+      }
+    },
+  });
+
+  /** ACK_SQL for distinct messages: each item's acknowledged message, or undefined where it changed nothing. */
+  private async ackEach(items: readonly PendingAck[]): Promise<Array<MessageRecord | undefined>> {
+    const { rows } = await this.db.query<MessageRow & { ord: string }>(
+      ACK_SQL,
+      [
+        items.map((i) => i.messageId),
+        items.map((i) => i.ack.keyId),
+        items.map((i) => i.ack.actor.id),
+        items.map((i) => i.ack.actor.name),
+        items.map((i) => formatTimestamp(i.now)),
+        items.map((i) => i.ack.result),
+        items.map((i) => JSON.stringify(i.ack.metadata)),
+      ],
+      "ack",
     );
-    return rows.map(toRecord);
+    const acked: Array<MessageRecord | undefined> = new Array(items.length).fill(undefined);
+    for (const row of rows) acked[Number(row.ord) - 1] = toRecord(row);
+    return acked;
   }
 
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
