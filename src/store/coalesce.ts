@@ -19,8 +19,14 @@ export interface Waiting<I, O> {
 export interface CoalescerOptions<I, O> {
   /** Removes the next batch from the head of a non-empty queue (at least one item). */
   take(queue: Array<Waiting<I, O>>): Array<Waiting<I, O>>;
-  /** Writes a batch and answers each of its items; a throw fails those it left unanswered. */
-  run(key: string, batch: ReadonlyArray<Waiting<I, O>>): Promise<void>;
+  /** Runs one statement for the batch: one output per input, in order. */
+  run(key: string, inputs: readonly I[]): Promise<O[]>;
+  /**
+   * Whether a failed batch may be run again item by item, so that only the
+   * items the database refuses fail (a bad value in one request must not
+   * fail the others'): true only when nothing of the batch was committed.
+   */
+  retryAlone(err: unknown): boolean;
 }
 
 export class Coalescer<I, O> {
@@ -47,10 +53,14 @@ export class Coalescer<I, O> {
     while (queue.length > 0) {
       const batch = this.options.take(queue);
       try {
-        await this.options.run(key, batch);
+        const outputs = await this.options.run(key, batch.map((w) => w.input));
+        batch.forEach((w, i) => w.resolve(outputs[i]!));
       } catch (err) {
-        // Answered items ignore a second settlement.
-        for (const w of batch) w.reject(err);
+        if (batch.length > 1 && this.options.retryAlone(err)) {
+          for (const w of batch) await this.options.run(key, [w.input]).then((o) => w.resolve(o[0]!), (e: unknown) => w.reject(e));
+        } else {
+          for (const w of batch) w.reject(err);
+        }
       }
     }
     this.queues.delete(key);

@@ -29,7 +29,7 @@ import type {
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { MessageStore } from "../ports/messages.js";
-import { Coalescer, takeDistinct, takeUpTo, type Waiting } from "./coalesce.js";
+import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 
@@ -133,6 +133,13 @@ export function toRecord(row: MessageRow): MessageRecord {
 const MAX_BATCH = 64;
 /** Acks per statement: a batch ack's ids (up to 100) and the single acks queued beside it. */
 const MAX_ACKS = 256;
+
+/** A receive waiting for its channel's next batch of receives. */
+interface PendingReceive {
+  max: number;
+  leases: NewLeases;
+  now: Micros;
+}
 
 /** An ack waiting for the next batch of acks. */
 interface PendingAck {
@@ -246,9 +253,11 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
 
 /**
- * Receive: leases the channel's oldest open work to one caller. $1 channel,
- * $2 max messages, $3 now, $4 key, $5 actor id, $6 actor name, $7 one lease
- * token per message (text[]), $8 lease end.
+ * Receive: leases the channel's oldest open work to its callers, each
+ * taking its share in order (one statement serves the receives the process
+ * queued meanwhile). $1 channel, $2 now; one item per receive in parallel
+ * arrays: $3 key, $4 actor id, $5 actor name, $6 max messages, $7 lease end;
+ * $8 the lease tokens of all of them, each receive's max in its order.
  *
  * Each branch walks its own partial index (open work: messages_unclaimed;
  * lapsed leases: messages_leases) and locks what it takes with SKIP LOCKED,
@@ -257,33 +266,50 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
  * its committed version before it is locked: a message is never leased
  * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
  * a lapsed row locked but not picked is only held until this statement
- * commits. The delivery is counted in the same UPDATE; a message delivered
- * max_deliveries times is not a candidate (deadLetter() moves it out). The channel's mode and the
- * caller's access are part of the condition, as for claims: a receive that
- * long-polls re-checks them on every try.
+ * commits. The picked rows are numbered oldest first and dealt out in
+ * ranges: the first receive gets 1..max₁, the next the range after, so an
+ * earlier receive is never left short while a later one is served. The
+ * delivery is counted in the same UPDATE; a message delivered
+ * max_deliveries times is not a candidate (deadLetter() moves it out). The
+ * channel's mode and each caller's access are part of the condition, as for
+ * claims: a receive that long-polls re-checks them on every try, and a
+ * caller who lost access meanwhile takes no share. RETURNING gives each
+ * row's receive (1-based).
  */
 export const RECEIVE_SQL = `WITH claimable AS (
-    SELECT k.id, coalesce(k.max_deliveries, 2147483647) AS max_deliveries FROM channels k
-    WHERE k.id = $1 AND k.mode = 'claimable' AND (k.access = 'open' OR k.created_by_key_id = $4
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = $4))
+    SELECT k.id, k.access, k.created_by_key_id, coalesce(k.max_deliveries, 2147483647) AS max_deliveries FROM channels k
+    WHERE k.id = $1 AND k.mode = 'claimable'
+  ), asked AS (
+    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
+    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[])
+      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, ord)
+  ), allowed AS (
+    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
+    FROM asked a, claimable k
+    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
+  ), wanted AS (
+    SELECT coalesce(sum(n), 0)::int AS n FROM allowed
   ), open_work AS (
     SELECT m.id, m.created_at FROM messages m
-    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $3 AND ${AVAILABLE("$3")}
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $2 AND ${AVAILABLE("$2")}
       AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    ORDER BY m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
   ), lapsed AS (
     SELECT m.id, m.created_at FROM messages m
-    WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$3")} AND m.expires_at > $3
+    WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$2")} AND m.expires_at > $2
       AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    ORDER BY m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
   ), picked AS (
     SELECT w.id, row_number() OVER (ORDER BY w.created_at) AS n
-    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.created_at LIMIT $2
+    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.created_at LIMIT (SELECT n FROM wanted)
   )
-  UPDATE messages m SET claimed_by_key_id = $4, claimed_by_actor_id = $5, claimed_by_actor_name = $6, claimed_at = $3,
-    claim_metadata = NULL, lease_token = ($7::text[])[p.n], lease_expires_at = $8, delivery_count = m.delivery_count + 1
-  FROM picked p WHERE m.id = p.id
-  RETURNING ${COLUMNS}`;
+  UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
+    claim_metadata = NULL, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
+    delivery_count = m.delivery_count + 1
+  FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
+  WHERE m.id = p.id
+  RETURNING a.ord, ${COLUMNS}`;
 
 /**
  * $1 channel, $2 now: the queue state (docs/decisions.md#queue-stats) in one
@@ -361,51 +387,12 @@ export class PgMessageStore implements MessageStore {
     }
   }
 
+  /** Single writes waiting for their channel's batch in flight (see create). */
   private readonly writes = new Coalescer<NewMessage, CreateOutcome>({
     take: takeUpTo(MAX_BATCH),
-    run: async (channelId, batch) => {
-      try {
-        const outcomes = await this.writeBatch(channelId, batch.map((p) => p.input));
-        batch.forEach((p, i) => p.resolve(outcomes[i]!));
-      } catch (err) {
-        if (batch.length > 1 && rolledBackByStatement(err)) await this.writeEach(channelId, batch);
-        else throw err;
-      }
-    },
+    run: (channelId, inputs) => this.writeBatch(channelId, inputs),
+    retryAlone: rolledBackByStatement,
   });
-
-  /**
-   * One row's failure (text or JSON PostgreSQL refuses, a constraint) fails
-   * the whole batched statement; the other writers' messages must not fail
-   * with it. So the batch is written again row by row, each row under its own
-   * savepoint in one transaction (one commit, as the batch would have had),
-   * and only the rows the database refuses fail.
-   */
-  private async writeEach(channelId: string, batch: ReadonlyArray<Waiting<NewMessage, CreateOutcome>>): Promise<void> {
-    const results: Array<{ ok: true; outcome: CreateOutcome } | { ok: false; err: unknown }> = [];
-    try {
-      await this.db.transaction(async () => {
-        for (const p of batch) {
-          try {
-            const [outcome] = await this.db.transaction(() => this.writeBatch(channelId, [p.input]));
-            results.push({ ok: true, outcome: outcome! });
-          } catch (err) {
-            // Anything but a refused row (the connection, the server) fails them all.
-            if (!rolledBackByStatement(err)) throw err;
-            results.push({ ok: false, err });
-          }
-        }
-      });
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-      return;
-    }
-    batch.forEach((p, i) => {
-      const result = results[i]!;
-      if (result.ok) p.resolve(result.outcome);
-      else p.reject(result.err);
-    });
-  }
 
   private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
     const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros; available_at: Micros }>(
@@ -485,15 +472,46 @@ export class PgMessageStore implements MessageStore {
     return rows[0] && toRecord(rows[0]);
   }
 
-  /** Leases up to `max` of the channel's oldest open work (RECEIVE_SQL), oldest first. */
-  async receive(channelId: string, max: number, claim: NewLeases, now: Micros): Promise<MessageRecord[]> {
-    const { rows } = await this.db.query<MessageRow>(
+  /**
+   * Leases up to `max` of the channel's oldest open work (RECEIVE_SQL),
+   * oldest first. Outside a transaction the receive joins its channel's next
+   * batch of receives (see create), inside one it runs on it.
+   */
+  receive(channelId: string, max: number, leases: NewLeases, now: Micros): Promise<MessageRecord[]> {
+    const item = { max, leases, now };
+    if (this.db.inTransaction) return this.receiveEach(channelId, [item]).then((r) => r[0]!);
+    return this.receives.submit(channelId, item);
+  }
+
+  /** Receives waiting for their channel's batch in flight. */
+  private readonly receives = new Coalescer<PendingReceive, MessageRecord[]>({
+    take: takeUpTo(MAX_BATCH),
+    run: (channelId, items) => this.receiveEach(channelId, items),
+    retryAlone: rolledBackByStatement,
+  });
+
+  /** RECEIVE_SQL for receives on one channel, at the latest of their nows: each one's leased messages, oldest first. */
+  private async receiveEach(channelId: string, items: readonly PendingReceive[]): Promise<MessageRecord[][]> {
+    const now = Math.max(...items.map((i) => i.now));
+    const { rows } = await this.db.query<MessageRow & { ord: string }>(
       RECEIVE_SQL,
-      [channelId, max, formatTimestamp(now), claim.keyId, claim.actor.id, claim.actor.name, claim.leaseTokens, formatTimestamp(claim.leaseExpiresAt)],
+      [
+        channelId,
+        formatTimestamp(now),
+        items.map((i) => i.leases.keyId),
+        items.map((i) => i.leases.actor.id),
+        items.map((i) => i.leases.actor.name),
+        items.map((i) => i.max),
+        items.map((i) => formatTimestamp(i.leases.leaseExpiresAt)),
+        items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
+      ],
       "receive",
     );
+    const leased = items.map((): MessageRecord[] => []);
+    for (const row of rows) leased[Number(row.ord) - 1]!.push(toRecord(row));
     // RETURNING follows no order.
-    return rows.map(toRecord).sort((a, b) => a.createdAt - b.createdAt);
+    for (const messages of leased) messages.sort((a, b) => a.createdAt - b.createdAt);
+    return leased;
   }
 
   /**
@@ -571,15 +589,8 @@ export class PgMessageStore implements MessageStore {
    */
   private readonly acks = new Coalescer<PendingAck, MessageRecord | undefined>({
     take: takeDistinct(MAX_ACKS, (item) => item.messageId),
-    run: async (_all, batch) => {
-      try {
-        const acked = await this.ackEach(batch.map((w) => w.input));
-        batch.forEach((w, i) => w.resolve(acked[i]));
-      } catch (err) {
-        if (!(batch.length > 1 && rolledBackByStatement(err))) throw err;
-        for (const w of batch) await this.ackEach([w.input]).then((r) => w.resolve(r[0]), (e: unknown) => w.reject(e));
-      }
-    },
+    run: (_all, items) => this.ackEach(items),
+    retryAlone: rolledBackByStatement,
   });
 
   /** ACK_SQL for distinct messages: each item's acknowledged message, or undefined where it changed nothing. */

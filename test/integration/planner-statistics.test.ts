@@ -127,7 +127,7 @@ describe("plans once the service analysed the burst (custom and generic)", () =>
       expect(text).not.toMatch(/Seq Scan on messages/);
     }
     const tokens = Array.from({ length: 10 }, (_, i) => `lease_stats_${i}`);
-    for (const text of await plans(RECEIVE_SQL, [channelId, 10, now(), "ak_stats", someMessageId, "w", tokens, now()])) {
+    for (const text of await plans(RECEIVE_SQL, [channelId, now(), ["ak_stats"], [someMessageId], ["w"], [10], [now()], tokens])) {
       expect(text).toMatch(/messages_unclaimed/);
       expect(text).not.toMatch(/Seq Scan on messages/);
     }

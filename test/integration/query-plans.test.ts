@@ -112,7 +112,7 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
 
   it("receives open work through the partial indexes of unclaimed messages and leases", async () => {
     const tokens = Array.from({ length: 10 }, (_, i) => `lease_plan_${i}`);
-    for (const text of await plans(RECEIVE_SQL, [channelId, 10, now(), "ak_plan", someMessageId, "w", tokens, now()])) {
+    for (const text of await plans(RECEIVE_SQL, [channelId, now(), ["ak_plan"], [someMessageId], ["w"], [10], [now()], tokens])) {
       expect(text).toMatch(/messages_unclaimed/);
       expect(text).toMatch(/messages_leases/);
       expect(text).toMatch(/Index Scan using messages_pkey/);
