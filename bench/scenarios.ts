@@ -437,8 +437,12 @@ function producersOf(api: Api, base: string, producers: Key[], opts: StockOption
 
 // ---------------------------------------------------------------- receive queue
 
+/** How a worker acknowledges what it received: one ack per task, one batchAck per receive, or with its next receive (`complete`). */
+export type AckMode = "each" | "batch" | "next-receive";
+
 export interface ReceiveQueueResult {
   max_messages: number;
+  ack_mode: AckMode;
   tasks_per_s: number;
   produced_per_s: number;
   acked: number;
@@ -463,19 +467,20 @@ export interface ReceiveQueueResult {
 /**
  * The work queue again, with receive instead of list → claim: producers as in
  * workQueue; each worker loops: POST messages:receive {max_messages}, then
- * acks the leased messages one by one, or (batchAck) all in one
- * messages:batchAck. No lease runs out within a run (default 300 s), so a
- * message received twice is a duplicate.
+ * acks the leased messages one by one (each), all in one messages:batchAck
+ * (batch), or by naming them in `complete` of its next receive
+ * (next-receive: one request per task). No lease runs out within a run
+ * (default 300 s), so a message received twice is a duplicate.
  */
 export async function receiveQueue(
   api: Api,
   owner: Key,
   producers: Key[],
   workers: Key[],
-  opts: { maxMessages: number; batchAck: boolean } & StockOptions,
+  opts: { maxMessages: number; ackMode: AckMode } & StockOptions,
   s: Settings,
 ): Promise<ReceiveQueueResult> {
-  const channel = await api.createChannel(owner, `bench-${s.runId}-receive-${opts.maxMessages}`);
+  const channel = await api.createChannel(owner, `bench-${s.runId}-receive-${opts.maxMessages}-${opts.ackMode}`);
   const base = `/v1/channels/${channel}/messages`;
   const w: Window = { measuring: false, stopping: false };
   const receiveLat = new Latencies();
@@ -492,14 +497,36 @@ export async function receiveQueue(
   const acked = new Set<string>();
 
   const idle = workers.map(() => false);
+  // next-receive: what each worker finished, acknowledged by its next receive.
+  const finished: string[][] = workers.map(() => []);
+  // Ack every received task, also after the window closed, so the verification finds them done.
+  const settled = (id: string, status: string | null, body: string) => {
+    if (status !== "acknowledged") {
+      unexpected++;
+      api.errors.add(`ack → ${status ?? "error"} (unexpected)`, body);
+    }
+    acked.add(id);
+    if (w.measuring) ackedInWindow++;
+  };
   const workerSteps = workers.map((k, index) => async () => {
+    const request: Record<string, unknown> = { max_messages: opts.maxMessages };
     // After an empty answer, long-poll (wait=1) so an idle worker does not spin.
-    const body = JSON.stringify(idle[index] ? { max_messages: opts.maxMessages, wait: 1 } : { max_messages: opts.maxMessages });
-    const r = await api.call("POST", `${base}:receive`, "/v1/channels/{id}/messages:receive", k.key, body);
+    if (idle[index]) request.wait = 1;
+    const completing = finished[index]!;
+    if (completing.length > 0) request.complete = completing.map((id) => ({ message_id: id }));
+    finished[index] = [];
+    const r = await api.call("POST", `${base}:receive`, "/v1/channels/{id}/messages:receive", k.key, JSON.stringify(request));
     receives++;
     if (w.measuring) receiveLat.add(r.ms);
-    if (!r.ok) return;
-    const { data } = JSON.parse(r.body) as { data: Array<{ message: MessageJson; lease_token: string }> };
+    if (!r.ok) {
+      finished[index]!.push(...completing);
+      return;
+    }
+    const { data, completed } = JSON.parse(r.body) as {
+      data: Array<{ message: MessageJson; lease_token: string }>;
+      completed: Array<{ message_id: string; status: string | null }>;
+    };
+    for (const c of completed) settled(c.message_id, c.status, r.body);
     idle[index] = data.length === 0;
     if (data.length === 0) {
       emptyReceives++;
@@ -518,16 +545,11 @@ export async function receiveQueue(
         leases.set(m.id, { worker: index, actorId: m.claimed_by?.id ?? "" });
       }
     }
-    // Ack every received task, also after the window closed, so the verification finds them done.
-    const settled = (id: string, status: string | null, body: string) => {
-      if (status !== "acknowledged") {
-        unexpected++;
-        api.errors.add(`ack → ${status ?? "error"} (unexpected)`, body);
-      }
-      acked.add(id);
-      if (w.measuring) ackedInWindow++;
-    };
-    if (opts.batchAck) {
+    if (opts.ackMode === "next-receive") {
+      finished[index]!.push(...data.map((d) => d.message.id));
+      return;
+    }
+    if (opts.ackMode === "batch") {
       const a = await api.call("POST", "/v1/messages:batchAck", "/v1/messages:batchAck", k.key, JSON.stringify({ message_ids: data.map((d) => d.message.id) }));
       if (!a.ok) return;
       if (w.measuring) ackLat.add(a.ms);
@@ -544,13 +566,25 @@ export async function receiveQueue(
   });
 
   let backlogAtStart = 0;
-  const label = `receive max_messages=${opts.maxMessages}`;
+  const label = `receive max_messages=${opts.maxMessages}, ack ${opts.ackMode}`;
   const timed = await run([...stock.steps, ...workerSteps], w, s, label, () => (backlogAtStart = stock.backlog()));
   const backlogAtEnd = stock.backlog();
+  // The tasks each worker finished last, left for a receive that will not come.
+  for (const [index, ids] of finished.entries()) {
+    if (ids.length === 0) continue;
+    const a = await api.call("POST", "/v1/messages:batchAck", "/v1/messages:batchAck", workers[index]!.key, JSON.stringify({ message_ids: ids }));
+    if (!a.ok) continue;
+    const { results } = JSON.parse(a.body) as { results: Array<{ message_id: string; status: string | null }> };
+    for (const r of results) {
+      if (r.status !== "acknowledged") api.errors.add(`ack → ${r.status ?? "error"} (unexpected)`, a.body);
+      acked.add(r.message_id);
+    }
+  }
   s.log(`${label}: ${stock.produced} produced, ${receivedTotal} received, ${acked.size} acked; verifying by listing the channel`);
   const verification = await verify(api, owner, base, stock.produced, leases, acked, workers);
   return {
     max_messages: opts.maxMessages,
+    ack_mode: opts.ackMode,
     tasks_per_s: perSecond(ackedInWindow, timed.seconds),
     produced_per_s: perSecond(stock.producedInWindow, timed.seconds),
     acked: ackedInWindow,

@@ -14,7 +14,7 @@ import { violationsOffThread } from "./json-schema-thread.js";
 import { effectiveClaim } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Clock, type Micros } from "../model/time.js";
-import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewMessage, QueueStats } from "../model/messages.js";
+import type { CreateRefusal, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewMessage, QueueStats } from "../model/messages.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import type { WakeBus } from "../ports/wake-bus.js";
@@ -83,6 +83,12 @@ export interface ReceiveInput {
   wait: number | undefined;
   actor: string | undefined;
   signal?: AbortSignal | undefined;
+}
+
+/** A task the caller finished, acknowledged before its next receive. */
+export interface CompletedTask {
+  messageId: string;
+  result?: string | undefined;
 }
 
 /** A message received under a lease of its own. */
@@ -404,6 +410,32 @@ export class Messages {
    * until the wait ends.
    */
   async receive(caller: Caller, identifier: string, input: ReceiveInput): Promise<ReceivedLease[]> {
+    return (await this.prepareReceive(caller, identifier, input)).receive();
+  }
+
+  /**
+   * Acknowledges the tasks the caller finished, each on its own as
+   * ackBatch() would, then receives as receive() does: a worker's loop in
+   * one round trip per task (docs/decisions.md#receive). Everything the
+   * receive is refused for is judged first, and every result, so a refused
+   * request acknowledges nothing.
+   */
+  async completeAndReceive(
+    caller: Caller,
+    identifier: string,
+    input: ReceiveInput,
+    complete: readonly CompletedTask[],
+  ): Promise<{ completed: Array<BatchItemResult<AckStatus>>; leases: ReceivedLease[] }> {
+    if (complete.length === 0) return { completed: [], leases: await this.receive(caller, identifier, input) };
+    checkBatchSize("complete", complete.length, 0);
+    const acks = complete.map((task, index) => ({ messageId: task.messageId, ...atIndex(index, () => checkAckExtras({ result: task.result }), "complete") }));
+    const prepared = await this.prepareReceive(caller, identifier, input);
+    const completed = await this.acknowledgeEach(caller, prepared.actor, acks);
+    return { completed, leases: await prepared.receive() };
+  }
+
+  /** Judges a receive and resolves its channel and actor; `receive` then leases (or waits for) work. */
+  private async prepareReceive(caller: Caller, identifier: string, input: ReceiveInput): Promise<{ actor: ActorRef; receive: () => Promise<ReceivedLease[]> }> {
     const max = checkMaxMessages(input.maxMessages, RECEIVE_MAX_MESSAGES, ".");
     const seconds = checkLeaseSeconds(input.leaseSeconds);
     const wait = checkWait(input.wait);
@@ -419,7 +451,7 @@ export class Messages {
       this.countDelivered(leased, true);
       return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
     };
-    return readOrWait(read, this.longPoll(caller, channel.id, wait, input.signal, true));
+    return { actor, receive: () => readOrWait(read, this.longPoll(caller, channel.id, wait, input.signal, true)) };
   }
 
   /**
@@ -564,15 +596,27 @@ export class Messages {
     checkBatchSize("message_ids", messageIds.length);
     const checked = checkAckExtras(extras);
     const actor = await this.actors.resolveForClaim(caller, actorRef);
-    const ids = [...new Set(messageIds.filter(isUuid).map((id) => id.toLowerCase()))];
-    const acked = await this.store.ackMany(ids, { keyId: caller.keyId, actor, ...checked }, this.clock.now());
+    return this.acknowledgeEach(caller, actor, messageIds.map((messageId) => ({ messageId, ...checked })));
+  }
+
+  /** ackBatch() for checked items, each with its own result. */
+  private async acknowledgeEach(caller: Caller, actor: ActorRef, items: ReadonlyArray<{ messageId: string } & CheckedAck>): Promise<Array<BatchItemResult<AckStatus>>> {
+    const first = new Map<string, { messageId: string; ack: NewAck }>();
+    for (const { messageId, result, metadata } of items) {
+      const id = messageId.toLowerCase();
+      if (isUuid(id) && !first.has(id)) first.set(id, { messageId: id, ack: { keyId: caller.keyId, actor, result, metadata } });
+    }
+    const acked = await this.store.ackMany([...first.values()], this.clock.now());
     for (const channelId of new Set(acked.map((m) => m.channelId))) this.announce(channelId);
     const pending = new Set(acked.map((m) => m.id));
-    return eachOnItsOwn(messageIds, async (messageId) => {
-      assertMessageId(messageId);
-      if (pending.delete(messageId.toLowerCase())) return "acknowledged";
-      return (await this.ackAs(caller, messageId, actor, checked)).status;
-    });
+    return eachOnItsOwn(
+      items.map((i) => i.messageId),
+      async (messageId, index) => {
+        assertMessageId(messageId);
+        if (pending.delete(messageId.toLowerCase())) return "acknowledged";
+        return (await this.ackAs(caller, messageId, actor, items[index]!)).status;
+      },
+    );
   }
 
   private async ackAs(caller: Caller, messageId: string, actor: ActorRef, { result, metadata }: CheckedAck): Promise<{ status: AckStatus; message: MessageRecord }> {
@@ -824,9 +868,9 @@ export function parseCursor(field: "since" | "cursor", value: string | undefined
 export const MAX_BATCH_ITEMS = 100;
 
 /** 1..MAX_BATCH_ITEMS items in a batch request. */
-function checkBatchSize(field: "messages" | "message_ids", count: number): void {
-  if (count < 1 || count > MAX_BATCH_ITEMS) {
-    throw new ApiError("invalid_batch_size", `'${field}' must hold 1 to ${MAX_BATCH_ITEMS} items; it holds ${count}`, {
+function checkBatchSize(field: "messages" | "message_ids" | "complete", count: number, min = 1): void {
+  if (count < min || count > MAX_BATCH_ITEMS) {
+    throw new ApiError("invalid_batch_size", `'${field}' must hold ${min} to ${MAX_BATCH_ITEMS} items; it holds ${count}`, {
       details: { field, max_items: MAX_BATCH_ITEMS, received_items: count },
     });
   }
@@ -852,19 +896,19 @@ function refusal(result: { outcome: CreateRefusal; retryAfter: number | null }, 
 }
 
 /** The same error, naming the batch item it is about. */
-function withIndex(index: number, err: ApiError): ApiError {
-  return new ApiError(err.code, `messages[${index}]: ${err.message}`, {
+function withIndex(index: number, err: ApiError, field = "messages"): ApiError {
+  return new ApiError(err.code, `${field}[${index}]: ${err.message}`, {
     details: { index, ...err.details },
     suggestion: err.suggestion,
     headers: err.headers,
   });
 }
 
-function atIndex<T>(index: number, fn: () => T): T {
+function atIndex<T>(index: number, fn: () => T, field?: string): T {
   try {
     return fn();
   } catch (err) {
-    throw err instanceof ApiError ? withIndex(index, err) : err;
+    throw err instanceof ApiError ? withIndex(index, err, field) : err;
   }
 }
 
@@ -881,11 +925,14 @@ async function atIndexAsync<T>(index: number, fn: () => Promise<T>): Promise<T> 
  * of its earlier occurrence); an ApiError becomes that item's result, any
  * other failure (the database) fails the request.
  */
-async function eachOnItsOwn<S extends string>(messageIds: readonly string[], fn: (messageId: string) => Promise<S>): Promise<Array<BatchItemResult<S>>> {
+async function eachOnItsOwn<S extends string>(
+  messageIds: readonly string[],
+  fn: (messageId: string, index: number) => Promise<S>,
+): Promise<Array<BatchItemResult<S>>> {
   const results: Array<BatchItemResult<S>> = [];
-  for (const messageId of messageIds) {
+  for (const [index, messageId] of messageIds.entries()) {
     try {
-      results.push({ messageId, status: await fn(messageId) });
+      results.push({ messageId, status: await fn(messageId, index) });
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       results.push({ messageId, error: err });

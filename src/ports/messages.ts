@@ -20,8 +20,8 @@ export interface MessageStore {
    * claim holder; undefined when nothing changed.
    */
   ack(messageId: string, ack: NewAck, now: Micros): Promise<MessageRecord | undefined>;
-  /** ack() for each of the messages at once; the ones it acknowledged, in no order. */
-  ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]>;
+  /** ack() for each of the (distinct) messages, each with its own ack; the ones it acknowledged, in no order. */
+  ackMany(acks: ReadonlyArray<{ messageId: string; ack: NewAck }>, now: Micros): Promise<MessageRecord[]>;
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   find(messageId: string, keyId: string): Promise<FoundMessage | undefined>;
   /** Clears the claim when this key and actor hold it (open work again from `availableAt` when given); undefined when they do not. */

@@ -9,7 +9,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
-import type { Messages, Page } from "../domain/messages.js";
+import type { AckStatus as DomainAckStatus, BatchItemResult, Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, MICROS_PER_SECOND, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
 import { callerOf, streamOpenKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
@@ -32,7 +32,9 @@ const filterOf = (status: MessageStatus) =>
   status === MessageStatus.UNCLAIMED ? "unclaimed" : status === MessageStatus.CLAIMED ? "claimed" : "all";
 
 const itemError = (err: ApiError) => ({ error: err.code, message: err.message });
-const ackStatus = (status: "acknowledged" | "already_acknowledged") => (status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED);
+const ackStatus = (status: DomainAckStatus) => (status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED);
+const batchAckResult = (r: BatchItemResult<DomainAckStatus>) =>
+  "error" in r ? { messageId: r.messageId, error: itemError(r.error) } : { messageId: r.messageId, status: ackStatus(r.status) };
 
 export function messageService(messages: Messages, clock: Clock): ServiceEntry {
   // Long-polls woken by one delivery share one read (Messages.readPage), so
@@ -110,16 +112,16 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async receiveMessages(req, ctx) {
-      const leases = await messages.receive(callerOf(ctx), req.identifier, {
-        maxMessages: req.maxMessages,
-        leaseSeconds: req.leaseSeconds,
-        wait: req.wait,
-        actor: req.actor,
-        signal: ctx.signal,
-      });
+      const { completed, leases } = await messages.completeAndReceive(
+        callerOf(ctx),
+        req.identifier,
+        { maxMessages: req.maxMessages, leaseSeconds: req.leaseSeconds, wait: req.wait, actor: req.actor, signal: ctx.signal },
+        req.complete,
+      );
       const now = clock.now();
       return {
         data: leases.map((l) => ({ message: renderMessage(l.message, now), leaseToken: l.leaseToken, leaseExpiresAt: toProtoTimestamp(l.leaseExpiresAt) })),
+        completed: completed.map(batchAckResult),
       };
     },
 
@@ -147,13 +149,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
 
     async batchAckMessages(req, ctx) {
       const results = await messages.ackBatch(callerOf(ctx), req.messageIds, req.actor, { result: req.result });
-      return {
-        results: results.map((r) =>
-          "error" in r
-            ? { messageId: r.messageId, error: itemError(r.error) }
-            : { messageId: r.messageId, status: ackStatus(r.status) },
-        ),
-      };
+      return { results: results.map(batchAckResult) };
     },
 
     async batchReleaseMessages(req, ctx) {

@@ -574,8 +574,8 @@ export class PgMessageStore implements MessageStore {
   }
 
   /** ack() for many messages, as one statement inside a transaction and through the batch of acks outside; the ones it acknowledged. */
-  async ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]> {
-    const items = [...new Set(messageIds)].map((messageId) => ({ messageId, ack, now }));
+  async ackMany(acks: ReadonlyArray<{ messageId: string; ack: NewAck }>, now: Micros): Promise<MessageRecord[]> {
+    const items = acks.map(({ messageId, ack }) => ({ messageId, ack, now }));
     if (items.length === 0) return [];
     const acked = this.db.inTransaction ? await this.ackEach(items) : await Promise.all(items.map((item) => this.acks.submit("", item)));
     return acked.filter((m): m is MessageRecord => m !== undefined);

@@ -3,14 +3,15 @@
  * leases a batch of a claimable channel's open work, oldest first, over REST
  * and gRPC; and delivery_count counts every claim and receive.
  */
+import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
-import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { AckStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { AdjustableClock } from "../support/clock.js";
 import { createChannel, listMessages, postMessage, type MessageJson, type ReceivedJson } from "../support/fixtures.js";
-import { restrictedChannelWithMember } from "../support/membership.js";
+import { expectError, restrictedChannelWithMember } from "../support/membership.js";
 import { mintKey, rest, startTestServer, untilParked, useSqlClient, useTestServer, type TestServer } from "../support/server.js";
 
 const TIMESTAMP_6 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -74,7 +75,7 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     const ch = await createChannel(url(), owner);
     const res = await receive(worker, ch, { wait: 1 });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ data: [] });
+    expect(res.body).toEqual({ data: [], completed: [] });
   });
 
   it.each([
@@ -122,7 +123,7 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     const removed = await rest(url(), "DELETE", `/v1/channels/${ch}/members/${member.split(".")[0]}`, { key: chOwner });
     expect(removed.status).toBe(200);
     await postMessage(url(), chOwner, ch, { content: "not for you" });
-    expect((await waiting).body).toEqual({ data: [] });
+    expect((await waiting).body).toEqual({ data: [], completed: [] });
     expect((await listMessages(url(), chOwner, ch, "?status=unclaimed")).data).toHaveLength(1);
   });
 
@@ -209,6 +210,97 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     expect(res.body.suggestion).toMatch(/wait/);
     // Nothing was leased.
     expect((await receive(worker, ch)).body.data.map((r) => r.message.content)).toEqual(["kept"]);
+  });
+});
+
+describe("receive completing finished tasks", () => {
+  type Completed = { message_id: string; status: string | null; error: { error: string; message: string } | null };
+  const receiveCompleting = (key: string, ch: string, body: Record<string, unknown>) =>
+    rest<{ data: ReceivedJson[]; completed: Completed[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body });
+  const getMessage = (key: string, id: string) => rest<MessageJson>(url(), "GET", `/v1/messages/${id}`, { key });
+
+  it("acknowledges the finished task with its result and leases the next one, in one request", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a, b] = await postAll(ch, ["a", "b"]);
+    await receive(worker, ch);
+    const res = await receiveCompleting(worker, ch, { complete: [{ message_id: a!.id, result: "done a" }] });
+    expect(res.status).toBe(200);
+    expect(res.body.completed).toEqual([{ message_id: a!.id, status: "acknowledged", error: null }]);
+    expect(res.body.data.map((d) => d.message.id)).toEqual([b!.id]);
+    const done = await getMessage(owner, a!.id);
+    expect(done.body).toMatchObject({ result: "done a", acknowledged_by: [{ name: "worker" }] });
+  });
+
+  it("answers every completed task on its own, in the order sent, and still receives", async () => {
+    const ch = await createChannel(url(), owner);
+    const [mine, theirs, next] = await postAll(ch, ["mine", "theirs", "next"]);
+    await receive(worker, ch);
+    await receive(owner, ch);
+    const unknown = randomUUID();
+    const res = await receiveCompleting(worker, ch, {
+      complete: [{ message_id: mine!.id }, { message_id: unknown }, { message_id: "not-a-uuid" }, { message_id: theirs!.id, result: "stolen" }, { message_id: mine!.id }],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.completed.map((c) => c.status ?? c.error?.error)).toEqual([
+      "acknowledged",
+      "message_not_found",
+      "message_not_found",
+      "forbidden",
+      "already_acknowledged",
+    ]);
+    expect(res.body.data.map((d) => d.message.id)).toEqual([next!.id]);
+    expect((await getMessage(owner, theirs!.id)).body.result).toBeNull();
+  });
+
+  it("acknowledges nothing when the receive is refused", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a] = await postAll(ch, ["a"]);
+    await receive(worker, ch);
+    const bad = await receiveCompleting(worker, ch, { max_messages: 0, complete: [{ message_id: a!.id }] });
+    expectError(bad, 422, "invalid_max_messages");
+    const broadcast = await createChannel(url(), owner, { mode: "broadcast" });
+    expectError(await receiveCompleting(worker, broadcast, { complete: [{ message_id: a!.id }] }), 409, "channel_not_claimable");
+    expect((await getMessage(owner, a!.id)).body.acknowledged_by).toEqual([]);
+  });
+
+  it("refuses a result over 64 KiB naming its item, acknowledging none", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a, b] = await postAll(ch, ["a", "b"]);
+    await receive(worker, ch, { max_messages: 2 });
+    const res = await receiveCompleting(worker, ch, { complete: [{ message_id: a!.id }, { message_id: b!.id, result: "x".repeat(65_537) }] });
+    const body = expectError(res, 422, "result_too_large");
+    expect(body.message).toMatch(/^complete\[1\]: /);
+    expect((await getMessage(owner, a!.id)).body.acknowledged_by).toEqual([]);
+  });
+
+  it("refuses more than 100 completed tasks with invalid_batch_size", async () => {
+    const ch = await createChannel(url(), owner);
+    const complete = Array.from({ length: 101 }, () => ({ message_id: randomUUID() }));
+    const body = expectError(await receiveCompleting(worker, ch, { complete }), 422, "invalid_batch_size");
+    expect(body.message).toBe("'complete' must hold 0 to 100 items; it holds 101");
+  });
+
+  it("can be sent again after a failure: the acknowledged task answers already_acknowledged", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a] = await postAll(ch, ["a"]);
+    await receive(worker, ch);
+    const body = { complete: [{ message_id: a!.id, result: "r" }] };
+    expect((await receiveCompleting(worker, ch, body)).body.completed[0]!.status).toBe("acknowledged");
+    expect((await receiveCompleting(worker, ch, body)).body.completed[0]!.status).toBe("already_acknowledged");
+    expect((await getMessage(owner, a!.id)).body.result).toBe("r");
+  });
+
+  it("completes over gRPC: one result per task, with the catalog code for a refused one", async () => {
+    const client = createClient(MessageService, createGrpcTransport({ baseUrl: url() }));
+    const ch = await createChannel(url(), owner);
+    const [a, b] = await postAll(ch, ["a", "b"]);
+    await receive(worker, ch);
+    const res = await client.receiveMessages(
+      { identifier: ch, complete: [{ messageId: a!.id, result: "grpc" }, { messageId: randomUUID() }] },
+      { headers: { "x-api-key": worker } },
+    );
+    expect(res.completed.map((c) => c.status ?? c.error?.error)).toEqual([AckStatus.ACKNOWLEDGED, "message_not_found"]);
+    expect(res.data.map((d) => d.message?.id)).toEqual([b!.id]);
   });
 });
 

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message_service.proto.
  */
 export const file_agentbus_v1_message_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIv8BChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJEhoKDWRlbGF5X3NlY29uZHMYByABKAFIA4gBAUIKCghfY29udGVudEIICgZfYWN0b3JCDgoMX2FjdG9yX2xhYmVsQhAKDl9kZWxheV9zZWNvbmRzImIKD01lc3NhZ2VFbnZlbG9wZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciLNAQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQESEwoGY3Vyc29yGAMgASgJSAGIAQESEgoFbGltaXQYBCABKAVIAogBARIRCgR3YWl0GAUgASgBSAOIAQESKgoGc3RhdHVzGAYgASgOMhouYWdlbnRidXMudjEuTWVzc2FnZVN0YXR1c0IICgZfc2luY2VCCQoHX2N1cnNvckIICgZfbGltaXRCBwoFX3dhaXQicwoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USIgoEZGF0YRgBIAMoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiSAoUV2F0Y2hNZXNzYWdlc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgVzaW5jZRgCIAEoCUgAiAEBQggKBl9zaW5jZSJOChVXYXRjaE1lc3NhZ2VzUmVzcG9uc2USJQoHbWVzc2FnZRgBIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USDgoGY3Vyc29yGAIgASgJInIKE0NsYWltTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3IiZwoUQ2xhaW1NZXNzYWdlUmVzcG9uc2USKAoGc3RhdHVzGAEgASgOMhguYWdlbnRidXMudjEuQ2xhaW1TdGF0dXMSJQoHbWVzc2FnZRgCIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2UiqQEKHENsYWltTWVzc2FnZVdpdGhMZWFzZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEhoKDWxlYXNlX3NlY29uZHMYAyABKAVIAYgBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX2FjdG9yQhAKDl9sZWFzZV9zZWNvbmRzIosBCh1DbGFpbU1lc3NhZ2VXaXRoTGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgdtZXNzYWdlGAMgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSLAAQoWUmVjZWl2ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhkKDG1heF9tZXNzYWdlcxgCIAEoBUgAiAEBEhoKDWxlYXNlX3NlY29uZHMYAyABKAVIAYgBARIRCgR3YWl0GAQgASgBSAKIAQESEgoFYWN0b3IYBSABKAlIA4gBAUIPCg1fbWF4X21lc3NhZ2VzQhAKDl9sZWFzZV9zZWNvbmRzQgcKBV93YWl0QggKBl9hY3RvciKDAQoPUmVjZWl2ZWRNZXNzYWdlEiUKB21lc3NhZ2UYASABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhMKC2xlYXNlX3Rva2VuGAIgASgJEjQKEGxlYXNlX2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkUKF1JlY2VpdmVNZXNzYWdlc1Jlc3BvbnNlEioKBGRhdGEYASADKAsyHC5hZ2VudGJ1cy52MS5SZWNlaXZlZE1lc3NhZ2UiWwoZUmVkcml2ZURlYWRMZXR0ZXJzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhkKDG1heF9tZXNzYWdlcxgCIAEoBUgAiAEBQg8KDV9tYXhfbWVzc2FnZXMiKwoaUmVkcml2ZURlYWRMZXR0ZXJzUmVzcG9uc2USDQoFbW92ZWQYASABKAUiWgoVSGVhcnRiZWF0TGVhc2VSZXF1ZXN0EhMKC2xlYXNlX3Rva2VuGAEgASgJEhoKDWxlYXNlX3NlY29uZHMYAiABKAVIAIgBAUIQCg5fbGVhc2Vfc2Vjb25kcyJdChZIZWFydGJlYXRMZWFzZVJlc3BvbnNlEhMKC2xlYXNlX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIncKFVJlbGVhc2VNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhIKBWFjdG9yGAIgASgJSACIAQESGgoNZGVsYXlfc2Vjb25kcxgDIAEoAUgBiAEBQggKBl9hY3RvckIQCg5fZGVsYXlfc2Vjb25kcyJPChZSZWxlYXNlTWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSKQAQoRQWNrTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZyZXN1bHQYBCABKAlIAYgBAUIICgZfYWN0b3JCCQoHX3Jlc3VsdCJjChJBY2tNZXNzYWdlUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuYWdlbnRidXMudjEuQWNrU3RhdHVzEiUKB21lc3NhZ2UYAiABKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlIkMKEUdldE1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoEd2FpdBgCIAEoAUgAiAEBQgcKBV93YWl0IiwKFkdldENoYW5uZWxTdGF0c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSLsAQoMQ2hhbm5lbFN0YXRzEg0KBXJlYWR5GAEgASgFEg8KB2RlbGF5ZWQYAiABKAUSEQoJaW5fZmxpZ2h0GAMgASgFEhQKDGFja25vd2xlZGdlZBgEIAEoBRIVCg1kZWFkX2xldHRlcmVkGAUgASgFEiUKGG9sZGVzdF9yZWFkeV9hZ2Vfc2Vjb25kcxgGIAEoAUgAiAEBEiAKE2NsYWltX3RvX2Fja19wNTBfbXMYByABKAFIAYgBAUIbChlfb2xkZXN0X3JlYWR5X2FnZV9zZWNvbmRzQhYKFF9jbGFpbV90b19hY2tfcDUwX21zIisKFVJldHJhY3RNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJIigKFlJldHJhY3RNZXNzYWdlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIuMBCgxNZXNzYWdlRHJhZnQSFAoHY29udGVudBgBIAEoCUgAiAEBEhIKBWFjdG9yGAIgASgJSAGIAQESGAoLYWN0b3JfbGFiZWwYAyABKAlIAogBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIbWVudGlvbnMYBSADKAkSGgoNZGVsYXlfc2Vjb25kcxgGIAEoAUgDiAEBQgoKCF9jb250ZW50QggKBl9hY3RvckIOCgxfYWN0b3JfbGFiZWxCEAoOX2RlbGF5X3NlY29uZHMiXQoaQmF0Y2hDcmVhdGVNZXNzYWdlc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCghtZXNzYWdlcxgCIAMoCzIZLmFnZW50YnVzLnYxLk1lc3NhZ2VEcmFmdCJrChtCYXRjaENyZWF0ZU1lc3NhZ2VzUmVzcG9uc2USIgoEZGF0YRgBIAMoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiMAoOQmF0Y2hJdGVtRXJyb3ISDQoFZXJyb3IYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJsChdCYXRjaEFja01lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBEhMKBnJlc3VsdBgDIAEoCUgBiAEBQggKBl9hY3RvckIJCgdfcmVzdWx0IogBCg5CYXRjaEFja1Jlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEisKBnN0YXR1cxgCIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1c0gAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJIChhCYXRjaEFja01lc3NhZ2VzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0In4KG0JhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBITCgttZXNzYWdlX2lkcxgBIAMoCRISCgVhY3RvchgCIAEoCUgAiAEBEhoKDWRlbGF5X3NlY29uZHMYAyABKAFIAYgBAUIICgZfYWN0b3JCEAoOX2RlbGF5X3NlY29uZHMidAoSQmF0Y2hSZWxlYXNlUmVzdWx0EhIKCm1lc3NhZ2VfaWQYASABKAkSEwoGc3RhdHVzGAIgASgJSACIAQESKgoFZXJyb3IYAyABKAsyGy5hZ2VudGJ1cy52MS5CYXRjaEl0ZW1FcnJvckIJCgdfc3RhdHVzIlAKHEJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVzcG9uc2USMAoHcmVzdWx0cxgBIAMoCzIfLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZVJlc3VsdCppCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYTUVTU0FHRV9TVEFUVVNfVU5DTEFJTUVEEAESGgoWTUVTU0FHRV9TVEFUVVNfQ0xBSU1FRBACKo4BCgtDbGFpbVN0YXR1cxIcChhDTEFJTV9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRDTEFJTV9TVEFUVVNfQ0xBSU1FRBABEiAKHENMQUlNX1NUQVRVU19BTFJFQURZX0NMQUlNRUQQAhIlCiFDTEFJTV9TVEFUVVNfQUxSRUFEWV9BQ0tOT1dMRURHRUQQAyppCglBY2tTdGF0dXMSGgoWQUNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0FDS19TVEFUVVNfQUNLTk9XTEVER0VEEAESIwofQUNLX1NUQVRVU19BTFJFQURZX0FDS05PV0xFREdFRBACMsgRCg5NZXNzYWdlU2VydmljZRKGAQoNQ3JlYXRlTWVzc2FnZRIhLmFnZW50YnVzLnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GhwuYWdlbnRidXMudjEuTWVzc2FnZUVudmVsb3BlIjTC8xgDCMkBgtPkkwInOgEqIiIvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzEoIBCgxMaXN0TWVzc2FnZXMSIC5hZ2VudGJ1cy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiEuYWdlbnRidXMudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2UiLZACAYLT5JMCJBIiL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlcxKLAQoNV2F0Y2hNZXNzYWdlcxIhLmFnZW50YnVzLnYxLldhdGNoTWVzc2FnZXNSZXF1ZXN0GiIuYWdlbnRidXMudjEuV2F0Y2hNZXNzYWdlc1Jlc3BvbnNlIjGC0+STAisSKS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXM6c3RyZWFtMAESfwoMQ2xhaW1NZXNzYWdlEiAuYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlUmVxdWVzdBohLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVJlc3BvbnNlIiqC0+STAiQ6ASoiHy92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vY2xhaW0SpQEKFUNsYWltTWVzc2FnZVdpdGhMZWFzZRIpLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVdpdGhMZWFzZVJlcXVlc3QaKi5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VXaXRoTGVhc2VSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L2NsYWltLXdpdGgtbGVhc2USkwEKD1JlY2VpdmVNZXNzYWdlcxIjLmFnZW50YnVzLnYxLlJlY2VpdmVNZXNzYWdlc1JlcXVlc3QaJC5hZ2VudGJ1cy52MS5SZWNlaXZlTWVzc2FnZXNSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOnJlY2VpdmUSoAEKElJlZHJpdmVEZWFkTGV0dGVycxImLmFnZW50YnVzLnYxLlJlZHJpdmVEZWFkTGV0dGVyc1JlcXVlc3QaJy5hZ2VudGJ1cy52MS5SZWRyaXZlRGVhZExldHRlcnNSZXNwb25zZSI5gtPkkwIzOgEqIi4vdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2RlYWQtbGV0dGVyczpyZWRyaXZlEogBCg5IZWFydGJlYXRMZWFzZRIiLmFnZW50YnVzLnYxLkhlYXJ0YmVhdExlYXNlUmVxdWVzdBojLmFnZW50YnVzLnYxLkhlYXJ0YmVhdExlYXNlUmVzcG9uc2UiLYLT5JMCJzoBKiIiL3YxL2xlYXNlcy97bGVhc2VfdG9rZW59L2hlYXJ0YmVhdBKHAQoOUmVsZWFzZU1lc3NhZ2USIi5hZ2VudGJ1cy52MS5SZWxlYXNlTWVzc2FnZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5SZWxlYXNlTWVzc2FnZVJlc3BvbnNlIiyC0+STAiY6ASoiIS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vcmVsZWFzZRJ3CgpBY2tNZXNzYWdlEh4uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlcXVlc3QaHy5hZ2VudGJ1cy52MS5BY2tNZXNzYWdlUmVzcG9uc2UiKILT5JMCIjoBKiIdL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9hY2sSaAoKR2V0TWVzc2FnZRIeLmFnZW50YnVzLnYxLkdldE1lc3NhZ2VSZXF1ZXN0GhQuYWdlbnRidXMudjEuTWVzc2FnZSIkkAIBgtPkkwIbEhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9En0KD0dldENoYW5uZWxTdGF0cxIjLmFnZW50YnVzLnYxLkdldENoYW5uZWxTdGF0c1JlcXVlc3QaGS5hZ2VudGJ1cy52MS5DaGFubmVsU3RhdHMiKpACAYLT5JMCIRIfL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9zdGF0cxJ8Cg5SZXRyYWN0TWVzc2FnZRIiLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVxdWVzdBojLmFnZW50YnVzLnYxLlJldHJhY3RNZXNzYWdlUmVzcG9uc2UiIYLT5JMCGyoZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRKqAQoTQmF0Y2hDcmVhdGVNZXNzYWdlcxInLmFnZW50YnVzLnYxLkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXF1ZXN0GiguYWdlbnRidXMudjEuQmF0Y2hDcmVhdGVNZXNzYWdlc1Jlc3BvbnNlIkDC8xgDCMkBgtPkkwIzOgEqIi4vdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOmJhdGNoQ3JlYXRlEoEBChBCYXRjaEFja01lc3NhZ2VzEiQuYWdlbnRidXMudjEuQmF0Y2hBY2tNZXNzYWdlc1JlcXVlc3QaJS5hZ2VudGJ1cy52MS5CYXRjaEFja01lc3NhZ2VzUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL21lc3NhZ2VzOmJhdGNoQWNrEpEBChRCYXRjaFJlbGVhc2VNZXNzYWdlcxIoLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVxdWVzdBopLmFnZW50YnVzLnYxLkJhdGNoUmVsZWFzZU1lc3NhZ2VzUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YxL21lc3NhZ2VzOmJhdGNoUmVsZWFzZWIGcHJvdG8z", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9tZXNzYWdlX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIv8BChRDcmVhdGVNZXNzYWdlUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhQKB2NvbnRlbnQYAiABKAlIAIgBARISCgVhY3RvchgDIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAQgASgJSAKIAQESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAYgAygJEhoKDWRlbGF5X3NlY29uZHMYByABKAFIA4gBAUIKCghfY29udGVudEIICgZfYWN0b3JCDgoMX2FjdG9yX2xhYmVsQhAKDl9kZWxheV9zZWNvbmRzImIKD01lc3NhZ2VFbnZlbG9wZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciLNAQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKBXNpbmNlGAIgASgJSACIAQESEwoGY3Vyc29yGAMgASgJSAGIAQESEgoFbGltaXQYBCABKAVIAogBARIRCgR3YWl0GAUgASgBSAOIAQESKgoGc3RhdHVzGAYgASgOMhouYWdlbnRidXMudjEuTWVzc2FnZVN0YXR1c0IICgZfc2luY2VCCQoHX2N1cnNvckIICgZfbGltaXRCBwoFX3dhaXQicwoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USIgoEZGF0YRgBIAMoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiSAoUV2F0Y2hNZXNzYWdlc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgVzaW5jZRgCIAEoCUgAiAEBQggKBl9zaW5jZSJOChVXYXRjaE1lc3NhZ2VzUmVzcG9uc2USJQoHbWVzc2FnZRgBIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2USDgoGY3Vyc29yGAIgASgJInIKE0NsYWltTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfYWN0b3IiZwoUQ2xhaW1NZXNzYWdlUmVzcG9uc2USKAoGc3RhdHVzGAEgASgOMhguYWdlbnRidXMudjEuQ2xhaW1TdGF0dXMSJQoHbWVzc2FnZRgCIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2UiqQEKHENsYWltTWVzc2FnZVdpdGhMZWFzZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEhoKDWxlYXNlX3NlY29uZHMYAyABKAVIAYgBARIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX2FjdG9yQhAKDl9sZWFzZV9zZWNvbmRzIosBCh1DbGFpbU1lc3NhZ2VXaXRoTGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgdtZXNzYWdlGAMgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSLuAQoWUmVjZWl2ZU1lc3NhZ2VzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhkKDG1heF9tZXNzYWdlcxgCIAEoBUgAiAEBEhoKDWxlYXNlX3NlY29uZHMYAyABKAVIAYgBARIRCgR3YWl0GAQgASgBSAKIAQESEgoFYWN0b3IYBSABKAlIA4gBARIsCghjb21wbGV0ZRgGIAMoCzIaLmFnZW50YnVzLnYxLkNvbXBsZXRlZFRhc2tCDwoNX21heF9tZXNzYWdlc0IQCg5fbGVhc2Vfc2Vjb25kc0IHCgVfd2FpdEIICgZfYWN0b3IiQwoNQ29tcGxldGVkVGFzaxISCgptZXNzYWdlX2lkGAEgASgJEhMKBnJlc3VsdBgCIAEoCUgAiAEBQgkKB19yZXN1bHQigwEKD1JlY2VpdmVkTWVzc2FnZRIlCgdtZXNzYWdlGAEgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZRITCgtsZWFzZV90b2tlbhgCIAEoCRI0ChBsZWFzZV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ1ChdSZWNlaXZlTWVzc2FnZXNSZXNwb25zZRIqCgRkYXRhGAEgAygLMhwuYWdlbnRidXMudjEuUmVjZWl2ZWRNZXNzYWdlEi4KCWNvbXBsZXRlZBgCIAMoCzIbLmFnZW50YnVzLnYxLkJhdGNoQWNrUmVzdWx0IlsKGVJlZHJpdmVEZWFkTGV0dGVyc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIZCgxtYXhfbWVzc2FnZXMYAiABKAVIAIgBAUIPCg1fbWF4X21lc3NhZ2VzIisKGlJlZHJpdmVEZWFkTGV0dGVyc1Jlc3BvbnNlEg0KBW1vdmVkGAEgASgFIloKFUhlYXJ0YmVhdExlYXNlUmVxdWVzdBITCgtsZWFzZV90b2tlbhgBIAEoCRIaCg1sZWFzZV9zZWNvbmRzGAIgASgFSACIAQFCEAoOX2xlYXNlX3NlY29uZHMiXQoWSGVhcnRiZWF0TGVhc2VSZXNwb25zZRITCgtsZWFzZV90b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ3ChVSZWxlYXNlTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRISCgVhY3RvchgCIAEoCUgAiAEBEhoKDWRlbGF5X3NlY29uZHMYAyABKAFIAYgBAUIICgZfYWN0b3JCEAoOX2RlbGF5X3NlY29uZHMiTwoWUmVsZWFzZU1lc3NhZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSJQoHbWVzc2FnZRgCIAEoCzIULmFnZW50YnVzLnYxLk1lc3NhZ2UikAEKEUFja01lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEgoFYWN0b3IYAiABKAlIAIgBARIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGcmVzdWx0GAQgASgJSAGIAQFCCAoGX2FjdG9yQgkKB19yZXN1bHQiYwoSQWNrTWVzc2FnZVJlc3BvbnNlEiYKBnN0YXR1cxgBIAEoDjIWLmFnZW50YnVzLnYxLkFja1N0YXR1cxIlCgdtZXNzYWdlGAIgASgLMhQuYWdlbnRidXMudjEuTWVzc2FnZSJDChFHZXRNZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhEKBHdhaXQYAiABKAFIAIgBAUIHCgVfd2FpdCIsChZHZXRDaGFubmVsU3RhdHNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAki7AEKDENoYW5uZWxTdGF0cxINCgVyZWFkeRgBIAEoBRIPCgdkZWxheWVkGAIgASgFEhEKCWluX2ZsaWdodBgDIAEoBRIUCgxhY2tub3dsZWRnZWQYBCABKAUSFQoNZGVhZF9sZXR0ZXJlZBgFIAEoBRIlChhvbGRlc3RfcmVhZHlfYWdlX3NlY29uZHMYBiABKAFIAIgBARIgChNjbGFpbV90b19hY2tfcDUwX21zGAcgASgBSAGIAQFCGwoZX29sZGVzdF9yZWFkeV9hZ2Vfc2Vjb25kc0IWChRfY2xhaW1fdG9fYWNrX3A1MF9tcyIrChVSZXRyYWN0TWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCSIoChZSZXRyYWN0TWVzc2FnZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSLjAQoMTWVzc2FnZURyYWZ0EhQKB2NvbnRlbnQYASABKAlIAIgBARISCgVhY3RvchgCIAEoCUgBiAEBEhgKC2FjdG9yX2xhYmVsGAMgASgJSAKIAQESKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCG1lbnRpb25zGAUgAygJEhoKDWRlbGF5X3NlY29uZHMYBiABKAFIA4gBAUIKCghfY29udGVudEIICgZfYWN0b3JCDgoMX2FjdG9yX2xhYmVsQhAKDl9kZWxheV9zZWNvbmRzIl0KGkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSKwoIbWVzc2FnZXMYAiADKAsyGS5hZ2VudGJ1cy52MS5NZXNzYWdlRHJhZnQiawobQmF0Y2hDcmVhdGVNZXNzYWdlc1Jlc3BvbnNlEiIKBGRhdGEYASADKAsyFC5hZ2VudGJ1cy52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIjAKDkJhdGNoSXRlbUVycm9yEg0KBWVycm9yGAEgASgJEg8KB21lc3NhZ2UYAiABKAkibAoXQmF0Y2hBY2tNZXNzYWdlc1JlcXVlc3QSEwoLbWVzc2FnZV9pZHMYASADKAkSEgoFYWN0b3IYAiABKAlIAIgBARITCgZyZXN1bHQYAyABKAlIAYgBAUIICgZfYWN0b3JCCQoHX3Jlc3VsdCKIAQoOQmF0Y2hBY2tSZXN1bHQSEgoKbWVzc2FnZV9pZBgBIAEoCRIrCgZzdGF0dXMYAiABKA4yFi5hZ2VudGJ1cy52MS5BY2tTdGF0dXNIAIgBARIqCgVlcnJvchgDIAEoCzIbLmFnZW50YnVzLnYxLkJhdGNoSXRlbUVycm9yQgkKB19zdGF0dXMiSAoYQmF0Y2hBY2tNZXNzYWdlc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5hZ2VudGJ1cy52MS5CYXRjaEFja1Jlc3VsdCJ+ChtCYXRjaFJlbGVhc2VNZXNzYWdlc1JlcXVlc3QSEwoLbWVzc2FnZV9pZHMYASADKAkSEgoFYWN0b3IYAiABKAlIAIgBARIaCg1kZWxheV9zZWNvbmRzGAMgASgBSAGIAQFCCAoGX2FjdG9yQhAKDl9kZWxheV9zZWNvbmRzInQKEkJhdGNoUmVsZWFzZVJlc3VsdBISCgptZXNzYWdlX2lkGAEgASgJEhMKBnN0YXR1cxgCIAEoCUgAiAEBEioKBWVycm9yGAMgASgLMhsuYWdlbnRidXMudjEuQmF0Y2hJdGVtRXJyb3JCCQoHX3N0YXR1cyJQChxCYXRjaFJlbGVhc2VNZXNzYWdlc1Jlc3BvbnNlEjAKB3Jlc3VsdHMYASADKAsyHy5hZ2VudGJ1cy52MS5CYXRjaFJlbGVhc2VSZXN1bHQqaQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGE1FU1NBR0VfU1RBVFVTX1VOQ0xBSU1FRBABEhoKFk1FU1NBR0VfU1RBVFVTX0NMQUlNRUQQAiqOAQoLQ2xhaW1TdGF0dXMSHAoYQ0xBSU1fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUQ0xBSU1fU1RBVFVTX0NMQUlNRUQQARIgChxDTEFJTV9TVEFUVVNfQUxSRUFEWV9DTEFJTUVEEAISJQohQ0xBSU1fU1RBVFVTX0FMUkVBRFlfQUNLTk9XTEVER0VEEAMqaQoJQWNrU3RhdHVzEhoKFkFDS19TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdBQ0tfU1RBVFVTX0FDS05PV0xFREdFRBABEiMKH0FDS19TVEFUVVNfQUxSRUFEWV9BQ0tOT1dMRURHRUQQAjLIEQoOTWVzc2FnZVNlcnZpY2UShgEKDUNyZWF0ZU1lc3NhZ2USIS5hZ2VudGJ1cy52MS5DcmVhdGVNZXNzYWdlUmVxdWVzdBocLmFnZW50YnVzLnYxLk1lc3NhZ2VFbnZlbG9wZSI0wvMYAwjJAYLT5JMCJzoBKiIiL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlcxKCAQoMTGlzdE1lc3NhZ2VzEiAuYWdlbnRidXMudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBohLmFnZW50YnVzLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlIi2QAgGC0+STAiQSIi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVzc2FnZXMSiwEKDVdhdGNoTWVzc2FnZXMSIS5hZ2VudGJ1cy52MS5XYXRjaE1lc3NhZ2VzUmVxdWVzdBoiLmFnZW50YnVzLnYxLldhdGNoTWVzc2FnZXNSZXNwb25zZSIxgtPkkwIrEikvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lc3NhZ2VzOnN0cmVhbTABEn8KDENsYWltTWVzc2FnZRIgLmFnZW50YnVzLnYxLkNsYWltTWVzc2FnZVJlcXVlc3QaIS5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VSZXNwb25zZSIqgtPkkwIkOgEqIh8vdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L2NsYWltEqUBChVDbGFpbU1lc3NhZ2VXaXRoTGVhc2USKS5hZ2VudGJ1cy52MS5DbGFpbU1lc3NhZ2VXaXRoTGVhc2VSZXF1ZXN0GiouYWdlbnRidXMudjEuQ2xhaW1NZXNzYWdlV2l0aExlYXNlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9jbGFpbS13aXRoLWxlYXNlEpMBCg9SZWNlaXZlTWVzc2FnZXMSIy5hZ2VudGJ1cy52MS5SZWNlaXZlTWVzc2FnZXNSZXF1ZXN0GiQuYWdlbnRidXMudjEuUmVjZWl2ZU1lc3NhZ2VzUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpyZWNlaXZlEqABChJSZWRyaXZlRGVhZExldHRlcnMSJi5hZ2VudGJ1cy52MS5SZWRyaXZlRGVhZExldHRlcnNSZXF1ZXN0GicuYWdlbnRidXMudjEuUmVkcml2ZURlYWRMZXR0ZXJzUmVzcG9uc2UiOYLT5JMCMzoBKiIuL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9kZWFkLWxldHRlcnM6cmVkcml2ZRKIAQoOSGVhcnRiZWF0TGVhc2USIi5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5IZWFydGJlYXRMZWFzZVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9sZWFzZXMve2xlYXNlX3Rva2VufS9oZWFydGJlYXQShwEKDlJlbGVhc2VNZXNzYWdlEiIuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXF1ZXN0GiMuYWdlbnRidXMudjEuUmVsZWFzZU1lc3NhZ2VSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9L3JlbGVhc2USdwoKQWNrTWVzc2FnZRIeLmFnZW50YnVzLnYxLkFja01lc3NhZ2VSZXF1ZXN0Gh8uYWdlbnRidXMudjEuQWNrTWVzc2FnZVJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0vYWNrEmgKCkdldE1lc3NhZ2USHi5hZ2VudGJ1cy52MS5HZXRNZXNzYWdlUmVxdWVzdBoULmFnZW50YnVzLnYxLk1lc3NhZ2UiJJACAYLT5JMCGxIZL3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfRJ9Cg9HZXRDaGFubmVsU3RhdHMSIy5hZ2VudGJ1cy52MS5HZXRDaGFubmVsU3RhdHNSZXF1ZXN0GhkuYWdlbnRidXMudjEuQ2hhbm5lbFN0YXRzIiqQAgGC0+STAiESHy92MS9jaGFubmVscy97aWRlbnRpZmllcn0vc3RhdHMSfAoOUmV0cmFjdE1lc3NhZ2USIi5hZ2VudGJ1cy52MS5SZXRyYWN0TWVzc2FnZVJlcXVlc3QaIy5hZ2VudGJ1cy52MS5SZXRyYWN0TWVzc2FnZVJlc3BvbnNlIiGC0+STAhsqGS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH0SqgEKE0JhdGNoQ3JlYXRlTWVzc2FnZXMSJy5hZ2VudGJ1cy52MS5CYXRjaENyZWF0ZU1lc3NhZ2VzUmVxdWVzdBooLmFnZW50YnVzLnYxLkJhdGNoQ3JlYXRlTWVzc2FnZXNSZXNwb25zZSJAwvMYAwjJAYLT5JMCMzoBKiIuL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZXNzYWdlczpiYXRjaENyZWF0ZRKBAQoQQmF0Y2hBY2tNZXNzYWdlcxIkLmFnZW50YnVzLnYxLkJhdGNoQWNrTWVzc2FnZXNSZXF1ZXN0GiUuYWdlbnRidXMudjEuQmF0Y2hBY2tNZXNzYWdlc1Jlc3BvbnNlIiCC0+STAho6ASoiFS92MS9tZXNzYWdlczpiYXRjaEFjaxKRAQoUQmF0Y2hSZWxlYXNlTWVzc2FnZXMSKC5hZ2VudGJ1cy52MS5CYXRjaFJlbGVhc2VNZXNzYWdlc1JlcXVlc3QaKS5hZ2VudGJ1cy52MS5CYXRjaFJlbGVhc2VNZXNzYWdlc1Jlc3BvbnNlIiSC0+STAh46ASoiGS92MS9tZXNzYWdlczpiYXRjaFJlbGVhc2ViBnByb3RvMw", [file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.CreateMessageRequest
@@ -377,6 +377,18 @@ export type ReceiveMessagesRequest = Message<"agentbus.v1.ReceiveMessagesRequest
    * @generated from field: optional string actor = 5;
    */
   actor?: string | undefined;
+
+  /**
+   * 0..100 tasks the caller finished, acknowledged as `actor` before the
+   * receive looks for more, each on its own as BatchAckMessages judges its
+   * ids (a result only from the claim holder, kept once set). A request
+   * refused for its receive fields acknowledges nothing; a receive that
+   * fails after the acknowledgements may be retried as it was sent (the
+   * second acknowledgement answers already_acknowledged).
+   *
+   * @generated from field: repeated agentbus.v1.CompletedTask complete = 6;
+   */
+  complete: CompletedTask[];
 };
 
 /**
@@ -385,6 +397,32 @@ export type ReceiveMessagesRequest = Message<"agentbus.v1.ReceiveMessagesRequest
  */
 export const ReceiveMessagesRequestSchema: GenMessage<ReceiveMessagesRequest> = /*@__PURE__*/
   messageDesc(file_agentbus_v1_message_service, 10);
+
+/**
+ * A task finished by the caller of ReceiveMessages.
+ *
+ * @generated from message agentbus.v1.CompletedTask
+ */
+export type CompletedTask = Message<"agentbus.v1.CompletedTask"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * The outcome of the work, at most 64 KiB of UTF-8 (as AckMessage's result).
+   *
+   * @generated from field: optional string result = 2;
+   */
+  result?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.CompletedTask.
+ * Use `create(CompletedTaskSchema)` to create a new message.
+ */
+export const CompletedTaskSchema: GenMessage<CompletedTask> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message_service, 11);
 
 /**
  * @generated from message agentbus.v1.ReceivedMessage
@@ -413,7 +451,7 @@ export type ReceivedMessage = Message<"agentbus.v1.ReceivedMessage"> & {
  * Use `create(ReceivedMessageSchema)` to create a new message.
  */
 export const ReceivedMessageSchema: GenMessage<ReceivedMessage> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 11);
+  messageDesc(file_agentbus_v1_message_service, 12);
 
 /**
  * @generated from message agentbus.v1.ReceiveMessagesResponse
@@ -425,6 +463,13 @@ export type ReceiveMessagesResponse = Message<"agentbus.v1.ReceiveMessagesRespon
    * @generated from field: repeated agentbus.v1.ReceivedMessage data = 1;
    */
   data: ReceivedMessage[];
+
+  /**
+   * One per `complete` item, in the order sent.
+   *
+   * @generated from field: repeated agentbus.v1.BatchAckResult completed = 2;
+   */
+  completed: BatchAckResult[];
 };
 
 /**
@@ -432,7 +477,7 @@ export type ReceiveMessagesResponse = Message<"agentbus.v1.ReceiveMessagesRespon
  * Use `create(ReceiveMessagesResponseSchema)` to create a new message.
  */
 export const ReceiveMessagesResponseSchema: GenMessage<ReceiveMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 12);
+  messageDesc(file_agentbus_v1_message_service, 13);
 
 /**
  * @generated from message agentbus.v1.RedriveDeadLettersRequest
@@ -458,7 +503,7 @@ export type RedriveDeadLettersRequest = Message<"agentbus.v1.RedriveDeadLettersR
  * Use `create(RedriveDeadLettersRequestSchema)` to create a new message.
  */
 export const RedriveDeadLettersRequestSchema: GenMessage<RedriveDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 13);
+  messageDesc(file_agentbus_v1_message_service, 14);
 
 /**
  * @generated from message agentbus.v1.RedriveDeadLettersResponse
@@ -477,7 +522,7 @@ export type RedriveDeadLettersResponse = Message<"agentbus.v1.RedriveDeadLetters
  * Use `create(RedriveDeadLettersResponseSchema)` to create a new message.
  */
 export const RedriveDeadLettersResponseSchema: GenMessage<RedriveDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 14);
+  messageDesc(file_agentbus_v1_message_service, 15);
 
 /**
  * @generated from message agentbus.v1.HeartbeatLeaseRequest
@@ -499,7 +544,7 @@ export type HeartbeatLeaseRequest = Message<"agentbus.v1.HeartbeatLeaseRequest">
  * Use `create(HeartbeatLeaseRequestSchema)` to create a new message.
  */
 export const HeartbeatLeaseRequestSchema: GenMessage<HeartbeatLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 15);
+  messageDesc(file_agentbus_v1_message_service, 16);
 
 /**
  * @generated from message agentbus.v1.HeartbeatLeaseResponse
@@ -521,7 +566,7 @@ export type HeartbeatLeaseResponse = Message<"agentbus.v1.HeartbeatLeaseResponse
  * Use `create(HeartbeatLeaseResponseSchema)` to create a new message.
  */
 export const HeartbeatLeaseResponseSchema: GenMessage<HeartbeatLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 16);
+  messageDesc(file_agentbus_v1_message_service, 17);
 
 /**
  * @generated from message agentbus.v1.ReleaseMessageRequest
@@ -551,7 +596,7 @@ export type ReleaseMessageRequest = Message<"agentbus.v1.ReleaseMessageRequest">
  * Use `create(ReleaseMessageRequestSchema)` to create a new message.
  */
 export const ReleaseMessageRequestSchema: GenMessage<ReleaseMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 17);
+  messageDesc(file_agentbus_v1_message_service, 18);
 
 /**
  * @generated from message agentbus.v1.ReleaseMessageResponse
@@ -575,7 +620,7 @@ export type ReleaseMessageResponse = Message<"agentbus.v1.ReleaseMessageResponse
  * Use `create(ReleaseMessageResponseSchema)` to create a new message.
  */
 export const ReleaseMessageResponseSchema: GenMessage<ReleaseMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 18);
+  messageDesc(file_agentbus_v1_message_service, 19);
 
 /**
  * @generated from message agentbus.v1.AckMessageRequest
@@ -611,7 +656,7 @@ export type AckMessageRequest = Message<"agentbus.v1.AckMessageRequest"> & {
  * Use `create(AckMessageRequestSchema)` to create a new message.
  */
 export const AckMessageRequestSchema: GenMessage<AckMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 19);
+  messageDesc(file_agentbus_v1_message_service, 20);
 
 /**
  * @generated from message agentbus.v1.AckMessageResponse
@@ -633,7 +678,7 @@ export type AckMessageResponse = Message<"agentbus.v1.AckMessageResponse"> & {
  * Use `create(AckMessageResponseSchema)` to create a new message.
  */
 export const AckMessageResponseSchema: GenMessage<AckMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 20);
+  messageDesc(file_agentbus_v1_message_service, 21);
 
 /**
  * @generated from message agentbus.v1.GetMessageRequest
@@ -657,7 +702,7 @@ export type GetMessageRequest = Message<"agentbus.v1.GetMessageRequest"> & {
  * Use `create(GetMessageRequestSchema)` to create a new message.
  */
 export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 21);
+  messageDesc(file_agentbus_v1_message_service, 22);
 
 /**
  * @generated from message agentbus.v1.GetChannelStatsRequest
@@ -676,7 +721,7 @@ export type GetChannelStatsRequest = Message<"agentbus.v1.GetChannelStatsRequest
  * Use `create(GetChannelStatsRequestSchema)` to create a new message.
  */
 export const GetChannelStatsRequestSchema: GenMessage<GetChannelStatsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 22);
+  messageDesc(file_agentbus_v1_message_service, 23);
 
 /**
  * A channel's live messages by state (docs/decisions.md#queue-stats). Each
@@ -748,7 +793,7 @@ export type ChannelStats = Message<"agentbus.v1.ChannelStats"> & {
  * Use `create(ChannelStatsSchema)` to create a new message.
  */
 export const ChannelStatsSchema: GenMessage<ChannelStats> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 23);
+  messageDesc(file_agentbus_v1_message_service, 24);
 
 /**
  * @generated from message agentbus.v1.RetractMessageRequest
@@ -765,7 +810,7 @@ export type RetractMessageRequest = Message<"agentbus.v1.RetractMessageRequest">
  * Use `create(RetractMessageRequestSchema)` to create a new message.
  */
 export const RetractMessageRequestSchema: GenMessage<RetractMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 24);
+  messageDesc(file_agentbus_v1_message_service, 25);
 
 /**
  * @generated from message agentbus.v1.RetractMessageResponse
@@ -784,7 +829,7 @@ export type RetractMessageResponse = Message<"agentbus.v1.RetractMessageResponse
  * Use `create(RetractMessageResponseSchema)` to create a new message.
  */
 export const RetractMessageResponseSchema: GenMessage<RetractMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 25);
+  messageDesc(file_agentbus_v1_message_service, 26);
 
 /**
  * One message of a batch: the body of CreateMessage without the channel.
@@ -836,7 +881,7 @@ export type MessageDraft = Message<"agentbus.v1.MessageDraft"> & {
  * Use `create(MessageDraftSchema)` to create a new message.
  */
 export const MessageDraftSchema: GenMessage<MessageDraft> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 26);
+  messageDesc(file_agentbus_v1_message_service, 27);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesRequest
@@ -860,7 +905,7 @@ export type BatchCreateMessagesRequest = Message<"agentbus.v1.BatchCreateMessage
  * Use `create(BatchCreateMessagesRequestSchema)` to create a new message.
  */
 export const BatchCreateMessagesRequestSchema: GenMessage<BatchCreateMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 27);
+  messageDesc(file_agentbus_v1_message_service, 28);
 
 /**
  * @generated from message agentbus.v1.BatchCreateMessagesResponse
@@ -886,7 +931,7 @@ export type BatchCreateMessagesResponse = Message<"agentbus.v1.BatchCreateMessag
  * Use `create(BatchCreateMessagesResponseSchema)` to create a new message.
  */
 export const BatchCreateMessagesResponseSchema: GenMessage<BatchCreateMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 28);
+  messageDesc(file_agentbus_v1_message_service, 29);
 
 /**
  * Why one item of a batch failed: the code and message the single call
@@ -911,7 +956,7 @@ export type BatchItemError = Message<"agentbus.v1.BatchItemError"> & {
  * Use `create(BatchItemErrorSchema)` to create a new message.
  */
 export const BatchItemErrorSchema: GenMessage<BatchItemError> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 29);
+  messageDesc(file_agentbus_v1_message_service, 30);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesRequest
@@ -946,7 +991,7 @@ export type BatchAckMessagesRequest = Message<"agentbus.v1.BatchAckMessagesReque
  * Use `create(BatchAckMessagesRequestSchema)` to create a new message.
  */
 export const BatchAckMessagesRequestSchema: GenMessage<BatchAckMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 30);
+  messageDesc(file_agentbus_v1_message_service, 31);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -975,7 +1020,7 @@ export type BatchAckResult = Message<"agentbus.v1.BatchAckResult"> & {
  * Use `create(BatchAckResultSchema)` to create a new message.
  */
 export const BatchAckResultSchema: GenMessage<BatchAckResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 31);
+  messageDesc(file_agentbus_v1_message_service, 32);
 
 /**
  * @generated from message agentbus.v1.BatchAckMessagesResponse
@@ -994,7 +1039,7 @@ export type BatchAckMessagesResponse = Message<"agentbus.v1.BatchAckMessagesResp
  * Use `create(BatchAckMessagesResponseSchema)` to create a new message.
  */
 export const BatchAckMessagesResponseSchema: GenMessage<BatchAckMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 32);
+  messageDesc(file_agentbus_v1_message_service, 33);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesRequest
@@ -1026,7 +1071,7 @@ export type BatchReleaseMessagesRequest = Message<"agentbus.v1.BatchReleaseMessa
  * Use `create(BatchReleaseMessagesRequestSchema)` to create a new message.
  */
 export const BatchReleaseMessagesRequestSchema: GenMessage<BatchReleaseMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 33);
+  messageDesc(file_agentbus_v1_message_service, 34);
 
 /**
  * Exactly one of `status` and `error` is set (over REST the other is null).
@@ -1057,7 +1102,7 @@ export type BatchReleaseResult = Message<"agentbus.v1.BatchReleaseResult"> & {
  * Use `create(BatchReleaseResultSchema)` to create a new message.
  */
 export const BatchReleaseResultSchema: GenMessage<BatchReleaseResult> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 34);
+  messageDesc(file_agentbus_v1_message_service, 35);
 
 /**
  * @generated from message agentbus.v1.BatchReleaseMessagesResponse
@@ -1076,7 +1121,7 @@ export type BatchReleaseMessagesResponse = Message<"agentbus.v1.BatchReleaseMess
  * Use `create(BatchReleaseMessagesResponseSchema)` to create a new message.
  */
 export const BatchReleaseMessagesResponseSchema: GenMessage<BatchReleaseMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message_service, 35);
+  messageDesc(file_agentbus_v1_message_service, 36);
 
 /**
  * @generated from enum agentbus.v1.MessageStatus
@@ -1226,7 +1271,8 @@ export const MessageService: GenService<{
    * Leases up to max_messages of a claimable channel's open work (unclaimed,
    * or lease lapsed and unacknowledged), oldest first; a message is never
    * leased to two callers at once. With `wait`, blocks until work arrives or
-   * the wait ends (then `data` is empty).
+   * the wait ends (then `data` is empty). `complete` acknowledges the tasks
+   * the caller finished first: a worker's loop takes one round trip per task.
    *
    * @generated from rpc agentbus.v1.MessageService.ReceiveMessages
    */

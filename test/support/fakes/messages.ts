@@ -130,9 +130,9 @@ export class FakeMessageStore implements MessageStore {
   /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
   readonly archived = new Map<string, { message: MessageRecord; archivedAt: Micros }>();
 
-  async ackMany(messageIds: readonly string[], ack: NewAck, now: Micros): Promise<MessageRecord[]> {
+  async ackMany(acks: ReadonlyArray<{ messageId: string; ack: NewAck }>, now: Micros): Promise<MessageRecord[]> {
     const acked: MessageRecord[] = [];
-    for (const id of messageIds) {
+    for (const { messageId: id, ack } of acks) {
       const m = await this.ack(id, ack, now);
       if (m) acked.push(m);
     }
