@@ -415,10 +415,15 @@ export class Messages {
 
   /**
    * Acknowledges the tasks the caller finished, each on its own as
-   * ackBatch() would, then receives as receive() does: a worker's loop in
-   * one round trip per task (docs/decisions.md#receive). Everything the
-   * receive is refused for is judged first, and every result, so a refused
-   * request acknowledges nothing.
+   * ackBatch() would, and receives as receive() does: a worker's loop in one
+   * round trip per task (docs/decisions.md#receive). Everything the receive
+   * is refused for is judged first, and every result, so a refused request
+   * acknowledges nothing. The two run side by side (a request waits for one
+   * database round trip, not two); a finished task whose lease had lapsed
+   * can be leased again by the receive before its acknowledgement lands, and
+   * is then left out of the answer (acknowledged, it is no longer work).
+   * When the acknowledgements fail, what the receive leased is released:
+   * the caller never sees those leases.
    */
   async completeAndReceive(
     caller: Caller,
@@ -430,8 +435,21 @@ export class Messages {
     checkBatchSize("complete", complete.length, 0);
     const acks = complete.map((task, index) => ({ messageId: task.messageId, ...atIndex(index, () => checkAckExtras({ result: task.result }), "complete") }));
     const prepared = await this.prepareReceive(caller, identifier, input);
-    const completed = await this.acknowledgeEach(caller, prepared.actor, acks);
-    return { completed, leases: await prepared.receive() };
+    const [completed, leased] = await Promise.allSettled([this.acknowledgeEach(caller, prepared.actor, acks), prepared.receive()]);
+    if (completed.status === "rejected") {
+      if (leased.status === "fulfilled") await this.giveBack(caller, prepared.actor, leased.value);
+      throw completed.reason;
+    }
+    if (leased.status === "rejected") throw leased.reason;
+    const done = new Set(completed.value.flatMap((r, i) => ("status" in r && r.status === "acknowledged" ? [acks[i]!.messageId.toLowerCase()] : [])));
+    return { completed: completed.value, leases: leased.value.filter((l) => !done.has(l.message.id)) };
+  }
+
+  /** Releases leases the caller will never see; a failure leaves them to run out. */
+  private async giveBack(caller: Caller, actor: ActorRef, leases: readonly ReceivedLease[]): Promise<void> {
+    const now = this.clock.now();
+    for (const { message } of leases) await this.store.release(message.id, caller.keyId, actor, now).catch(() => undefined);
+    if (leases.length > 0) this.announce(leases[0]!.message.channelId);
   }
 
   /** Judges a receive and resolves its channel and actor; `receive` then leases (or waits for) work. */

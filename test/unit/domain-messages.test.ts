@@ -310,6 +310,41 @@ describe("Messages.receive", () => {
   });
 });
 
+describe("Messages.completeAndReceive", () => {
+  it("releases what it leased when the acknowledgements fail, and fails the request", async () => {
+    const { message: done } = await messages.create(alice, channelId, post("done"));
+    const { message: next } = await messages.create(alice, channelId, post("next"));
+    await messages.receive(bob, channelId, receiveInput());
+    messageStore.ackMany = () => Promise.reject(new Error("the database went away"));
+    await expect(messages.completeAndReceive(bob, channelId, receiveInput(), [{ messageId: done.id }])).rejects.toThrow("the database went away");
+    const [again] = await messages.receive(alice, channelId, receiveInput());
+    expect(again!.message.id).toBe(next.id);
+  });
+
+  it("leaves out of the answer a finished task the receive leased again after its lease lapsed", async () => {
+    const { message } = await messages.create(alice, channelId, post("slow task"));
+    await messages.receive(bob, channelId, receiveInput({ leaseSeconds: 30 }));
+    await clock.advance(31 * 1000);
+    // The acknowledgement lands after the receive.
+    const ackMany = messageStore.ackMany.bind(messageStore);
+    messageStore.ackMany = async (...args) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return ackMany(...args);
+    };
+    const { completed, leases } = await messages.completeAndReceive(bob, channelId, receiveInput(), [{ messageId: message.id }]);
+    expect(completed).toEqual([{ messageId: message.id, status: "acknowledged" }]);
+    expect(leases).toEqual([]);
+  });
+
+  it("judges every result before acknowledging anything", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    await messages.receive(bob, channelId, receiveInput());
+    const err = await refusal(messages.completeAndReceive(bob, channelId, receiveInput(), [{ messageId: message.id }, { messageId: message.id, result: "x".repeat(65_537) }]));
+    expect([err.code, err.details.index]).toEqual(["result_too_large", 1]);
+    expect(messageStore.messages.get(message.id)!.acknowledgedBy).toEqual([]);
+  });
+});
+
 describe("ChannelHistory", () => {
   it("refuses a stranger to a restricted channel with channel_access_denied", async () => {
     const restricted = await channels.create(alice, channelInput({ name: "private", access: "restricted" }));

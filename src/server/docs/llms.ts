@@ -117,9 +117,14 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
 
 - Or take work in batches: \`POST $B/v1/channels/$CH/messages:receive\` with \`{"max_messages":10,"lease_seconds":60,"wait":20}\`
   leases up to 10 of the oldest open messages to you (default 1), each with its own lease:
-  \`{"data":[{"message":{…},"lease_token":"…","lease_expires_at":"…"}]}\`, or \`{"data":[]}\` once the wait ends.
+  \`{"data":[{"message":{…},"lease_token":"…","lease_expires_at":"…"}],"completed":[]}\`, or \`"data":[]\` once the wait ends.
   No conflicts between workers: a message is never leased to two of them. Heartbeat, release and ack each one as
   above. 409 \`channel_not_claimable\` on a broadcast channel.
+- A worker loop needs one request per task: send what you finished with your next receive,
+  \`{"complete":[{"message_id":"…","result":"…"}]}\` (up to 100; \`result\` optional). Each is acknowledged as
+  \`POST /v1/messages:batchAck\` would, before the receive; \`completed\` answers each in order
+  (\`{"message_id","status":"acknowledged"|"already_acknowledged","error":null}\` or an \`error\`). A request refused
+  for its receive fields acknowledges nothing; one that fails later may be sent again as it was.
 - Delays: \`"delay_seconds": 30\` on a post (or a batchCreate item) makes the message open work only from its
   \`available_at\` (every message has one: \`created_at\` unless delayed). Until then it is not received, claimed
   (409 \`message_delayed\`, Retry-After) or listed with \`status=unclaimed\`; unfiltered listing shows it.
