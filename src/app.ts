@@ -32,6 +32,7 @@ import type { Logger } from "./platform/logger.js";
 import { chromiumInstalled } from "./pdf/chromium.js";
 import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
+import { McpHttpEndpoint } from "./server/mcp/http.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
 import type { QueueMeter } from "./ports/queue-meter.js";
@@ -266,6 +267,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Every in-flight call listens on this one signal; the default cap of 10
     // listeners would warn under ordinary concurrency.
     setMaxListeners(0, shutdown.signal);
+    // The MCP tools call this process's own REST API, at the address known once it listens.
+    let selfUrl = "";
+    const mcp = new McpHttpEndpoint({ selfUrl: () => selfUrl, corsOrigins: config.corsOrigins, maxBodyBytes: config.maxBodyBytes });
+    cleanups.push(() => mcp.close());
     const listener: Listener = await listen({
       host: config.host,
       port: config.port,
@@ -282,8 +287,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         shutdownSignal: shutdown.signal,
         clock,
         health: { database: describeDatabase(config, url), components: () => componentReports(components) },
+        mcp,
       }),
     });
+    selfUrl = listener.url;
     await logComponents(components, logger);
 
     let closed: Promise<void> | undefined;
@@ -302,7 +309,8 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
           // and webhook requests wrap up in the same grace period, alongside.
           const grace = config.shutdownGraceMs;
           const timer = setTimeout(() => shutdown.abort(), grace / 2);
-          await Promise.all([listener.close(grace), jobs?.stop(), webhooks?.stop(grace)]);
+          // MCP sessions end at once: their event streams would hold the listener for the whole grace period.
+          await Promise.all([listener.close(grace), jobs?.stop(), webhooks?.stop(grace), mcp.close()]);
           clearTimeout(timer);
           shutdown.abort();
           await cleanup();

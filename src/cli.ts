@@ -3,6 +3,7 @@
  * agentbus serve   — run the service (embedded PostgreSQL unless DATABASE_URL is set)
  * agentbus worker  — run only the job workers (no HTTP) until SIGTERM
  * agentbus migrate — apply pending migrations and exit
+ * agentbus mcp     — an MCP server on stdio for a running service
  */
 // The service's modules (app.js) are imported only once PostgreSQL is
 // starting: loading them takes about as long as PostgreSQL's start.
@@ -21,6 +22,8 @@ commands:
             with the job workers unless AGENTBUS_WORKERS=false
   worker    run only the job workers (purge, …) against the same database, until SIGTERM
   migrate   apply pending database migrations and exit
+  mcp       an MCP server on stdin/stdout (for an MCP client) that talks to a running
+            service: AGENTBUS_URL (default http://127.0.0.1:8080), AGENTBUS_API_KEY
 
 Configuration comes from the environment; see the README for every variable.`;
 
@@ -165,6 +168,12 @@ switch (command) {
       process.exit(1);
     });
     break;
+  case "mcp": {
+    const { serveMcpStdio } = await import("./server/mcp/stdio.js");
+    await serveMcpStdio(process.env);
+    process.exit(0);
+    break;
+  }
   case undefined:
   case "help":
   case "--help":

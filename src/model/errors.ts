@@ -52,6 +52,7 @@ export const errorCatalog = {
   // 403
   channel_access_denied: spec(403, "permission_denied", "You are not a member of this channel", "Ask the owner for access with POST /v1/channels/{identifier}/access-requests, or resolve an invitation."),
   forbidden: spec(403, "permission_denied", "Only the channel owner may do this", "Use the key that created the channel."),
+  origin_not_allowed: spec(403, "permission_denied", "Requests from this Origin are not allowed", "Call /mcp from a client outside the browser, or have the operator add the origin to AGENTBUS_CORS_ORIGINS."),
   actor_forbidden: spec(403, "permission_denied", "That actor belongs to another owner", "Act as one of your own actors, or create one with POST /v1/actors."),
   admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),
   // 404
@@ -62,6 +63,7 @@ export const errorCatalog = {
   invitation_not_found: spec(404, "not_found", "Invitation not found", "Ask the channel owner for a new invitation."),
   access_request_not_found: spec(404, "not_found", "Access request not found", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
   webhook_not_found: spec(404, "not_found", "No webhook registered", "Register one with POST /v1/actors/{actor_id}/webhook."),
+  mcp_session_not_found: spec(404, "not_found", "No such MCP session", "Start a new session: send initialize without an Mcp-Session-Id header, with the same API key."),
   job_not_found: spec(404, "not_found", "Job not found", "Use the job_id returned when you submitted the job, with the same key."),
   // 405
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
@@ -155,6 +157,8 @@ export const errorCatalog = {
   rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
   too_many_waiters: spec(429, "resource_exhausted", "This key holds as many open watches and long-polls as one key may", "Close a watch stream this key no longer needs (each one is held until closed), then open the new one."),
   channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
+  too_many_mcp_sessions: spec(429, "resource_exhausted", "Too many MCP sessions are open", "Close sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or let idle ones expire, then start again."),
+  too_many_follows: spec(429, "resource_exhausted", "This MCP session follows as many channels as one session may", "Unfollow a channel first (unfollow_channel or resources/unsubscribe)."),
   job_limit_exceeded: spec(429, "resource_exhausted", "This key has as many unfinished jobs as it may", "Wait for your queued jobs to finish (poll GET /jobs/{job_id}) or for the seconds in Retry-After, then submit again."),
   // 500
   internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),

@@ -25,6 +25,7 @@ import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
+import { MCP_PATH, type McpHttpEndpoint } from "./mcp/http.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
 export interface HttpHandlerOptions {
@@ -42,6 +43,8 @@ export interface HttpHandlerOptions {
   clock: Clock;
   /** What /health says about the database and the other components. */
   health?: Pick<HealthOptions, "database" | "components">;
+  /** The MCP endpoint at /mcp (Streamable HTTP). */
+  mcp?: McpHttpEndpoint;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -56,8 +59,11 @@ const ALLOWED_HEADERS = [
   "Idempotency-Key",
   "X-Request-Id",
   "Last-Event-ID",
+  "Authorization",
+  "Mcp-Session-Id",
+  "Mcp-Protocol-Version",
 ].join(", ");
-const EXPOSED_HEADERS = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "X-Idempotent-Replay", "Idempotency-Key"].join(", ");
+const EXPOSED_HEADERS = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "X-Idempotent-Replay", "Idempotency-Key", "Mcp-Session-Id"].join(", ");
 const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].join(", ");
 
 interface ServedDocument {
@@ -229,6 +235,13 @@ export function createHttpHandler(options: HttpHandlerOptions) {
           res.end(renderErrorDocs());
           return;
         }
+      }
+
+      if (path === MCP_PATH && options.mcp !== undefined) {
+        route = MCP_PATH;
+        protocol = "mcp";
+        options.mcp.handle(req, res, requestId).catch(fail);
+        return;
       }
 
       const match = routes.match(req.method ?? "GET", path);

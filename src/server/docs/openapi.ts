@@ -148,7 +148,7 @@ function integerBounds(type: ScalarType): { format: string; minimum: number; max
 }
 
 /** A scalar as JSON: integers (int64 too) are numbers, bytes base64. */
-function scalarSchema(type: ScalarType, direction: "in" | "out"): Schema {
+export function scalarSchema(type: ScalarType, direction: "in" | "out"): Schema {
   const bounds = integerBounds(type);
   if (bounds !== undefined) {
     // Output int64 is Number(bigint): documented without the range the decoder enforces.
@@ -168,7 +168,7 @@ function scalarSchema(type: ScalarType, direction: "in" | "out"): Schema {
   }
 }
 
-function enumSchema(desc: DescEnum, direction: "in" | "out"): Schema {
+export function enumSchema(desc: DescEnum, direction: "in" | "out"): Schema {
   const names = enumJsonNames(desc);
   if (direction === "in") {
     return {
@@ -185,7 +185,7 @@ function enumSchema(desc: DescEnum, direction: "in" | "out"): Schema {
  * Well-known types: how the renderer writes them (json-render-reflect.ts
  * renderMessageValue) and the decoder reads them (json-codec.ts decodeMessage).
  */
-function wellKnownSchema(desc: DescMessage, direction: "in" | "out"): Schema {
+export function wellKnownSchema(desc: DescMessage, direction: "in" | "out"): Schema {
   switch (desc.typeName) {
     case "google.protobuf.Timestamp":
       return direction === "out"

@@ -1,0 +1,98 @@
+/**
+ * The MCP tools' way to the service: its REST API over HTTP, with the
+ * session's API key, so a tool call passes every check a REST call passes
+ * (an MCP session has exactly the rights of its key). Stdio talks to
+ * AGENTBUS_URL; /mcp talks to the process's own listener.
+ */
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { ApiError } from "../../model/errors.js";
+import type { JsonObject, JsonValue } from "../../model/json.js";
+import { routesInDeclarationOrder } from "../docs/openapi.js";
+import type { RestRoute } from "../rest/routes.js";
+
+/** An answer of the API other than 2xx, in the error catalog's shape. */
+export class ApiCallError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: { error: string; message: string; suggestion?: string },
+  ) {
+    super(body.message);
+  }
+
+  /** One of our own refusals, as the API would have answered it. */
+  static of(err: ApiError): ApiCallError {
+    return new ApiCallError(err.status, { error: err.code, message: err.message, ...(err.suggestion === undefined ? {} : { suggestion: err.suggestion }) });
+  }
+}
+
+export interface CallOptions {
+  /** Sent as Idempotency-Key. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  /** Added to the request's time limit: how long the call may long-poll. */
+  waitSeconds?: number;
+}
+
+/** An ordinary call's time limit; a long-poll gets its wait on top. */
+const CALL_TIMEOUT_MS = 30_000;
+
+export class AgentbusApi {
+  private readonly routes = new Map<DescMethod, RestRoute>();
+
+  constructor(
+    services: readonly DescService[],
+    private readonly baseUrl: () => string,
+    private readonly apiKey: string | undefined,
+  ) {
+    // Each method's primary binding (the first declared).
+    for (const route of routesInDeclarationOrder(services)) if (!this.routes.has(route.method)) this.routes.set(route.method, route);
+  }
+
+  /** Calls `method` with `args` (REST JSON: path fields fill the path, the rest the body or the query). */
+  async call(method: DescMethod, args: JsonObject, options: CallOptions = {}): Promise<JsonObject> {
+    const route = this.routes.get(method);
+    if (route === undefined) throw new Error(`${method.name} has no REST route`);
+    const rest: JsonObject = { ...args };
+    const path = route.template.template.replace(/\{([a-z_.]+)(=[^}]*)?\}/g, (_all, name: string) => {
+      const value = rest[name];
+      delete rest[name];
+      if (value === undefined || value === null || value === "") {
+        throw new ApiCallError(422, { error: "invalid_fields", message: `'${name}' is required`, suggestion: `Pass '${name}'.` });
+      }
+      return encodeURIComponent(String(value));
+    });
+    const url = new URL(path, this.baseUrl());
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (this.apiKey !== undefined) headers["X-API-Key"] = this.apiKey;
+    if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
+    let body: string | undefined;
+    if (route.bodyField === "") {
+      for (const [name, value] of Object.entries(rest)) {
+        if (value === null || value === undefined) continue;
+        for (const item of Array.isArray(value) ? value : [value]) url.searchParams.append(name, typeof item === "object" ? JSON.stringify(item) : String(item));
+      }
+    } else {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(route.bodyField === "*" ? rest : (rest[route.bodyField] ?? {}));
+    }
+    const timeout = AbortSignal.timeout(CALL_TIMEOUT_MS + (options.waitSeconds ?? 0) * 1000);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const res = await fetch(url, { method: route.httpMethod, headers, body, signal });
+    const text = await res.text();
+    let parsed: JsonValue;
+    try {
+      parsed = text === "" ? {} : (JSON.parse(text) as JsonValue);
+    } catch {
+      parsed = { error: "internal_error", message: text.slice(0, 500) };
+    }
+    if (!res.ok) {
+      const error = parsed as { error?: unknown; message?: unknown; suggestion?: unknown };
+      throw new ApiCallError(res.status, {
+        error: typeof error.error === "string" ? error.error : "internal_error",
+        message: typeof error.message === "string" ? error.message : `HTTP ${res.status}`,
+        ...(typeof error.suggestion === "string" ? { suggestion: error.suggestion } : {}),
+      });
+    }
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : { value: parsed };
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The MCP server behind both transports (stdio: `agentbus mcp`; Streamable
+ * HTTP: /mcp): the tools of tools.ts, and each channel's messages as a
+ * resource a client may subscribe to (notified when a message arrives).
+ * Built on the SDK's low-level Server: the tools' input schemas are JSON
+ * Schemas generated from the proto, which the high-level McpServer (zod
+ * shapes) does not take.
+ */
+import { randomUUID } from "node:crypto";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+} from "@modelcontextprotocol/sdk/types.js";
+import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
+import { ApiError } from "../../model/errors.js";
+import type { JsonObject } from "../../model/json.js";
+import { SERVICE_VERSION } from "../../platform/version.js";
+import { ApiCallError, type AgentbusApi } from "./api.js";
+import { TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
+
+const RESOURCE_PREFIX = "agentbus://channels/";
+const RESOURCE_SUFFIX = "/messages";
+/** Channels one session may follow at a time: each is a long-poll held open for it. */
+export const MAX_FOLLOWED_CHANNELS = 16;
+/** Long-poll seconds of a follower; the server caps it lower if it is configured so. */
+const FOLLOW_WAIT_SECONDS = 20;
+const PAGE = 100;
+
+export const channelResourceUri = (identifier: string) => `${RESOURCE_PREFIX}${encodeURIComponent(identifier)}${RESOURCE_SUFFIX}`;
+
+function identifierOf(uri: string): string {
+  if (!uri.startsWith(RESOURCE_PREFIX) || !uri.endsWith(RESOURCE_SUFFIX)) throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${uri}; use ${RESOURCE_PREFIX}{channel}${RESOURCE_SUFFIX}`);
+  const raw = uri.slice(RESOURCE_PREFIX.length, -RESOURCE_SUFFIX.length);
+  try {
+    const identifier = decodeURIComponent(raw);
+    if (identifier !== "" && !identifier.includes("/")) return identifier;
+  } catch {
+    // reported below
+  }
+  throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${uri}; use ${RESOURCE_PREFIX}{channel}${RESOURCE_SUFFIX}`);
+}
+
+const textResult = (value: JsonObject, isError = false): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(value) }],
+  structuredContent: value,
+  ...(isError ? { isError: true } : {}),
+});
+
+/** A failed call as the tool error a model reads: the catalog's code, message and suggestion. */
+function toolError(err: unknown): CallToolResult {
+  if (err instanceof ApiCallError) return textResult({ ...err.body }, true);
+  const reason = err instanceof Error && err.name === "TimeoutError" ? "the service did not answer in time" : "the service could not be reached";
+  return textResult({ error: "service_unavailable", message: `The call failed: ${reason}`, suggestion: "Check that agentbus is running at the configured URL, then retry." }, true);
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+export interface AgentbusMcp {
+  server: Server;
+  /** Stops the followers (the transport is closed by its owner). */
+  stop(): void;
+}
+
+export function createMcpServer(api: AgentbusApi): AgentbusMcp {
+  const server = new Server(
+    { name: "agentbus", title: "agentbus", version: SERVICE_VERSION },
+    {
+      capabilities: { tools: {}, resources: { subscribe: true } },
+      instructions:
+        "agentbus hands work between agents. A claimable channel is a work queue: post_message puts a task in, receive_task takes one under a lease, " +
+        "complete_task finishes it with a result, and wait_for_result gives the poster that result. Broadcast channels reach every reader (read_messages). " +
+        "Errors come back with an error code, a message and a suggestion.",
+    },
+  );
+  const instance = randomUUID();
+  const followers = new Map<string, AbortController>();
+
+  /** Long-polls the channel from its current end and notifies each arrival, until unfollowed. */
+  async function followLoop(identifier: string, uri: string, start: string, signal: AbortSignal): Promise<void> {
+    let cursor = start;
+    let backoffMs = 1000;
+    while (!signal.aborted) {
+      try {
+        const page = await api.call(MessageService.method.listMessages, { identifier, since: cursor, limit: PAGE, wait: FOLLOW_WAIT_SECONDS }, { signal, waitSeconds: FOLLOW_WAIT_SECONDS });
+        if (Array.isArray(page.data) && page.data.length > 0) await server.sendResourceUpdated({ uri });
+        if (typeof page.next_cursor === "string") cursor = page.next_cursor;
+        backoffMs = 1000;
+      } catch {
+        if (signal.aborted) return;
+        await sleep(backoffMs, signal);
+        backoffMs = Math.min(backoffMs * 2, 30_000);
+      }
+    }
+  }
+
+  /** The cursor after the channel's newest live message (read with the caller's rights: a channel it may not read fails here). */
+  async function channelEnd(identifier: string, signal: AbortSignal): Promise<string> {
+    let cursor = "0";
+    for (;;) {
+      const page = await api.call(MessageService.method.listMessages, { identifier, since: cursor, limit: PAGE }, { signal });
+      if (typeof page.next_cursor === "string") cursor = page.next_cursor;
+      if (!Array.isArray(page.data) || page.data.length < PAGE) return cursor;
+    }
+  }
+
+  async function follow(identifier: string, signal: AbortSignal): Promise<string> {
+    const uri = channelResourceUri(identifier);
+    if (followers.has(uri)) return uri;
+    if (followers.size >= MAX_FOLLOWED_CHANNELS) {
+      throw ApiCallError.of(new ApiError("too_many_follows", `A session follows at most ${MAX_FOLLOWED_CHANNELS} channels`));
+    }
+    const start = await channelEnd(identifier, signal);
+    if (followers.has(uri)) return uri;
+    const controller = new AbortController();
+    followers.set(uri, controller);
+    void followLoop(identifier, uri, start, controller.signal);
+    return uri;
+  }
+
+  function unfollow(uri: string): boolean {
+    const controller = followers.get(uri);
+    if (!controller) return false;
+    controller.abort();
+    followers.delete(uri);
+    return true;
+  }
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map((tool) => ({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: toolInputSchema(tool) as { type: "object" },
+      annotations: { title: tool.title, readOnlyHint: tool.readOnly === true, openWorldHint: false },
+    })),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = TOOLS.find((t) => t.name === request.params.name);
+    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
+    const args = (request.params.arguments ?? {}) as JsonObject;
+    const ctx: ToolContext = {
+      api,
+      signal: extra.signal,
+      callId: `${extra.sessionId ?? instance}-${String(extra.requestId)}`,
+      follow: (identifier) => follow(identifier, extra.signal),
+      unfollow: (identifier) => unfollow(channelResourceUri(identifier)),
+    };
+    try {
+      return textResult(tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal }));
+    } catch (err) {
+      return toolError(err);
+    }
+  });
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: `${RESOURCE_PREFIX}{channel}${RESOURCE_SUFFIX}`,
+        name: "channel-messages",
+        title: "A channel's messages",
+        description: "The channel's live messages, oldest first (up to 100). Subscribe to be notified when a message arrives.",
+        mimeType: "application/json",
+      },
+    ],
+  }));
+
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [...followers.keys()].map((uri) => ({ uri, name: identifierOf(uri), title: `Messages of ${identifierOf(uri)}`, mimeType: "application/json" })),
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const { uri } = request.params;
+    try {
+      const page = await api.call(MessageService.method.listMessages, { identifier: identifierOf(uri), since: "0", limit: PAGE }, { signal: extra.signal });
+      return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(page) }] };
+    } catch (err) {
+      if (err instanceof ApiCallError) throw new McpError(ErrorCode.InvalidParams, `${err.body.error}: ${err.body.message}`, err.body);
+      throw err;
+    }
+  });
+
+  server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+    try {
+      await follow(identifierOf(request.params.uri), extra.signal);
+    } catch (err) {
+      if (err instanceof ApiCallError) throw new McpError(ErrorCode.InvalidParams, `${err.body.error}: ${err.body.message}`, err.body);
+      throw err;
+    }
+    return {};
+  });
+
+  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    unfollow(request.params.uri);
+    return {};
+  });
+
+  const stop = () => {
+    for (const controller of followers.values()) controller.abort();
+    followers.clear();
+  };
+  server.onclose = stop;
+  return { server, stop };
+}

@@ -1,0 +1,180 @@
+/**
+ * The MCP server, driven by the SDK's own Client over Streamable HTTP (/mcp
+ * on the service's port) and over stdio (`agentbus mcp` against the running
+ * service): the tool list, a two-agent hand-off with MCP tools only, tool
+ * errors in the catalog's shape, the API's rights holding through MCP, and a
+ * resource subscription notified when a message is posted.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createChannel } from "../support/fixtures.js";
+import { mintKey, startTestServer, useTestServer } from "../support/server.js";
+
+const server = useTestServer();
+const clients: Client[] = [];
+let alice: string;
+let bob: string;
+
+beforeAll(async () => {
+  alice = await mintKey(server.url, "alice");
+  bob = await mintKey(server.url, "bob");
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+});
+
+async function httpClient(key: string): Promise<Client> {
+  const client = new Client({ name: "test-agent", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", server.url), { requestInit: { headers: { "X-API-Key": key } } }));
+  clients.push(client);
+  return client;
+}
+
+async function stdioClient(key: string): Promise<Client> {
+  const client = new Client({ name: "test-agent", version: "1.0.0" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ["--import", "tsx", "src/cli.ts", "mcp"],
+    env: { PATH: process.env.PATH ?? "", AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key },
+    stderr: "pipe",
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+type Structured = Record<string, unknown> & { data?: Array<Record<string, unknown>> };
+
+async function tool(client: Client, name: string, args: Record<string, unknown>): Promise<Structured> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  expect(result.isError, JSON.stringify(result.structuredContent)).toBeFalsy();
+  return result.structuredContent as Structured;
+}
+
+async function toolError(client: Client, name: string, args: Record<string, unknown>): Promise<{ error: string; message: string; suggestion?: string }> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  expect(result.isError).toBe(true);
+  return result.structuredContent as { error: string; message: string; suggestion?: string };
+}
+
+/** Agent A posts a task and waits for its result; agent B receives it and completes it: MCP tools only. */
+async function handOff(a: Client, b: Client, name: string): Promise<void> {
+  const { channel, created } = (await tool(a, "find_or_create_channel", { name })) as { channel: { id: string }; created: boolean };
+  expect(created).toBe(true);
+  expect(((await tool(a, "find_or_create_channel", { name })) as { created: boolean }).created).toBe(false);
+  const posted = (await tool(a, "post_message", { identifier: name, content: "What is 6 × 7?" })) as { message: { id: string } };
+  const waiting = tool(a, "wait_for_result", { message_id: posted.message.id, wait: 10 });
+  const received = await tool(b, "receive_task", { identifier: channel.id, wait: 5 });
+  const [task] = received.data as Array<{ message: { id: string; content: string }; lease_token: string }>;
+  expect(task!.message).toMatchObject({ id: posted.message.id, content: "What is 6 × 7?" });
+  expect(task!.lease_token).toMatch(/^lease_/);
+  expect(await tool(b, "complete_task", { message_id: task!.message.id, result: "42" })).toMatchObject({ status: "acknowledged" });
+  expect(await waiting).toMatchObject({ id: posted.message.id, result: "42", acknowledged_by: [{ name: "bob" }] });
+}
+
+describe("MCP over Streamable HTTP (/mcp)", () => {
+  it("lists the workflow's tools, each with a JSON Schema generated from its request message", async () => {
+    const client = await httpClient(alice);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const name of ["find_or_create_channel", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
+      expect(names).toContain(name);
+    }
+    const post = tools.find((t) => t.name === "post_message")!;
+    expect(post.inputSchema).toMatchObject({ type: "object", required: ["identifier", "content"], properties: { identifier: { type: "string" }, metadata: { type: "object" }, delay_seconds: { type: "number" } } });
+    const receive = tools.find((t) => t.name === "receive_task")!;
+    expect(receive.inputSchema.properties?.complete).toMatchObject({ type: "array", items: { type: "object", properties: { message_id: { type: "string" }, result: { type: "string" } } } });
+    expect(receive.description).toMatch(/lease/);
+  });
+
+  it("hands a task from one agent to another and back with its result", async () => {
+    await handOff(await httpClient(alice), await httpClient(bob), `mcp-http-${Date.now()}`);
+  });
+
+  it("answers a refused call as a tool error with the catalog's code and suggestion", async () => {
+    const client = await httpClient(bob);
+    const err = await toolError(client, "receive_task", { identifier: "no-such-channel" });
+    expect(err).toMatchObject({ error: "channel_not_found", message: "Channel 'no-such-channel' not found" });
+    expect(err.suggestion).toEqual(expect.any(String));
+  });
+
+  it("acts with exactly the rights of its key: a stranger cannot read a restricted channel", async () => {
+    const restricted = await createChannel(server.url, alice, { access: "restricted" });
+    const stranger = await httpClient(bob);
+    expect((await toolError(stranger, "read_messages", { identifier: restricted, since: "0" })).error).toBe("channel_access_denied");
+    const owner = await httpClient(alice);
+    expect(await tool(owner, "read_messages", { identifier: restricted, since: "0" })).toMatchObject({ data: [] });
+  });
+
+  it("notifies a subscriber of a channel's messages when one is posted", async () => {
+    const reader = await httpClient(alice);
+    const writer = await httpClient(bob);
+    const ch = await createChannel(server.url, alice, { mode: "broadcast" });
+    const uri = `agentbus://channels/${ch}/messages`;
+    const updated = new Promise<string>((resolve) => reader.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
+    await reader.subscribeResource({ uri });
+    await tool(writer, "post_message", { identifier: ch, content: "news" });
+    expect(await updated).toBe(uri);
+    const read = await reader.readResource({ uri });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ data: [{ content: "news" }] });
+  });
+
+  it("refuses /mcp without an API key (401) and another key's session (404)", async () => {
+    const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const post = (headers: Record<string, string>) =>
+      fetch(new URL("/mcp", server.url), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers },
+        body: JSON.stringify(initialize),
+      });
+    const noKey = await post({});
+    expect([noKey.status, ((await noKey.json()) as { error: string }).error]).toEqual([401, "unauthorized"]);
+    const opened = await post({ Authorization: `Bearer ${alice}` });
+    expect(opened.status).toBe(200);
+    const sessionId = opened.headers.get("mcp-session-id")!;
+    await opened.body?.cancel();
+    const hijack = await fetch(new URL("/mcp", server.url), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "X-API-Key": bob, "Mcp-Session-Id": sessionId },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    });
+    expect([hijack.status, ((await hijack.json()) as { error: string }).error]).toEqual([404, "mcp_session_not_found"]);
+  });
+});
+
+describe("MCP origin check", () => {
+  it("refuses a request from an Origin that is not allowed (403 origin_not_allowed) and serves an allowed one", async () => {
+    const strict = await startTestServer({ AGENTBUS_CORS_ORIGINS: "https://app.example" });
+    try {
+      const key = await mintKey(strict.url);
+      const post = (origin: string) =>
+        fetch(new URL("/mcp", strict.url), {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "X-API-Key": key, Origin: origin },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+        });
+      const foreign = await post("https://evil.example");
+      expect([foreign.status, ((await foreign.json()) as { error: string }).error]).toEqual([403, "origin_not_allowed"]);
+      const allowed = await post("https://app.example");
+      expect(allowed.status).toBe(200);
+      await allowed.body?.cancel();
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe("MCP over stdio (agentbus mcp)", () => {
+  it("hands a task from one agent to another and back with its result", async () => {
+    await handOff(await stdioClient(alice), await stdioClient(bob), `mcp-stdio-${Date.now()}`);
+  }, 30_000);
+
+  it("lists the same tools as /mcp", async () => {
+    const [viaStdio, viaHttp] = await Promise.all([stdioClient(alice).then((c) => c.listTools()), httpClient(alice).then((c) => c.listTools())]);
+    expect(viaStdio.tools).toEqual(viaHttp.tools);
+  }, 30_000);
+});
