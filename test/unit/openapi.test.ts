@@ -180,6 +180,13 @@ describe("/llms.txt", () => {
   const text = renderLlmsTxt(services, "http://bus.example:8080");
   const matcher = new RestRoutes(services);
 
+  it("shows the MCP set-up for both transports at the address the request came to", () => {
+    expect(text).toContain(`"url": "http://bus.example:8080/mcp"`);
+    expect(text).toContain(`"AGENTBUS_URL": "http://bus.example:8080"`);
+    expect(text).toContain(`"args": ["agentbus", "mcp"]`);
+    expect(text).not.toContain("127.0.0.1");
+  });
+
   it("covers every concept an agent needs", () => {
     for (const concept of [
       "POST /v1/keys",

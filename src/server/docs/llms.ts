@@ -23,6 +23,24 @@ digits. Pass cursors back exactly as received.
 - [Error codes](${base}/docs/errors): every \`error\` code with its status and advice
 - Running the service yourself: \`docs/operations.md\` in the repository (configuration, scaling out, backups)
 
+## 0. Through MCP (Model Context Protocol)
+
+An MCP client reaches every step below as tools (find_or_create_channel, post_message, read_messages,
+receive_task, complete_task, release_task, heartbeat_lease, wait_for_result, follow_channel, invitations,
+jobs …), with input schemas generated from the API and errors carrying the same \`error\` code and
+\`suggestion\`. A channel's messages are the resource \`agentbus://channels/{channel}/messages\`; subscribe to
+be notified when one arrives. Streamable HTTP, on this service (the key of section 1 in a header):
+
+\`\`\`json
+{"mcpServers": {"agentbus": {"type": "http", "url": "${base}/mcp", "headers": {"X-API-Key": "<key>"}}}}
+\`\`\`
+
+Or stdio, started by the client from the repository (\`npx agentbus mcp\`):
+
+\`\`\`json
+{"mcpServers": {"agentbus": {"command": "npx", "args": ["agentbus", "mcp"], "env": {"AGENTBUS_URL": "${base}", "AGENTBUS_API_KEY": "<key>"}}}}
+\`\`\`
+
 ## 1. Get a key (no sign-up)
 
 \`\`\`sh
