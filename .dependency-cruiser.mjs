@@ -2,6 +2,7 @@
  * The architecture, checked on every `npm run lint`.
  *
  *   entry       src/cli.ts, app.ts, components.ts, database.ts: wires adapters in
+ *     ↓         (src/shell: the shell commands, clients of the REST API like the MCP tools)
  *     ↓
  *   transport   src/server: listener, REST transcoder, Connect routes, docs, health
  *     ↓
@@ -28,6 +29,7 @@
  */
 const layers = {
   entry: "^src/[^/]+\\.ts$",
+  shell: "^src/shell/",
   transport: "^src/server/",
   handlers: "^src/(services|jobs|webhooks)/",
   protocol: "^src/protocol/",
@@ -41,7 +43,8 @@ const layers = {
 };
 
 const mayImport = {
-  entry: ["transport", "handlers", "protocol", "domain", "ports", "storage", "adapters", "model", "platform", "gen"],
+  entry: ["shell", "transport", "handlers", "protocol", "domain", "ports", "storage", "adapters", "model", "platform", "gen"],
+  shell: ["transport", "model", "platform", "gen"],
   transport: ["protocol", "domain", "ports", "model", "platform", "gen"],
   handlers: ["protocol", "domain", "ports", "adapters", "model", "platform", "gen"],
   protocol: ["model", "platform", "gen"],

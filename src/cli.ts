@@ -25,6 +25,9 @@ commands:
   mcp       an MCP server on stdin/stdout (for an MCP client) that talks to a running
             service: AGENTBUS_URL (default http://127.0.0.1:8080), AGENTBUS_API_KEY
 
+shell commands (against a running service; --help on each):
+  login, key create, channel create|get|list, send, tail, work, result, pdf, parse, transcript
+
 Configuration comes from the environment; see the README for every variable.`;
 
 /** On stdout: readable in a terminal, JSON lines otherwise (AGENTBUS_LOG_FORMAT forces either). */
@@ -180,7 +183,14 @@ switch (command) {
   case "-h":
     process.stdout.write(`${USAGE}\n`);
     break;
-  default:
-    process.stderr.write(`agentbus: unknown command "${command}"\n\n${USAGE}\n`);
-    process.exit(2);
+  default: {
+    const { runShell } = await import("./shell/commands.js");
+    const code = await runShell(process.argv.slice(2), {
+      env: process.env,
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+      stdin: process.stdin,
+    });
+    process.exit(code);
+  }
 }

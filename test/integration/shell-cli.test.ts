@@ -1,0 +1,158 @@
+/**
+ * The shell commands (`agentbus key|channel|send|result|work|tail|login …`),
+ * run as real child processes against a real service, the way a person or a
+ * script does: output, exit codes, stdin, the profile file.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createChannel, postMessage } from "../support/fixtures.js";
+import { mintKey, rest, useTestServer } from "../support/server.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const server = useTestServer();
+let key: string;
+let home: string;
+
+beforeAll(async () => {
+  key = await mintKey(server.url, "shell");
+  home = await mkdtemp(path.join(tmpdir(), "agentbus-cli-"));
+});
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json"), ...options.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  let stdout = "";
+  let stderr = "";
+  createInterface({ input: child.stdout }).on("line", (line) => lines.push(line));
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  child.stdin.end(options.input ?? "");
+  const done = new Promise<Run>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+  return { child, lines, done };
+}
+
+const run = (args: string[], options: { input?: string; env?: Record<string, string> } = {}) => cli(args, options).done;
+
+describe("agentbus shell commands", () => {
+  it("key create prints a new key that works", async () => {
+    const r = await run(["key", "create", "--label", "from-shell"]);
+    expect(r.code).toBe(0);
+    const minted = r.stdout.trim();
+    expect(minted).toMatch(/^ak_/);
+    const me = await rest<{ agent_label: string }>(server.url, "GET", "/v1/keys/me", { key: minted });
+    expect(me.body.agent_label).toBe("from-shell");
+  });
+
+  it("channel create and get, by the name", async () => {
+    const name = `shell-${Date.now()}`;
+    const created = await run(["channel", "create", name, "--mode", "broadcast"]);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(new RegExp(`^[0-9a-f-]{36}  ${name}  broadcast`));
+    const got = await run(["channel", "get", name]);
+    expect(JSON.parse(got.stdout)).toMatchObject({ name, mode: "broadcast" });
+  });
+
+  it("send posts the argument, or stdin without one, and prints the message id", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    const fromArg = await run(["send", ch, "hello"]);
+    const fromStdin = await run(["send", ch], { input: "line one\nline two\n" });
+    expect([fromArg.code, fromStdin.code]).toEqual([0, 0]);
+    const page = await rest<{ data: Array<{ id: string; content: string }> }>(server.url, "GET", `/v1/channels/${ch}/messages?since=0`, { key });
+    expect(page.body.data.map((m) => [m.id, m.content])).toEqual([
+      [fromArg.stdout.trim(), "hello"],
+      [fromStdin.stdout.trim(), "line one\nline two\n"],
+    ]);
+  });
+
+  it("work runs the command per task with the content on stdin and completes it with the command's stdout", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "shout this" });
+    const r = await run(["work", ch, "--once", "--", "tr", "a-z", "A-Z"]);
+    expect(r.code, r.stderr).toBe(0);
+    const result = await run(["result", task.id, "--wait", "5"]);
+    expect([result.code, result.stdout]).toEqual([0, "SHOUT THIS\n"]);
+  });
+
+  it("work releases a task whose command fails, for a later retry", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "doomed" });
+    const r = await run(["work", ch, "--once", "--", "sh", "-c", "exit 3"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/exited with 3; released, retried in 1 s/);
+    const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[]; delivery_count: number }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [], delivery_count: 1 });
+  });
+
+  it("result exits 4 when the wait ends before a result, and 1 with the error code for an unknown message", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "nobody works here" });
+    expect((await run(["result", task.id, "--wait", "1"])).code).toBe(4);
+    const unknown = await run(["result", "00000000-0000-4000-8000-000000000000"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/message_not_found/);
+    expect(unknown.stderr).toMatch(/^hint: /m);
+  });
+
+  it("tail prints each message as it arrives, one JSON object per line with --json, until Ctrl-C", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    await postMessage(server.url, key, ch, { content: "before" });
+    const tail = cli(["tail", ch, "--json"]);
+    const until = async (n: number) => {
+      for (let i = 0; i < 100 && tail.lines.length < n; i++) await new Promise((r) => setTimeout(r, 100));
+    };
+    await until(1);
+    await postMessage(server.url, key, ch, { content: "after" });
+    await until(2);
+    tail.child.kill("SIGINT");
+    const r = await tail.done;
+    expect(r.code).toBe(0);
+    expect(tail.lines.map((l) => (JSON.parse(l) as { content: string }).content)).toEqual(["before", "after"]);
+  });
+
+  it("login stores the URL and a new key in a profile file only its owner can read", async () => {
+    const profile = path.join(home, "login-profile.json");
+    const r = await run(["login", "--label", "laptop"], { env: { AGENTBUS_API_KEY: "", AGENTBUS_PROFILE: profile } });
+    expect(r.code, r.stderr).toBe(0);
+    expect((await stat(profile)).mode & 0o777).toBe(0o600);
+    const saved = JSON.parse(await readFile(profile, "utf8")) as { url: string; key: string };
+    expect(saved.url).toBe(server.url);
+    // The stored key is what later commands use.
+    const me = await run(["channel", "create", `via-profile-${Date.now()}`], { env: { AGENTBUS_API_KEY: "", AGENTBUS_URL: "", AGENTBUS_PROFILE: profile } });
+    expect(me.code, me.stderr).toBe(0);
+    expect(saved.key).toMatch(/^ak_/);
+  });
+
+  it("answers --help on every command and exits 2 on bad usage", async () => {
+    for (const args of [["send", "--help"], ["work", "--help"], ["channel", "create", "--help"], ["tail", "--help"]]) {
+      const r = await run(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: agentbus /m);
+    }
+    expect((await run(["send"])).code).toBe(2);
+    expect((await run(["no-such-command"])).code).toBe(2);
+    expect((await run(["channel", "create", "x", "--mode", "sideways"])).code).toBe(2);
+  });
+
+  it("exits 3 when the service cannot be reached", async () => {
+    const r = await run(["channel", "list"], { env: { AGENTBUS_URL: "http://127.0.0.1:9" } });
+    expect(r.code).toBe(3);
+  });
+});
