@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["scripts/**/*.mjs", ".ci/**/*.mjs", "*.js"],
+    files: ["scripts/**/*.mjs", ".ci/**/*.mjs", "bin/*.mjs", "*.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly", fetch: "readonly", Buffer: "readonly", setTimeout: "readonly" } },
   },
 );

@@ -46,6 +46,8 @@ if (process.argv[2] === "--stamp") {
 
 const before = fingerprint();
 const upToDate = existsSync("dist/src/cli.js") && existsSync(STAMP) && readFileSync(STAMP, "utf8").trim() === before;
+// --check: only say (exit 0 current, 1 not), for bin/agentbus.mjs.
+if (process.argv[2] === "--check") process.exit(upToDate ? 0 : 1);
 if (upToDate && process.env.AGENTBUS_FORCE_BUILD !== "1") process.exit(0);
 
 process.stderr.write("agentbus: sources changed since the last build; building (npm run build)…\n");

@@ -151,6 +151,18 @@ describe("agentbus shell commands", () => {
     expect((await run(["channel", "create", "x", "--mode", "sideways"])).code).toBe(2);
   });
 
+  it("runs as `npx agentbus` in this checkout (npm install links the bin)", async () => {
+    const child = spawn("npx", ["--no-install", "agentbus", "channel", "list", "--json"], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? "", HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code, stderr).toBe(0);
+  }, 60_000);
+
   it("exits 3 when the service cannot be reached", async () => {
     const r = await run(["channel", "list"], { env: { AGENTBUS_URL: "http://127.0.0.1:9" } });
     expect(r.code).toBe(3);

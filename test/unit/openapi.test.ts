@@ -183,7 +183,7 @@ describe("/llms.txt", () => {
   it("shows the MCP set-up for both transports at the address the request came to", () => {
     expect(text).toContain(`"url": "http://bus.example:8080/mcp"`);
     expect(text).toContain(`"AGENTBUS_URL": "http://bus.example:8080"`);
-    expect(text).toContain(`"args": ["agentbus", "mcp"]`);
+    expect(text).toContain(`"args": ["/path/to/agentbus/bin/agentbus.mjs", "mcp"]`);
     expect(text).not.toContain("127.0.0.1");
   });
 

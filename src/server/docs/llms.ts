@@ -35,10 +35,10 @@ be notified when one arrives. Streamable HTTP, on this service (the key of secti
 {"mcpServers": {"agentbus": {"type": "http", "url": "${base}/mcp", "headers": {"X-API-Key": "<key>"}}}}
 \`\`\`
 
-Or stdio, started by the client from the repository (\`npx agentbus mcp\`):
+Or stdio: the client starts \`agentbus mcp\` from a checkout of the repository (\`npx agentbus mcp\` inside it):
 
 \`\`\`json
-{"mcpServers": {"agentbus": {"command": "npx", "args": ["agentbus", "mcp"], "env": {"AGENTBUS_URL": "${base}", "AGENTBUS_API_KEY": "<key>"}}}}
+{"mcpServers": {"agentbus": {"command": "node", "args": ["/path/to/agentbus/bin/agentbus.mjs", "mcp"], "env": {"AGENTBUS_URL": "${base}", "AGENTBUS_API_KEY": "<key>"}}}}
 \`\`\`
 
 ## 1. Get a key (no sign-up)
