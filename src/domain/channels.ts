@@ -467,6 +467,14 @@ export interface DiscoveryQuery {
 }
 
 /** docs/decisions.md#list-pages: an out-of-range numeric limit is clamped into 1..100; default 50. */
+/** A page of channel summaries, newest first; the cursor is the last one's created_at. */
+async function summaryPage(query: DiscoveryQuery, fetch: (before: Micros | undefined, limit: number) => Promise<ChannelSummary[]>): Promise<DiscoveryPage> {
+  const limit = clampDiscoveryLimit(query.limit);
+  const data = await fetch(parseDiscoveryCursor(query.cursor), limit);
+  const last = data.at(-1);
+  return { data, limit, nextCursor: data.length === limit && last ? formatTimestamp(last.createdAt) : null };
+}
+
 export function clampDiscoveryLimit(limit: number | undefined): number {
   if (limit === undefined) return DISCOVERY_PAGE.default;
   return Math.min(DISCOVERY_PAGE.max, Math.max(DISCOVERY_PAGE.min, Math.trunc(limit)));
@@ -524,11 +532,12 @@ export class Channels {
 
   /** Discoverable channels of any access, newest first, paged by created_at (unique). */
   async discover(caller: Caller, query: DiscoveryQuery): Promise<DiscoveryPage> {
-    const before = parseDiscoveryCursor(query.cursor);
-    const limit = clampDiscoveryLimit(query.limit);
-    const data = await this.store.discover(caller.keyId, before, limit);
-    const last = data.at(-1);
-    return { data, limit, nextCursor: data.length === limit && last ? formatTimestamp(last.createdAt) : null };
+    return summaryPage(query, (before, limit) => this.store.discover(caller.keyId, before, limit));
+  }
+
+  /** The caller's key's channels: created by it or joined, newest first, in pages like discovery's. */
+  async listMine(caller: Caller, query: DiscoveryQuery): Promise<DiscoveryPage> {
+    return summaryPage(query, (before, limit) => this.store.listForKey(caller.keyId, before, limit));
   }
 
   /** Owner only (docs/decisions.md#owner-only). Applies the patch; updated_at moves only when something changed. */

@@ -31,6 +31,8 @@ export interface ChannelStore {
   create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined>;
   /** Discoverable channels, newest first, created before `before` when given. */
   discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]>;
+  /** The channels the key created or is a member of, created before `before`, newest first. */
+  listForKey(keyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]>;
   /**
    * Locks the channel, asks `plan` what to write given its current state,
    * writes that (nothing when nothing changes) and returns the channel, in

@@ -37,6 +37,11 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
       return { data: page.data.map(renderChannelSummary), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
     },
 
+    async listMyChannels(request, ctx) {
+      const page = await channels.listMine(callerOf(ctx), { cursor: request.cursor, limit: request.limit });
+      return { data: page.data.map(renderChannelSummary), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
+    },
+
     async getChannel(request, ctx) {
       return renderChannel(await channels.get(callerOf(ctx), request.identifier));
     },

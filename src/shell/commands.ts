@@ -128,10 +128,11 @@ export function buildProgram(io: Io): Command {
     });
   channel
     .command("list")
-    .description("list discoverable channels, newest first")
+    .description("list your channels (created or joined), newest first; --discover lists the public ones")
+    .option("--discover", "list discoverable channels instead")
     .option("--json", "one JSON object per line")
-    .action(async (opts: { json?: boolean }) => {
-      const page = await (await api()).call(ChannelService.method.discoverChannels, {});
+    .action(async (opts: { discover?: boolean; json?: boolean }) => {
+      const page = await (await api()).call(opts.discover ? ChannelService.method.discoverChannels : ChannelService.method.listMyChannels, {});
       for (const c of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(c) : `${String(c.id)}  ${String(c.name)}  ${String(c.mode)}`);
     });
 

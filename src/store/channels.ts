@@ -252,14 +252,27 @@ export async function resolveChannelRefs(db: Db, refs: readonly string[]): Promi
 }
 
 /** Discoverable channels, newest first, created before `before` when given; is_member for the caller. */
-export async function discoverChannels(db: Db, callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+/** Which channels a summary page lists: the discoverable ones, or the caller's own and those it is a member of. */
+const SUMMARY_SCOPES = {
+  discoverable: "c.discoverable",
+  mine: "c.id IN (SELECT m.channel_id FROM channel_members m WHERE m.key_id = $1 UNION ALL SELECT o.id FROM channels o WHERE o.created_by_key_id = $1)",
+} as const;
+
+export async function discoverChannels(
+  db: Db,
+  callerKeyId: string,
+  before: Micros | undefined,
+  limit: number,
+  scope: keyof typeof SUMMARY_SCOPES = "discoverable",
+): Promise<ChannelSummary[]> {
   const select = `SELECT c.id, c.name, c.mode, c.access, c.description, c.created_at,
        (c.created_by_key_id = $1 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $1)) AS is_member
      FROM channels c`;
+  const where = SUMMARY_SCOPES[scope];
   const { rows } = await db.query<Pick<ChannelRow, "id" | "name" | "mode" | "access" | "description" | "created_at"> & { is_member: boolean }>(
     before === undefined
-      ? `${select} WHERE c.discoverable ORDER BY c.created_at DESC LIMIT $2`
-      : `${select} WHERE c.discoverable AND c.created_at < $3::timestamptz ORDER BY c.created_at DESC LIMIT $2`,
+      ? `${select} WHERE ${where} ORDER BY c.created_at DESC LIMIT $2`
+      : `${select} WHERE ${where} AND c.created_at < $3::timestamptz ORDER BY c.created_at DESC LIMIT $2`,
     before === undefined ? [callerKeyId, limit] : [callerKeyId, limit, formatTimestamp(before)],
   );
   return rows.map((r) => ({
@@ -390,6 +403,10 @@ export class PgChannelStore implements ChannelStore {
 
   discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
     return discoverChannels(this.db, callerKeyId, before, limit);
+  }
+
+  listForKey(keyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+    return discoverChannels(this.db, keyId, before, limit, "mine");
   }
 
   update(id: string, plan: (current: LockedChannel) => ChannelUpdate): Promise<ChannelResource | undefined> {

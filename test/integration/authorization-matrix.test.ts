@@ -194,6 +194,7 @@ const rows: Row[] = [
     prepare: async () => ({ fields: { name: unique("matrix"), mode: "claimable" }, grpc: { mode: ChannelMode.CLAIMABLE } }),
   },
   { rpc: "ChannelService.DiscoverChannels", scope: "global", mutates: false, rule: anyKey(200), prepare: async () => ({ fields: {} }) },
+  { rpc: "ChannelService.ListMyChannels", scope: "global", mutates: false, rule: anyKey(200), prepare: async () => ({ fields: {} }) },
   { rpc: "ChannelService.GetChannel", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
   {
     rpc: "ChannelService.UpdateChannel",

@@ -393,6 +393,42 @@ describe("GET /v1/channels (discovery)", () => {
   });
 });
 
+describe("GET /v1/keys/me/channels (my channels)", () => {
+  const mine = (query: string, key: string) => rest<Page>(server.url, "GET", `/v1/keys/me/channels${query}`, { key });
+
+  it("lists the channels the key created and those it is a member of, newest first, and no one else's", async () => {
+    const me = await mintKey(server.url);
+    const created = await createChannel({ name: unique("mine"), discoverable: false }, me);
+    const joined = await createChannel({ name: unique("joined"), access: "restricted" });
+    await sql.query("INSERT INTO channel_members (channel_id, key_id) VALUES ($1, $2)", [joined.id, keyIdOf(me)]);
+    const foreign = await createChannel({ name: unique("foreign") });
+    const res = await mine("", me);
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((c) => c.id)).toEqual([joined.id, created.id]);
+    expect(res.body.data.every((c) => c.is_member)).toBe(true);
+    expect(res.body.data.map((c) => c.id)).not.toContain(foreign.id);
+    expect((await mine("", stranger)).body.data.map((c) => c.id)).not.toContain(created.id);
+  });
+
+  it("pages with limit and next_cursor", async () => {
+    const me = await mintKey(server.url);
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await createChannel({ name: unique(`page-${i}`) }, me));
+    const first = await mine("?limit=2", me);
+    expect(first.body.data.map((c) => c.id)).toEqual([made[2]!.id, made[1]!.id]);
+    const second = await mine(`?limit=2&cursor=${encodeURIComponent(first.body.next_cursor!)}`, me);
+    expect(second.body.data.map((c) => c.id)).toEqual([made[0]!.id]);
+    expect(second.body.next_cursor).toBeNull();
+  });
+
+  it("answers over gRPC as over REST", async () => {
+    const me = await mintKey(server.url);
+    const created = await createChannel({ name: unique("grpc-mine") }, me);
+    const res = await grpc().listMyChannels({}, { headers: { "x-api-key": me } });
+    expect(res.data.map((c) => c.id)).toEqual([created.id]);
+  });
+});
+
 describe("PATCH /v1/channels/{identifier}", () => {
   it("changes each updatable field and leaves the others alone", async () => {
     const related = await createChannel({ name: "patch-related" });

@@ -66,6 +66,7 @@ async function handOff(a: Client, b: Client, name: string): Promise<void> {
   const { channel, created } = (await tool(a, "find_or_create_channel", { name })) as { channel: { id: string }; created: boolean };
   expect(created).toBe(true);
   expect(((await tool(a, "find_or_create_channel", { name })) as { created: boolean }).created).toBe(false);
+  expect(((await tool(a, "list_my_channels", {})).data ?? []).map((c) => c.id)).toContain(channel.id);
   const posted = (await tool(a, "post_message", { identifier: name, content: "What is 6 × 7?" })) as { message: { id: string } };
   const waiting = tool(a, "wait_for_result", { message_id: posted.message.id, wait: 10 });
   const received = await tool(b, "receive_task", { identifier: channel.id, wait: 5 });
@@ -81,7 +82,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const client = await httpClient(alice);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const name of ["find_or_create_channel", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
+    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
       expect(names).toContain(name);
     }
     const post = tools.find((t) => t.name === "post_message")!;

@@ -68,6 +68,8 @@ describe("agentbus shell commands", () => {
     expect(created.stdout).toMatch(new RegExp(`^[0-9a-f-]{36}  ${name}  broadcast`));
     const got = await run(["channel", "get", name]);
     expect(JSON.parse(got.stdout)).toMatchObject({ name, mode: "broadcast" });
+    const listed = await run(["channel", "list", "--json"]);
+    expect(listed.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { name: string }).name)).toContain(name);
   });
 
   it("send posts the argument, or stdin without one, and prints the message id", async () => {

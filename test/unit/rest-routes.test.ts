@@ -15,6 +15,7 @@ const routes = new RestRoutes(services);
 const expected: Array<[string, string, string]> = [
   ["POST", "/v1/keys", "CreateKey"],
   ["GET", "/v1/keys/me", "GetCurrentKey"],
+  ["GET", "/v1/keys/me/channels", "ListMyChannels"],
   ["DELETE", "/v1/keys/me", "RevokeCurrentKey"],
   ["POST", "/v1/channels", "CreateChannel"],
   ["GET", "/v1/channels", "DiscoverChannels"],

@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/channel_service.proto.
  */
 export const file_agentbus_v1_channel_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9jaGFubmVsX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIuAFChRDcmVhdGVDaGFubmVsUmVxdWVzdBIRCgRuYW1lGAEgASgJSACIAQESJgoEbW9kZRgCIAEoDjIYLmFnZW50YnVzLnYxLkNoYW5uZWxNb2RlEioKBmFjY2VzcxgDIAEoDjIaLmFnZW50YnVzLnYxLkNoYW5uZWxBY2Nlc3MSGQoMZGlzY292ZXJhYmxlGAQgASgISAGIAQESGAoLZGVzY3JpcHRpb24YBSABKAlIAogBARIwCg9tZXRhZGF0YV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhsKDnBpbm5lZF9tZXNzYWdlGAcgASgJSAOIAQESGAoLd2ViaG9va191cmwYCCABKAlIBIgBARIbCg53ZWJob29rX3NlY3JldBgJIAEoCUgFiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCiADKAkSGAoLdHRsX3NlY29uZHMYCyABKAVIBogBARIbCg5yZXRlbnRpb25fZGF5cxgMIAEoBUgHiAEBEhkKDG1heF9tZXNzYWdlcxgNIAEoBUgIiAEBEiIKFW1heF93cml0ZXNfcGVyX21pbnV0ZRgOIAEoBUgJiAEBEhsKDm1heF9kZWxpdmVyaWVzGA8gASgFSAqIAQESIAoTZGVhZF9sZXR0ZXJfY2hhbm5lbBgQIAEoCUgLiAEBQgcKBV9uYW1lQg8KDV9kaXNjb3ZlcmFibGVCDgoMX2Rlc2NyaXB0aW9uQhEKD19waW5uZWRfbWVzc2FnZUIOCgxfd2ViaG9va191cmxCEQoPX3dlYmhvb2tfc2VjcmV0Qg4KDF90dGxfc2Vjb25kc0IRCg9fcmV0ZW50aW9uX2RheXNCDwoNX21heF9tZXNzYWdlc0IYChZfbWF4X3dyaXRlc19wZXJfbWludXRlQhEKD19tYXhfZGVsaXZlcmllc0IWChRfZGVhZF9sZXR0ZXJfY2hhbm5lbCJXChdEaXNjb3ZlckNoYW5uZWxzUmVxdWVzdBITCgZjdXJzb3IYASABKAlIAIgBARISCgVsaW1pdBgCIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0In4KGERpc2NvdmVyQ2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiJwoRR2V0Q2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSKIAQoUVXBkYXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCgdjaGFubmVsGAIgASgLMhouYWdlbnRidXMudjEuQ2hhbm5lbFVwZGF0ZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siKgoURGVsZXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJKChZBZGRDaGFubmVsQWxpYXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFYWxpYXMYAiABKAlIAIgBAUIICgZfYWxpYXMibQoZTGlzdENoYW5uZWxIaXN0b3J5UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQigAEKGkxpc3RDaGFubmVsSGlzdG9yeVJlc3BvbnNlEikKBGRhdGEYASADKAsyGy5hZ2VudGJ1cy52MS5IaXN0b3J5TWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJqChhMaXN0Q2hhbm5lbEV2ZW50c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgVzaW5jZRgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCAoGX3NpbmNlQggKBl9saW1pdCJ9ChlMaXN0Q2hhbm5lbEV2ZW50c1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5hZ2VudGJ1cy52MS5DaGFubmVsRXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiKAoSTGlzdE1lbWJlcnNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiOAoTTGlzdE1lbWJlcnNSZXNwb25zZRIhCgRkYXRhGAEgAygLMhMuYWdlbnRidXMudjEuTWVtYmVyIkYKEEFkZE1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZrZXlfaWQYAiABKAlIAIgBAUIJCgdfa2V5X2lkIjkKE1JlbW92ZU1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIOCgZrZXlfaWQYAiABKAkiJgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIi0KF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiagoWTGlzdEludml0YXRpb25zUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEludml0YXRpb25zUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkludml0YXRpb24SDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiMQoYUmVzb2x2ZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiMAoXUmV2b2tlSW52aXRhdGlvblJlcXVlc3QSFQoNaW52aXRhdGlvbl9pZBgBIAEoCSJQChpDcmVhdGVBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24ilAEKG0NyZWF0ZUFjY2Vzc1JlcXVlc3RSZXNwb25zZRIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0T3V0Y29tZRIXCgpyZXF1ZXN0X2lkGAIgASgJSACIAQESEQoEbm90ZRgDIAEoCUgBiAEBQg0KC19yZXF1ZXN0X2lkQgcKBV9ub3RlIi8KGUxpc3RBY2Nlc3NSZXF1ZXN0c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJGChpMaXN0QWNjZXNzUmVxdWVzdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdCJFChtBcHByb3ZlQWNjZXNzUmVxdWVzdFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIkIKGERlbnlBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkidwoVQWNjZXNzUmVxdWVzdERlY2lzaW9uEjAKBnN0YXR1cxgBIAEoDjIgLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3RTdGF0dXMSEgoKcmVxdWVzdF9pZBgCIAEoCRIYChByZXF1ZXN0ZXJfa2V5X2lkGAMgASgJInAKHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0IoQBCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRIqCgRkYXRhGAEgAygLMhwuYWdlbnRidXMudjEuV2ViaG9va0RlbGl2ZXJ5Eg0KBWxpbWl0GAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yKq4BChRBY2Nlc3NSZXF1ZXN0T3V0Y29tZRImCiJBQ0NFU1NfUkVRVUVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASIgoeQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9QRU5ESU5HEAESHwobQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9PUEVOEAISKQolQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9BTFJFQURZX01FTUJFUhADMocWCg5DaGFubmVsU2VydmljZRJoCg1DcmVhdGVDaGFubmVsEiEuYWdlbnRidXMudjEuQ3JlYXRlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIh7C8xgDCMkBgtPkkwIROgEqIgwvdjEvY2hhbm5lbHMSeAoQRGlzY292ZXJDaGFubmVscxIkLmFnZW50YnVzLnYxLkRpc2NvdmVyQ2hhbm5lbHNSZXF1ZXN0GiUuYWdlbnRidXMudjEuRGlzY292ZXJDaGFubmVsc1Jlc3BvbnNlIheQAgGC0+STAg4SDC92MS9jaGFubmVscxJoCgpHZXRDaGFubmVsEh4uYWdlbnRidXMudjEuR2V0Q2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIiSQAgGC0+STAhsSGS92MS9jaGFubmVscy97aWRlbnRpZmllcn0SegoNVXBkYXRlQ2hhbm5lbBIhLmFnZW50YnVzLnYxLlVwZGF0ZUNoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCIwwvMYAhgBgtPkkwIkOgdjaGFubmVsMhkvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9EnQKDURlbGV0ZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5EZWxldGVDaGFubmVsUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIowvMYAwjMAYLT5JMCGyoZL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfRKBAQoPQWRkQ2hhbm5lbEFsaWFzEiMuYWdlbnRidXMudjEuQWRkQ2hhbm5lbEFsaWFzUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiM8LzGAMIyQGC0+STAiY6ASoiIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWxpYXNlcxKTAQoSTGlzdENoYW5uZWxIaXN0b3J5EiYuYWdlbnRidXMudjEuTGlzdENoYW5uZWxIaXN0b3J5UmVxdWVzdBonLmFnZW50YnVzLnYxLkxpc3RDaGFubmVsSGlzdG9yeVJlc3BvbnNlIiyQAgGC0+STAiMSIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vaGlzdG9yeRKPAQoRTGlzdENoYW5uZWxFdmVudHMSJS5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEV2ZW50c1JlcXVlc3QaJi5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEV2ZW50c1Jlc3BvbnNlIiuQAgGC0+STAiISIC92MS9jaGFubmVscy97aWRlbnRpZmllcn0vZXZlbnRzEn4KC0xpc3RNZW1iZXJzEh8uYWdlbnRidXMudjEuTGlzdE1lbWJlcnNSZXF1ZXN0GiAuYWdlbnRidXMudjEuTGlzdE1lbWJlcnNSZXNwb25zZSIskAIBgtPkkwIjEiEvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L21lbWJlcnMSdAoJQWRkTWVtYmVyEh0uYWdlbnRidXMudjEuQWRkTWVtYmVyUmVxdWVzdBoTLmFnZW50YnVzLnYxLk1lbWJlciIzwvMYAwjJAYLT5JMCJjoBKiIhL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzEocBCgxSZW1vdmVNZW1iZXISIC5hZ2VudGJ1cy52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiEuYWdlbnRidXMudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2UiMoLT5JMCLCoqL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzL3trZXlfaWR9EooBChBDcmVhdGVJbnZpdGF0aW9uEiQuYWdlbnRidXMudjEuQ3JlYXRlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uIjfC8xgDCMkBgtPkkwIqOgEqIiUvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2ludml0YXRpb25zEo4BCg9MaXN0SW52aXRhdGlvbnMSIy5hZ2VudGJ1cy52MS5MaXN0SW52aXRhdGlvbnNSZXF1ZXN0GiQuYWdlbnRidXMudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9pbnZpdGF0aW9ucxKaAQoRUmVzb2x2ZUludml0YXRpb24SJS5hZ2VudGJ1cy52MS5SZXNvbHZlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uIkXC8xgSIhBhcGlfa2V5X3JlcXVpcmVkgtPkkwIpEicvdjEvY2hhbm5lbC1pbnZpdGF0aW9ucy97aW52aXRhdGlvbl9pZH0SggEKEFJldm9rZUludml0YXRpb24SJC5hZ2VudGJ1cy52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBoXLmFnZW50YnVzLnYxLkludml0YXRpb24iL4LT5JMCKSonL3YxL2NoYW5uZWwtaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9EqUBChNDcmVhdGVBY2Nlc3NSZXF1ZXN0EicuYWdlbnRidXMudjEuQ3JlYXRlQWNjZXNzUmVxdWVzdFJlcXVlc3QaKC5hZ2VudGJ1cy52MS5DcmVhdGVBY2Nlc3NSZXF1ZXN0UmVzcG9uc2UiO8LzGAMIygGC0+STAi46ASoiKS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzEpsBChJMaXN0QWNjZXNzUmVxdWVzdHMSJi5hZ2VudGJ1cy52MS5MaXN0QWNjZXNzUmVxdWVzdHNSZXF1ZXN0GicuYWdlbnRidXMudjEuTGlzdEFjY2Vzc1JlcXVlc3RzUmVzcG9uc2UiNJACAYLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hY2Nlc3MtcmVxdWVzdHMSrwEKFEFwcHJvdmVBY2Nlc3NSZXF1ZXN0EiguYWdlbnRidXMudjEuQXBwcm92ZUFjY2Vzc1JlcXVlc3RSZXF1ZXN0GiIuYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdERlY2lzaW9uIkmC0+STAkM6ASoiPi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzL3tyZXF1ZXN0X2lkfS9hcHByb3ZlEqYBChFEZW55QWNjZXNzUmVxdWVzdBIlLmFnZW50YnVzLnYxLkRlbnlBY2Nlc3NSZXF1ZXN0UmVxdWVzdBoiLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3REZWNpc2lvbiJGgtPkkwJAOgEqIjsvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FjY2Vzcy1yZXF1ZXN0cy97cmVxdWVzdF9pZH0vZGVueRKnAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEikuYWdlbnRidXMudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBoqLmFnZW50YnVzLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIjeQAgGC0+STAi4SLC92MS9jaGFubmVscy97aWRlbnRpZmllcn0vd2ViaG9vay1kZWxpdmVyaWVzYgZwcm90bzM", [file_agentbus_v1_channel, file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9jaGFubmVsX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIuAFChRDcmVhdGVDaGFubmVsUmVxdWVzdBIRCgRuYW1lGAEgASgJSACIAQESJgoEbW9kZRgCIAEoDjIYLmFnZW50YnVzLnYxLkNoYW5uZWxNb2RlEioKBmFjY2VzcxgDIAEoDjIaLmFnZW50YnVzLnYxLkNoYW5uZWxBY2Nlc3MSGQoMZGlzY292ZXJhYmxlGAQgASgISAGIAQESGAoLZGVzY3JpcHRpb24YBSABKAlIAogBARIwCg9tZXRhZGF0YV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhsKDnBpbm5lZF9tZXNzYWdlGAcgASgJSAOIAQESGAoLd2ViaG9va191cmwYCCABKAlIBIgBARIbCg53ZWJob29rX3NlY3JldBgJIAEoCUgFiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCiADKAkSGAoLdHRsX3NlY29uZHMYCyABKAVIBogBARIbCg5yZXRlbnRpb25fZGF5cxgMIAEoBUgHiAEBEhkKDG1heF9tZXNzYWdlcxgNIAEoBUgIiAEBEiIKFW1heF93cml0ZXNfcGVyX21pbnV0ZRgOIAEoBUgJiAEBEhsKDm1heF9kZWxpdmVyaWVzGA8gASgFSAqIAQESIAoTZGVhZF9sZXR0ZXJfY2hhbm5lbBgQIAEoCUgLiAEBQgcKBV9uYW1lQg8KDV9kaXNjb3ZlcmFibGVCDgoMX2Rlc2NyaXB0aW9uQhEKD19waW5uZWRfbWVzc2FnZUIOCgxfd2ViaG9va191cmxCEQoPX3dlYmhvb2tfc2VjcmV0Qg4KDF90dGxfc2Vjb25kc0IRCg9fcmV0ZW50aW9uX2RheXNCDwoNX21heF9tZXNzYWdlc0IYChZfbWF4X3dyaXRlc19wZXJfbWludXRlQhEKD19tYXhfZGVsaXZlcmllc0IWChRfZGVhZF9sZXR0ZXJfY2hhbm5lbCJXChdEaXNjb3ZlckNoYW5uZWxzUmVxdWVzdBITCgZjdXJzb3IYASABKAlIAIgBARISCgVsaW1pdBgCIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0In4KGERpc2NvdmVyQ2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiVQoVTGlzdE15Q2hhbm5lbHNSZXF1ZXN0EhMKBmN1cnNvchgBIAEoCUgAiAEBEhIKBWxpbWl0GAIgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQifAoWTGlzdE15Q2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiJwoRR2V0Q2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSKIAQoUVXBkYXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCgdjaGFubmVsGAIgASgLMhouYWdlbnRidXMudjEuQ2hhbm5lbFVwZGF0ZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siKgoURGVsZXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJKChZBZGRDaGFubmVsQWxpYXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFYWxpYXMYAiABKAlIAIgBAUIICgZfYWxpYXMibQoZTGlzdENoYW5uZWxIaXN0b3J5UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQigAEKGkxpc3RDaGFubmVsSGlzdG9yeVJlc3BvbnNlEikKBGRhdGEYASADKAsyGy5hZ2VudGJ1cy52MS5IaXN0b3J5TWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJqChhMaXN0Q2hhbm5lbEV2ZW50c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgVzaW5jZRgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCAoGX3NpbmNlQggKBl9saW1pdCJ9ChlMaXN0Q2hhbm5lbEV2ZW50c1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5hZ2VudGJ1cy52MS5DaGFubmVsRXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiKAoSTGlzdE1lbWJlcnNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiOAoTTGlzdE1lbWJlcnNSZXNwb25zZRIhCgRkYXRhGAEgAygLMhMuYWdlbnRidXMudjEuTWVtYmVyIkYKEEFkZE1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZrZXlfaWQYAiABKAlIAIgBAUIJCgdfa2V5X2lkIjkKE1JlbW92ZU1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIOCgZrZXlfaWQYAiABKAkiJgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIi0KF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiagoWTGlzdEludml0YXRpb25zUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEludml0YXRpb25zUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkludml0YXRpb24SDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiMQoYUmVzb2x2ZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiMAoXUmV2b2tlSW52aXRhdGlvblJlcXVlc3QSFQoNaW52aXRhdGlvbl9pZBgBIAEoCSJQChpDcmVhdGVBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24ilAEKG0NyZWF0ZUFjY2Vzc1JlcXVlc3RSZXNwb25zZRIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0T3V0Y29tZRIXCgpyZXF1ZXN0X2lkGAIgASgJSACIAQESEQoEbm90ZRgDIAEoCUgBiAEBQg0KC19yZXF1ZXN0X2lkQgcKBV9ub3RlIi8KGUxpc3RBY2Nlc3NSZXF1ZXN0c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJGChpMaXN0QWNjZXNzUmVxdWVzdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdCJFChtBcHByb3ZlQWNjZXNzUmVxdWVzdFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIkIKGERlbnlBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkidwoVQWNjZXNzUmVxdWVzdERlY2lzaW9uEjAKBnN0YXR1cxgBIAEoDjIgLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3RTdGF0dXMSEgoKcmVxdWVzdF9pZBgCIAEoCRIYChByZXF1ZXN0ZXJfa2V5X2lkGAMgASgJInAKHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0IoQBCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRIqCgRkYXRhGAEgAygLMhwuYWdlbnRidXMudjEuV2ViaG9va0RlbGl2ZXJ5Eg0KBWxpbWl0GAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yKq4BChRBY2Nlc3NSZXF1ZXN0T3V0Y29tZRImCiJBQ0NFU1NfUkVRVUVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASIgoeQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9QRU5ESU5HEAESHwobQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9PUEVOEAISKQolQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9BTFJFQURZX01FTUJFUhADMoMXCg5DaGFubmVsU2VydmljZRJoCg1DcmVhdGVDaGFubmVsEiEuYWdlbnRidXMudjEuQ3JlYXRlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIh7C8xgDCMkBgtPkkwIROgEqIgwvdjEvY2hhbm5lbHMSeAoQRGlzY292ZXJDaGFubmVscxIkLmFnZW50YnVzLnYxLkRpc2NvdmVyQ2hhbm5lbHNSZXF1ZXN0GiUuYWdlbnRidXMudjEuRGlzY292ZXJDaGFubmVsc1Jlc3BvbnNlIheQAgGC0+STAg4SDC92MS9jaGFubmVscxJ6Cg5MaXN0TXlDaGFubmVscxIiLmFnZW50YnVzLnYxLkxpc3RNeUNoYW5uZWxzUmVxdWVzdBojLmFnZW50YnVzLnYxLkxpc3RNeUNoYW5uZWxzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2tleXMvbWUvY2hhbm5lbHMSaAoKR2V0Q2hhbm5lbBIeLmFnZW50YnVzLnYxLkdldENoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCIkkAIBgtPkkwIbEhkvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9EnoKDVVwZGF0ZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5VcGRhdGVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiMMLzGAIYAYLT5JMCJDoHY2hhbm5lbDIZL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfRJ0Cg1EZWxldGVDaGFubmVsEiEuYWdlbnRidXMudjEuRGVsZXRlQ2hhbm5lbFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiKMLzGAMIzAGC0+STAhsqGS92MS9jaGFubmVscy97aWRlbnRpZmllcn0SgQEKD0FkZENoYW5uZWxBbGlhcxIjLmFnZW50YnVzLnYxLkFkZENoYW5uZWxBbGlhc1JlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjPC8xgDCMkBgtPkkwImOgEqIiEvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FsaWFzZXMSkwEKEkxpc3RDaGFubmVsSGlzdG9yeRImLmFnZW50YnVzLnYxLkxpc3RDaGFubmVsSGlzdG9yeVJlcXVlc3QaJy5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEhpc3RvcnlSZXNwb25zZSIskAIBgtPkkwIjEiEvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2hpc3RvcnkSjwEKEUxpc3RDaGFubmVsRXZlbnRzEiUuYWdlbnRidXMudjEuTGlzdENoYW5uZWxFdmVudHNSZXF1ZXN0GiYuYWdlbnRidXMudjEuTGlzdENoYW5uZWxFdmVudHNSZXNwb25zZSIrkAIBgtPkkwIiEiAvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2V2ZW50cxJ+CgtMaXN0TWVtYmVycxIfLmFnZW50YnVzLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBogLmFnZW50YnVzLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2UiLJACAYLT5JMCIxIhL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzEnQKCUFkZE1lbWJlchIdLmFnZW50YnVzLnYxLkFkZE1lbWJlclJlcXVlc3QaEy5hZ2VudGJ1cy52MS5NZW1iZXIiM8LzGAMIyQGC0+STAiY6ASoiIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVtYmVycxKHAQoMUmVtb3ZlTWVtYmVyEiAuYWdlbnRidXMudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBohLmFnZW50YnVzLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlIjKC0+STAiwqKi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVtYmVycy97a2V5X2lkfRKKAQoQQ3JlYXRlSW52aXRhdGlvbhIkLmFnZW50YnVzLnYxLkNyZWF0ZUludml0YXRpb25SZXF1ZXN0GhcuYWdlbnRidXMudjEuSW52aXRhdGlvbiI3wvMYAwjJAYLT5JMCKjoBKiIlL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9pbnZpdGF0aW9ucxKOAQoPTGlzdEludml0YXRpb25zEiMuYWdlbnRidXMudjEuTGlzdEludml0YXRpb25zUmVxdWVzdBokLmFnZW50YnVzLnYxLkxpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlIjCQAgGC0+STAicSJS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vaW52aXRhdGlvbnMSmgEKEVJlc29sdmVJbnZpdGF0aW9uEiUuYWdlbnRidXMudjEuUmVzb2x2ZUludml0YXRpb25SZXF1ZXN0GhcuYWdlbnRidXMudjEuSW52aXRhdGlvbiJFwvMYEiIQYXBpX2tleV9yZXF1aXJlZILT5JMCKRInL3YxL2NoYW5uZWwtaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9EoIBChBSZXZva2VJbnZpdGF0aW9uEiQuYWdlbnRidXMudjEuUmV2b2tlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uIi+C0+STAikqJy92MS9jaGFubmVsLWludml0YXRpb25zL3tpbnZpdGF0aW9uX2lkfRKlAQoTQ3JlYXRlQWNjZXNzUmVxdWVzdBInLmFnZW50YnVzLnYxLkNyZWF0ZUFjY2Vzc1JlcXVlc3RSZXF1ZXN0GiguYWdlbnRidXMudjEuQ3JlYXRlQWNjZXNzUmVxdWVzdFJlc3BvbnNlIjvC8xgDCMoBgtPkkwIuOgEqIikvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FjY2Vzcy1yZXF1ZXN0cxKbAQoSTGlzdEFjY2Vzc1JlcXVlc3RzEiYuYWdlbnRidXMudjEuTGlzdEFjY2Vzc1JlcXVlc3RzUmVxdWVzdBonLmFnZW50YnVzLnYxLkxpc3RBY2Nlc3NSZXF1ZXN0c1Jlc3BvbnNlIjSQAgGC0+STAisSKS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzEq8BChRBcHByb3ZlQWNjZXNzUmVxdWVzdBIoLmFnZW50YnVzLnYxLkFwcHJvdmVBY2Nlc3NSZXF1ZXN0UmVxdWVzdBoiLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3REZWNpc2lvbiJJgtPkkwJDOgEqIj4vdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FjY2Vzcy1yZXF1ZXN0cy97cmVxdWVzdF9pZH0vYXBwcm92ZRKmAQoRRGVueUFjY2Vzc1JlcXVlc3QSJS5hZ2VudGJ1cy52MS5EZW55QWNjZXNzUmVxdWVzdFJlcXVlc3QaIi5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0RGVjaXNpb24iRoLT5JMCQDoBKiI7L3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hY2Nlc3MtcmVxdWVzdHMve3JlcXVlc3RfaWR9L2RlbnkSpwEKFUxpc3RXZWJob29rRGVsaXZlcmllcxIpLmFnZW50YnVzLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaKi5hZ2VudGJ1cy52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZSI3kAIBgtPkkwIuEiwvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L3dlYmhvb2stZGVsaXZlcmllc2IGcHJvdG8z", [file_agentbus_v1_channel, file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentbus.v1.CreateChannelRequest
@@ -184,6 +184,59 @@ export const DiscoverChannelsResponseSchema: GenMessage<DiscoverChannelsResponse
   messageDesc(file_agentbus_v1_channel_service, 2);
 
 /**
+ * @generated from message agentbus.v1.ListMyChannelsRequest
+ */
+export type ListMyChannelsRequest = Message<"agentbus.v1.ListMyChannelsRequest"> & {
+  /**
+   * next_cursor of the previous page; returns older channels.
+   *
+   * @generated from field: optional string cursor = 1;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * 1..100, default 50.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ListMyChannelsRequest.
+ * Use `create(ListMyChannelsRequestSchema)` to create a new message.
+ */
+export const ListMyChannelsRequestSchema: GenMessage<ListMyChannelsRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel_service, 3);
+
+/**
+ * @generated from message agentbus.v1.ListMyChannelsResponse
+ */
+export type ListMyChannelsResponse = Message<"agentbus.v1.ListMyChannelsResponse"> & {
+  /**
+   * @generated from field: repeated agentbus.v1.ChannelSummary data = 1;
+   */
+  data: ChannelSummary[];
+
+  /**
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ListMyChannelsResponse.
+ * Use `create(ListMyChannelsResponseSchema)` to create a new message.
+ */
+export const ListMyChannelsResponseSchema: GenMessage<ListMyChannelsResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel_service, 4);
+
+/**
  * @generated from message agentbus.v1.GetChannelRequest
  */
 export type GetChannelRequest = Message<"agentbus.v1.GetChannelRequest"> & {
@@ -198,7 +251,7 @@ export type GetChannelRequest = Message<"agentbus.v1.GetChannelRequest"> & {
  * Use `create(GetChannelRequestSchema)` to create a new message.
  */
 export const GetChannelRequestSchema: GenMessage<GetChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 3);
+  messageDesc(file_agentbus_v1_channel_service, 5);
 
 /**
  * @generated from message agentbus.v1.UpdateChannelRequest
@@ -225,7 +278,7 @@ export type UpdateChannelRequest = Message<"agentbus.v1.UpdateChannelRequest"> &
  * Use `create(UpdateChannelRequestSchema)` to create a new message.
  */
 export const UpdateChannelRequestSchema: GenMessage<UpdateChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 4);
+  messageDesc(file_agentbus_v1_channel_service, 6);
 
 /**
  * @generated from message agentbus.v1.DeleteChannelRequest
@@ -242,7 +295,7 @@ export type DeleteChannelRequest = Message<"agentbus.v1.DeleteChannelRequest"> &
  * Use `create(DeleteChannelRequestSchema)` to create a new message.
  */
 export const DeleteChannelRequestSchema: GenMessage<DeleteChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 5);
+  messageDesc(file_agentbus_v1_channel_service, 7);
 
 /**
  * @generated from message agentbus.v1.AddChannelAliasRequest
@@ -264,7 +317,7 @@ export type AddChannelAliasRequest = Message<"agentbus.v1.AddChannelAliasRequest
  * Use `create(AddChannelAliasRequestSchema)` to create a new message.
  */
 export const AddChannelAliasRequestSchema: GenMessage<AddChannelAliasRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 6);
+  messageDesc(file_agentbus_v1_channel_service, 8);
 
 /**
  * @generated from message agentbus.v1.ListChannelHistoryRequest
@@ -291,7 +344,7 @@ export type ListChannelHistoryRequest = Message<"agentbus.v1.ListChannelHistoryR
  * Use `create(ListChannelHistoryRequestSchema)` to create a new message.
  */
 export const ListChannelHistoryRequestSchema: GenMessage<ListChannelHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 7);
+  messageDesc(file_agentbus_v1_channel_service, 9);
 
 /**
  * @generated from message agentbus.v1.ListChannelHistoryResponse
@@ -318,7 +371,7 @@ export type ListChannelHistoryResponse = Message<"agentbus.v1.ListChannelHistory
  * Use `create(ListChannelHistoryResponseSchema)` to create a new message.
  */
 export const ListChannelHistoryResponseSchema: GenMessage<ListChannelHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 8);
+  messageDesc(file_agentbus_v1_channel_service, 10);
 
 /**
  * @generated from message agentbus.v1.ListChannelEventsRequest
@@ -345,7 +398,7 @@ export type ListChannelEventsRequest = Message<"agentbus.v1.ListChannelEventsReq
  * Use `create(ListChannelEventsRequestSchema)` to create a new message.
  */
 export const ListChannelEventsRequestSchema: GenMessage<ListChannelEventsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 9);
+  messageDesc(file_agentbus_v1_channel_service, 11);
 
 /**
  * @generated from message agentbus.v1.ListChannelEventsResponse
@@ -372,7 +425,7 @@ export type ListChannelEventsResponse = Message<"agentbus.v1.ListChannelEventsRe
  * Use `create(ListChannelEventsResponseSchema)` to create a new message.
  */
 export const ListChannelEventsResponseSchema: GenMessage<ListChannelEventsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 10);
+  messageDesc(file_agentbus_v1_channel_service, 12);
 
 /**
  * @generated from message agentbus.v1.ListMembersRequest
@@ -389,7 +442,7 @@ export type ListMembersRequest = Message<"agentbus.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 11);
+  messageDesc(file_agentbus_v1_channel_service, 13);
 
 /**
  * @generated from message agentbus.v1.ListMembersResponse
@@ -406,7 +459,7 @@ export type ListMembersResponse = Message<"agentbus.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 12);
+  messageDesc(file_agentbus_v1_channel_service, 14);
 
 /**
  * @generated from message agentbus.v1.AddMemberRequest
@@ -428,7 +481,7 @@ export type AddMemberRequest = Message<"agentbus.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 13);
+  messageDesc(file_agentbus_v1_channel_service, 15);
 
 /**
  * @generated from message agentbus.v1.RemoveMemberRequest
@@ -450,7 +503,7 @@ export type RemoveMemberRequest = Message<"agentbus.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 14);
+  messageDesc(file_agentbus_v1_channel_service, 16);
 
 /**
  * @generated from message agentbus.v1.RemoveMemberResponse
@@ -469,7 +522,7 @@ export type RemoveMemberResponse = Message<"agentbus.v1.RemoveMemberResponse"> &
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 15);
+  messageDesc(file_agentbus_v1_channel_service, 17);
 
 /**
  * @generated from message agentbus.v1.CreateInvitationRequest
@@ -486,7 +539,7 @@ export type CreateInvitationRequest = Message<"agentbus.v1.CreateInvitationReque
  * Use `create(CreateInvitationRequestSchema)` to create a new message.
  */
 export const CreateInvitationRequestSchema: GenMessage<CreateInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 16);
+  messageDesc(file_agentbus_v1_channel_service, 18);
 
 /**
  * @generated from message agentbus.v1.ListInvitationsRequest
@@ -517,7 +570,7 @@ export type ListInvitationsRequest = Message<"agentbus.v1.ListInvitationsRequest
  * Use `create(ListInvitationsRequestSchema)` to create a new message.
  */
 export const ListInvitationsRequestSchema: GenMessage<ListInvitationsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 17);
+  messageDesc(file_agentbus_v1_channel_service, 19);
 
 /**
  * @generated from message agentbus.v1.ListInvitationsResponse
@@ -544,7 +597,7 @@ export type ListInvitationsResponse = Message<"agentbus.v1.ListInvitationsRespon
  * Use `create(ListInvitationsResponseSchema)` to create a new message.
  */
 export const ListInvitationsResponseSchema: GenMessage<ListInvitationsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 18);
+  messageDesc(file_agentbus_v1_channel_service, 20);
 
 /**
  * @generated from message agentbus.v1.ResolveInvitationRequest
@@ -561,7 +614,7 @@ export type ResolveInvitationRequest = Message<"agentbus.v1.ResolveInvitationReq
  * Use `create(ResolveInvitationRequestSchema)` to create a new message.
  */
 export const ResolveInvitationRequestSchema: GenMessage<ResolveInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 19);
+  messageDesc(file_agentbus_v1_channel_service, 21);
 
 /**
  * @generated from message agentbus.v1.RevokeInvitationRequest
@@ -578,7 +631,7 @@ export type RevokeInvitationRequest = Message<"agentbus.v1.RevokeInvitationReque
  * Use `create(RevokeInvitationRequestSchema)` to create a new message.
  */
 export const RevokeInvitationRequestSchema: GenMessage<RevokeInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 20);
+  messageDesc(file_agentbus_v1_channel_service, 22);
 
 /**
  * @generated from message agentbus.v1.CreateAccessRequestRequest
@@ -600,7 +653,7 @@ export type CreateAccessRequestRequest = Message<"agentbus.v1.CreateAccessReques
  * Use `create(CreateAccessRequestRequestSchema)` to create a new message.
  */
 export const CreateAccessRequestRequestSchema: GenMessage<CreateAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 21);
+  messageDesc(file_agentbus_v1_channel_service, 23);
 
 /**
  * @generated from message agentbus.v1.CreateAccessRequestResponse
@@ -627,7 +680,7 @@ export type CreateAccessRequestResponse = Message<"agentbus.v1.CreateAccessReque
  * Use `create(CreateAccessRequestResponseSchema)` to create a new message.
  */
 export const CreateAccessRequestResponseSchema: GenMessage<CreateAccessRequestResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 22);
+  messageDesc(file_agentbus_v1_channel_service, 24);
 
 /**
  * @generated from message agentbus.v1.ListAccessRequestsRequest
@@ -644,7 +697,7 @@ export type ListAccessRequestsRequest = Message<"agentbus.v1.ListAccessRequestsR
  * Use `create(ListAccessRequestsRequestSchema)` to create a new message.
  */
 export const ListAccessRequestsRequestSchema: GenMessage<ListAccessRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 23);
+  messageDesc(file_agentbus_v1_channel_service, 25);
 
 /**
  * @generated from message agentbus.v1.ListAccessRequestsResponse
@@ -661,7 +714,7 @@ export type ListAccessRequestsResponse = Message<"agentbus.v1.ListAccessRequests
  * Use `create(ListAccessRequestsResponseSchema)` to create a new message.
  */
 export const ListAccessRequestsResponseSchema: GenMessage<ListAccessRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 24);
+  messageDesc(file_agentbus_v1_channel_service, 26);
 
 /**
  * @generated from message agentbus.v1.ApproveAccessRequestRequest
@@ -683,7 +736,7 @@ export type ApproveAccessRequestRequest = Message<"agentbus.v1.ApproveAccessRequ
  * Use `create(ApproveAccessRequestRequestSchema)` to create a new message.
  */
 export const ApproveAccessRequestRequestSchema: GenMessage<ApproveAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 25);
+  messageDesc(file_agentbus_v1_channel_service, 27);
 
 /**
  * @generated from message agentbus.v1.DenyAccessRequestRequest
@@ -705,7 +758,7 @@ export type DenyAccessRequestRequest = Message<"agentbus.v1.DenyAccessRequestReq
  * Use `create(DenyAccessRequestRequestSchema)` to create a new message.
  */
 export const DenyAccessRequestRequestSchema: GenMessage<DenyAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 26);
+  messageDesc(file_agentbus_v1_channel_service, 28);
 
 /**
  * @generated from message agentbus.v1.AccessRequestDecision
@@ -732,7 +785,7 @@ export type AccessRequestDecision = Message<"agentbus.v1.AccessRequestDecision">
  * Use `create(AccessRequestDecisionSchema)` to create a new message.
  */
 export const AccessRequestDecisionSchema: GenMessage<AccessRequestDecision> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 27);
+  messageDesc(file_agentbus_v1_channel_service, 29);
 
 /**
  * @generated from message agentbus.v1.ListWebhookDeliveriesRequest
@@ -759,7 +812,7 @@ export type ListWebhookDeliveriesRequest = Message<"agentbus.v1.ListWebhookDeliv
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 28);
+  messageDesc(file_agentbus_v1_channel_service, 30);
 
 /**
  * @generated from message agentbus.v1.ListWebhookDeliveriesResponse
@@ -786,7 +839,7 @@ export type ListWebhookDeliveriesResponse = Message<"agentbus.v1.ListWebhookDeli
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 29);
+  messageDesc(file_agentbus_v1_channel_service, 31);
 
 /**
  * Outcome of asking for access.
@@ -855,6 +908,17 @@ export const ChannelService: GenService<{
     methodKind: "unary";
     input: typeof DiscoverChannelsRequestSchema;
     output: typeof DiscoverChannelsResponseSchema;
+  },
+  /**
+   * Lists the channels the caller's key created or is a member of, newest
+   * first: where this key can post, read and work.
+   *
+   * @generated from rpc agentbus.v1.ChannelService.ListMyChannels
+   */
+  listMyChannels: {
+    methodKind: "unary";
+    input: typeof ListMyChannelsRequestSchema;
+    output: typeof ListMyChannelsResponseSchema;
   },
   /**
    * @generated from rpc agentbus.v1.ChannelService.GetChannel

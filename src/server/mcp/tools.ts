@@ -74,6 +74,16 @@ export const TOOLS: readonly ToolSpec[] = [
     readOnly: true,
   },
   {
+    name: "list_my_channels",
+    title: "List my channels",
+    description:
+      "Lists the channels you created or joined (as a member), newest first, a page at a time (pass next_cursor back as cursor): " +
+      "where you can post, read and take work. Returns {data: [{id, name, mode, access, description, created_at, is_member}], next_cursor}.",
+    method: ChannelService.method.listMyChannels,
+    schema: {},
+    readOnly: true,
+  },
+  {
     name: "discover_channels",
     title: "Discover public channels",
     description: "Lists the channels their owners made discoverable, newest first, a page at a time (pass next_cursor back as cursor).",

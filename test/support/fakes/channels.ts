@@ -99,8 +99,16 @@ export class FakeChannelStore implements ChannelStore {
   }
 
   async discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+    return this.summaries(callerKeyId, before, limit, (c) => c.discoverable);
+  }
+
+  async listForKey(keyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]> {
+    return this.summaries(keyId, before, limit, (c) => this.view(c, keyId).callerIsMember);
+  }
+
+  private summaries(callerKeyId: string, before: Micros | undefined, limit: number, listed: (c: ChannelRecord) => boolean): ChannelSummary[] {
     return [...this.channels.values()]
-      .filter((c) => c.discoverable && (before === undefined || c.createdAt < before))
+      .filter((c) => listed(c) && (before === undefined || c.createdAt < before))
       .sort((a, b) => b.createdAt - a.createdAt)
       .slice(0, limit)
       .map((c) => ({
