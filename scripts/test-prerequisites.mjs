@@ -34,6 +34,12 @@ export const REQUIREMENTS = [
     probe: { python: ["grpc", "google.protobuf"] },
     packages: ["python3-grpcio", "python3-protobuf"],
   },
+  {
+    need: "pip and setuptools for Python 3",
+    why: "the Python client test installs clients/python with pip, as its users do",
+    probe: { python: ["pip", "setuptools"] },
+    packages: ["python3-pip", "python3-setuptools"],
+  },
 ];
 
 /** The requirements the probes find missing. */

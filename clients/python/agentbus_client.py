@@ -41,12 +41,30 @@ from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence
 
 import grpc
 
-_PB_DIR = Path(os.environ.get("AGENTBUS_PB_DIR") or Path(__file__).resolve().parent.parent.parent / "gen" / "python")
-if not (_PB_DIR / "agentbus" / "v1").is_dir():
-    raise ImportError(f"generated code not found in {_PB_DIR}: run npm run generate")
-# The generated modules import each other as top-level packages (agentbus.v1, google.api).
-if str(_PB_DIR) not in sys.path:
-    sys.path.insert(0, str(_PB_DIR))
+
+def _find_generated_code() -> None:
+    """Puts the generated messages on sys.path unless they are installed.
+
+    ``pip install ./clients/python`` installs them beside this module; run
+    from a checkout, they are the repository's ``gen/python`` (or
+    ``$AGENTBUS_PB_DIR``). The generated modules import each other as
+    top-level packages (``agentbus.v1``, ``google.api``).
+    """
+    override = os.environ.get("AGENTBUS_PB_DIR")
+    if not override:
+        try:
+            import agentbus.v1.message_service_pb2  # noqa: F401
+            return
+        except ImportError:
+            pass
+    pb_dir = Path(override or Path(__file__).resolve().parent.parent.parent / "gen" / "python")
+    if not (pb_dir / "agentbus" / "v1").is_dir():
+        raise ImportError(f"generated code not found in {pb_dir}: pip install ./clients/python, or run npm run generate")
+    if str(pb_dir) not in sys.path:
+        sys.path.insert(0, str(pb_dir))
+
+
+_find_generated_code()
 
 from google.protobuf import descriptor_pb2, symbol_database  # noqa: E402
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor  # noqa: E402

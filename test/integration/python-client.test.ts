@@ -4,6 +4,8 @@
  * server over plaintext gRPC on the same port.
  */
 import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -176,4 +178,31 @@ print(json.dumps(out))
     expect(result.seen).toEqual([["ask", 1], ["flaky", 1], ["flaky", 2], ...tasks.map((t) => [t, 1])]);
     expect(result.stored).toEqual([["ask", 1, 1, '{"answer":42}'], ["flaky", 1, 2, "done flaky"], ...tasks.map((t) => [t, 1, 1, `done ${t}`])]);
   });
+
+  it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentbus-py-"));
+    try {
+      const venv = join(dir, "venv");
+      // Debian's grpcio and protobuf come in through the system site-packages (PyPI is not reachable).
+      await run(python, ["-m", "venv", "--without-pip", "--system-site-packages", venv]);
+      const venvPython = join(venv, "bin", "python");
+      const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? "", PYTHONDONTWRITEBYTECODE: "1", HOME: dir };
+      await run(venvPython, ["-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "--quiet", pythonDir], { env: clean, cwd: dir });
+      const script = [
+        "import json, sys, agentbus_client",
+        "from agentbus.v1 import key_service_pb2",
+        "client = agentbus_client.AgentbusClient(sys.argv[1])",
+        "issued = client.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label='pip'))",
+        "me = client.with_api_key(issued.key).keys.GetCurrentKey(key_service_pb2.GetCurrentKeyRequest())",
+        "print(json.dumps({'client': agentbus_client.__file__, 'messages': key_service_pb2.__file__, 'label': me.agent_label}))",
+      ].join("\n");
+      const { stdout } = await run(venvPython, ["-c", script, target], { env: clean, cwd: dir });
+      const out = JSON.parse(stdout) as { client: string; messages: string; label: string };
+      expect(out.label).toBe("pip");
+      expect(out.client.startsWith(venv)).toBe(true);
+      expect(out.messages.startsWith(venv)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
