@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["gen/**", "dist/**", "node_modules/**", ".proto-deps/**", "clients/python/**", "coverage/**"] },
+  { ignores: ["gen/**", "dist/**", "clients/typescript/dist/**", "node_modules/**", ".proto-deps/**", "clients/python/**", "coverage/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

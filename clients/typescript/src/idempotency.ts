@@ -6,7 +6,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { CallOptions, Interceptor } from "@connectrpc/connect";
-import { randomUUID } from "node:crypto";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 
@@ -34,7 +33,7 @@ export function isMutation(method: DescMethod): boolean {
 export function idempotencyInterceptor(): Interceptor {
   return (next) => async (req) => {
     if (isMutation(req.method) && !req.header.has(IDEMPOTENCY_HEADER) && !req.stream && waitsFor(req.method, req.message) <= 0) {
-      req.header.set(IDEMPOTENCY_HEADER, randomUUID());
+      req.header.set(IDEMPOTENCY_HEADER, globalThis.crypto.randomUUID());
     }
     return next(req);
   };
@@ -60,7 +59,7 @@ function waitsFor(method: DescMethod, message: unknown): number {
  * The service keeps a key for 24 hours; reusing it for a different request is
  * refused with `idempotency_key_reused`.
  */
-export function idempotent(key: string = randomUUID(), options: CallOptions = {}): CallOptions {
+export function idempotent(key: string = globalThis.crypto.randomUUID(), options: CallOptions = {}): CallOptions {
   const headers = new Headers(options.headers);
   headers.set(IDEMPOTENCY_HEADER, key);
   return { ...options, headers };

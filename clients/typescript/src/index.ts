@@ -1,14 +1,3 @@
-/** The agentbus TypeScript client: typed service clients plus the worker and follower loops and call(). */
-export { createClient, type AgentbusClient, type ClientOptions, type TransportKind } from "./client.js";
-export { AgentbusError, isAgentbusError } from "./errors.js";
-export { IDEMPOTENCY_HEADER, idempotencyInterceptor, idempotent, isMutation } from "./idempotency.js";
-export { followChannel, type FollowedMessage, type FollowOptions } from "./follower.js";
-export { LeaseLostError, runWorker, type WorkContext, type WorkerOptions, type WorkerStats, type WorkResult } from "./worker.js";
-export { call, CallAbandonedError, CallTimeoutError, type CallResult, type TaskCallOptions } from "./call.js";
-
-// The generated types callers meet most, so they need not reach into gen/.
-export type { Message } from "../../../gen/agentbus/v1/message_pb.js";
-export type { Channel } from "../../../gen/agentbus/v1/channel_pb.js";
-export { ChannelAccess, ChannelMode } from "../../../gen/agentbus/v1/channel_pb.js";
-export { AckStatus, ClaimStatus, MessageStatus } from "../../../gen/agentbus/v1/message_service_pb.js";
-export { Code } from "@connectrpc/connect";
+/** The agentbus TypeScript client for Node: typed service clients plus the worker and follower loops and call(). */
+export * from "./shared.js";
+export { createClient } from "./client.js";
