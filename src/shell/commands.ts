@@ -256,7 +256,7 @@ export function buildProgram(io: Io): Command {
         io.err(`job ${jobId} submitted`);
         const deadline = Date.now() + opts.wait * 1000;
         let job = await client.call(JobService.method.getJob, { job_id: jobId });
-        while (job.status !== "succeeded" && job.status !== "failed") {
+        while (job.status !== "completed" && job.status !== "failed") {
           if (Date.now() > deadline) throw new Exit(EXIT.waitEnded, `job ${jobId} is still ${String(job.status)}`);
           io.err(`job ${jobId}: ${String(job.status)}`);
           await sleep(500);
@@ -274,7 +274,7 @@ export function buildProgram(io: Io): Command {
           io.out(opts.output!);
           return;
         }
-        io.out(JSON.stringify(job.job_posting ?? job.transcript ?? job.result ?? job, null, 2));
+        io.out(JSON.stringify(job.result, null, 2));
       });
 
   jobCommand("pdf", "render an HTML or Markdown file to PDF (-o out.pdf): submit, show progress, download", async (file) => {

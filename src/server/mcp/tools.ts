@@ -238,7 +238,7 @@ export const TOOLS: readonly ToolSpec[] = [
     name: "submit_pdf_job",
     title: "Render a PDF",
     description:
-      "Starts rendering HTML or Markdown to a PDF. Returns {job_id}; poll get_job until its status is succeeded, then download the PDF from the URL it gives.",
+      "Starts rendering HTML or Markdown to a PDF. Returns {job_id}; poll get_job until its status is completed; its result.url is where the PDF downloads (GET, with your API key).",
     method: JobService.method.createPdfJob,
     schema: { required: ["content"] },
   },
@@ -259,7 +259,7 @@ export const TOOLS: readonly ToolSpec[] = [
   {
     name: "get_job",
     title: "Get a job",
-    description: "Returns a job's status (queued, running, succeeded, failed) and, once it succeeded, its result.",
+    description: "Returns a job's status (queued, processing, completed, failed) and, once completed, its result (or, once failed, its error). Poll it every second or two.",
     method: JobService.method.getJob,
     schema: { required: ["job_id"] },
     readOnly: true,

@@ -1,0 +1,135 @@
+/**
+ * The async jobs from the shell (`agentbus pdf|parse|transcript`) and through
+ * MCP (submit_*, get_job), against a service with job workers, real Chromium,
+ * and local stand-ins for the language model, the job board and the video
+ * host.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeJobBoard } from "../fakes/job-board.js";
+import { FakeOpenAI } from "../fakes/openai-server.js";
+import { ENGLISH_TRANSCRIPT, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { pdfText } from "../support/pdf.js";
+import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+
+const exec = promisify(execFile);
+const root = join(import.meta.dirname, "../..");
+const POSTING = {
+  title: "Baker",
+  company: "Boulangerie Lyon",
+  location: null,
+  salary_min: null,
+  salary_max: null,
+  salary_currency: null,
+  employment_type: null,
+  requirements: [],
+  skills: [],
+  benefits: [],
+  description_summary: null,
+};
+
+let llm: FakeOpenAI;
+let board: FakeJobBoard;
+let host: FakeVideoHost;
+let server: TestServer;
+let key: string;
+let dir: string;
+
+beforeAll(async () => {
+  [llm, board, host] = await Promise.all([FakeOpenAI.start(), FakeJobBoard.start(), FakeVideoHost.start()]);
+  server = await startTestServer(
+    {
+      AGENTBUS_WORKERS: "true",
+      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
+      OPENAI_API_KEY: llm.apiKey,
+      OPENAI_BASE_URL: llm.baseUrl,
+      AGENTBUS_LLM_MODEL: llm.model,
+      AGENTBUS_VIDEO_BASE_URL: host.baseUrl,
+    },
+    { jobs: { processEveryMs: 200, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } } },
+  );
+  key = await mintKey(server.url);
+  dir = await mkdtemp(join(tmpdir(), "agentbus-jobs-cli-"));
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await Promise.all([llm?.close(), board?.close(), host?.close()]);
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? "", HOME: dir, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: join(dir, "profile.json") },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+describe("agentbus pdf | parse | transcript", () => {
+  it("pdf renders a Markdown file to the named PDF, showing progress on stderr", async () => {
+    const source = join(dir, "report.md");
+    await writeFile(source, "# Quarterly report\n\nRevenue went up.\n");
+    const out = join(dir, "report.pdf");
+    const r = await cli(["pdf", source, "-o", out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/job \d+ submitted/);
+    const pdf = await readFile(out);
+    expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    expect(await pdfText(pdf)).toContain("Quarterly report");
+  }, 60_000);
+
+  it("pdf without -o is bad usage (exit 2)", async () => {
+    expect((await cli(["pdf", join(dir, "missing.md")])).code).toBe(2);
+  });
+
+  it("transcript prints the video's timestamped transcript as JSON", async () => {
+    const r = await cli(["transcript", `https://www.youtube.com/watch?v=${VIDEOS.english}`]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ video_id: VIDEOS.english, ...ENGLISH_TRANSCRIPT });
+  }, 30_000);
+
+  it("parse prints the posting's fields; a job that fails exits 1 with its error", async () => {
+    llm.answer = POSTING;
+    const r = await cli(["parse", board.url("/jobs/senior-backend-engineer")]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ title: "Baker", company: "Boulangerie Lyon" });
+    const gone = await cli(["parse", board.url("/no-such-posting")]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/failed: page_fetch_failed/);
+  }, 30_000);
+});
+
+describe("jobs through MCP", () => {
+  it("submits a PDF job and fetches its completed result with get_job", async () => {
+    const client = new Client({ name: "jobs-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", server.url), { requestInit: { headers: { "X-API-Key": key } } }));
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+        expect(r.isError, JSON.stringify(r.structuredContent)).toBeFalsy();
+        return r.structuredContent as Record<string, unknown>;
+      };
+      const { job_id: jobId } = await call("submit_pdf_job", { content: "<h1>Hello from MCP</h1>", format: "html" });
+      let job = await call("get_job", { job_id: jobId });
+      for (let i = 0; i < 100 && job.status !== "completed" && job.status !== "failed"; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        job = await call("get_job", { job_id: jobId });
+      }
+      expect(job).toMatchObject({ status: "completed", result: { url: expect.stringContaining(`/pdf/${String(jobId)}`) } });
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
