@@ -269,7 +269,14 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     setMaxListeners(0, shutdown.signal);
     // The MCP tools call this process's own REST API, at the address known once it listens.
     let selfUrl = "";
-    const mcp = new McpHttpEndpoint({ selfUrl: () => selfUrl, corsOrigins: config.corsOrigins, maxBodyBytes: config.maxBodyBytes });
+    const mcp = new McpHttpEndpoint({
+      selfUrl: () => selfUrl,
+      corsOrigins: config.corsOrigins,
+      maxBodyBytes: config.maxBodyBytes,
+      maxSessions: config.mcpMaxSessions,
+      maxSessionsPerKey: config.mcpMaxSessionsPerKey,
+      idleMs: config.mcpSessionIdleSeconds * 1000,
+    });
     cleanups.push(() => mcp.close());
     const listener: Listener = await listen({
       host: config.host,

@@ -74,6 +74,11 @@ const schema = z.object({
   // single key cannot take every waiter: an agent follows a few channels,
   // and 100 leaves a process cap of 10,000 needing a hundred busy keys.
   AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY: nonNegativeInt.default(100),
+  // MCP sessions at /mcp (each holds a server and its followers' long-polls):
+  // bounded per process and per key, and closed after an idle while.
+  AGENTBUS_MCP_MAX_SESSIONS: nonNegativeInt.default(1000),
+  AGENTBUS_MCP_MAX_SESSIONS_PER_KEY: nonNegativeInt.default(32),
+  AGENTBUS_MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(1).default(1800),
   // One process runs everything by default; API replicas set false when
   // separate `agentbus worker` processes run the jobs.
   AGENTBUS_WORKERS: bool.default(true),
@@ -191,6 +196,9 @@ export interface Config {
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
   longPollMaxWaitersPerKey: number;
+  mcpMaxSessions: number;
+  mcpMaxSessionsPerKey: number;
+  mcpSessionIdleSeconds: number;
   /** Outbound requests may reach non-public addresses (docs/decisions.md#outbound-addresses). */
   allowPrivateTargets: boolean;
   webhookTimeoutMs: number;
@@ -271,6 +279,9 @@ export function loadConfig(env: Env = process.env): Config {
     longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,
     longPollMaxWaitersPerKey: c.AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY,
+    mcpMaxSessions: c.AGENTBUS_MCP_MAX_SESSIONS,
+    mcpMaxSessionsPerKey: c.AGENTBUS_MCP_MAX_SESSIONS_PER_KEY,
+    mcpSessionIdleSeconds: c.AGENTBUS_MCP_SESSION_IDLE_SECONDS,
     allowPrivateTargets: c.AGENTBUS_ALLOW_PRIVATE_TARGETS,
     webhookTimeoutMs: c.AGENTBUS_WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,

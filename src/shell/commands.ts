@@ -59,6 +59,15 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * After an empty long-poll that did not wait (the key holds all its waiter
+ * slots, so the service answered at once), pause before asking again rather
+ * than spin.
+ */
+async function notSpinning(found: number, startedAt: number, signal: AbortSignal): Promise<void> {
+  if (found === 0 && Date.now() - startedAt < 1000) await sleep(1000, signal);
+}
+
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ⏎ ");
 
 function messageLine(m: JsonObject): string {
@@ -185,10 +194,13 @@ export function buildProgram(io: Io): Command {
       let backoffMs = 500;
       while (!stop.signal.aborted) {
         try {
+          const started = Date.now();
           const page = await client.call(MessageService.method.listMessages, { identifier, since, limit: 100, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
-          for (const m of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(m) : messageLine(m));
+          const messages = (page.data ?? []) as JsonObject[];
+          for (const m of messages) io.out(opts.json ? JSON.stringify(m) : messageLine(m));
           if (typeof page.next_cursor === "string") since = page.next_cursor;
           backoffMs = 500;
+          await notSpinning(messages.length, started, stop.signal);
         } catch (err) {
           if (stop.signal.aborted) break;
           // A refusal is final; a dropped connection or a busy service is retried.
@@ -217,6 +229,7 @@ export function buildProgram(io: Io): Command {
       process.once("SIGTERM", onSignal);
       while (!stop.signal.aborted) {
         let received: JsonObject;
+        const receivedAt = Date.now();
         try {
           received = await client.call(MessageService.method.receiveMessages, { identifier, max_messages: 1, lease_seconds: opts.lease, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
         } catch (err) {
@@ -224,7 +237,10 @@ export function buildProgram(io: Io): Command {
           throw err;
         }
         const [task] = (received.data ?? []) as Array<{ message: JsonObject; lease_token: string }>;
-        if (task === undefined) continue;
+        if (task === undefined) {
+          await notSpinning(0, receivedAt, stop.signal);
+          continue;
+        }
         const id = String(task.message.id);
         const outcome = await runTask(command, String(task.message.content ?? ""), () => {
           void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);

@@ -169,6 +169,61 @@ describe("MCP origin check", () => {
   });
 });
 
+describe("MCP session limits", () => {
+  const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+  const open = async (base: string, key: string) => {
+    const res = await fetch(new URL("/mcp", base), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "X-API-Key": key },
+      body: JSON.stringify(initialize),
+    });
+    const sessionId = res.headers.get("mcp-session-id");
+    const body = res.status === 200 ? (await res.body?.cancel(), undefined) : ((await res.json()) as { error: string });
+    return { status: res.status, sessionId, body };
+  };
+  const listTools = (base: string, key: string, sessionId: string) =>
+    fetch(new URL("/mcp", base), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "X-API-Key": key, "Mcp-Session-Id": sessionId, "Mcp-Protocol-Version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    });
+
+  it("refuses a key's session beyond its share (429 too_many_mcp_sessions), ends a deleted one, and closes idle ones", async () => {
+    const limited = await startTestServer({ AGENTBUS_MCP_MAX_SESSIONS_PER_KEY: "2", AGENTBUS_MCP_SESSION_IDLE_SECONDS: "1" });
+    try {
+      const [a, b] = [await mintKey(limited.url), await mintKey(limited.url)];
+      const first = await open(limited.url, a);
+      const second = await open(limited.url, a);
+      expect([first.status, second.status]).toEqual([200, 200]);
+      const third = await open(limited.url, a);
+      expect([third.status, third.body?.error]).toEqual([429, "too_many_mcp_sessions"]);
+      expect((await open(limited.url, b)).status).toBe(200);
+
+      const deleted = await fetch(new URL("/mcp", limited.url), { method: "DELETE", headers: { "X-API-Key": a, "Mcp-Session-Id": first.sessionId! } });
+      expect(deleted.status).toBe(200);
+      expect((await listTools(limited.url, a, first.sessionId!)).status).toBe(404);
+      // Its slot is free again.
+      expect((await open(limited.url, a)).status).toBe(200);
+
+      // Idle for longer than a second: closed by the sweep.
+      await new Promise((r) => setTimeout(r, 2500));
+      expect((await listTools(limited.url, a, second.sessionId!)).status).toBe(404);
+    } finally {
+      await limited.close();
+    }
+  }, 30_000);
+
+  it("lets one session follow at most 16 channels (too_many_follows), and unfollow to make room", async () => {
+    const client = await httpClient(alice);
+    const channels = await Promise.all(Array.from({ length: 17 }, () => createChannel(server.url, alice, { mode: "broadcast" })));
+    for (const ch of channels.slice(0, 16)) expect(await tool(client, "follow_channel", { identifier: ch })).toEqual({ uri: `agentbus://channels/${ch}/messages` });
+    expect((await toolError(client, "follow_channel", { identifier: channels[16] })).error).toBe("too_many_follows");
+    expect(await tool(client, "unfollow_channel", { identifier: channels[0] })).toEqual({ unfollowed: true });
+    expect(await tool(client, "follow_channel", { identifier: channels[16] })).toMatchObject({ uri: expect.any(String) });
+    expect((await client.listResources()).resources).toHaveLength(16);
+  }, 30_000);
+});
+
 describe("MCP over stdio (agentbus mcp)", () => {
   it("hands a task from one agent to another and back with its result", async () => {
     await handOff(await stdioClient(alice), await stdioClient(bob), `mcp-stdio-${Date.now()}`);

@@ -35,6 +35,8 @@ interface Session {
   mcp: AgentbusMcp;
   keyHash: string;
   lastSeen: number;
+  /** Requests still open (a GET event stream waits for notifications): a session with one is not idle. */
+  open: number;
 }
 
 /** The SDK types its listener for HTTP/1; the @hono/node-server adapter under it reads HTTP/2 requests the same way. */
@@ -89,6 +91,11 @@ export class McpHttpEndpoint {
         return;
       }
       session.lastSeen = Date.now();
+      session.open++;
+      res.once("close", () => {
+        session.open--;
+        session.lastSeen = Date.now();
+      });
       await session.transport.handleRequest(asNodeRequest(req), res as ServerResponse);
       return;
     }
@@ -108,7 +115,7 @@ export class McpHttpEndpoint {
       sessionIdGenerator: randomUUID,
       maxRequestBodySize: this.options.maxBodyBytes,
       onsessioninitialized: (id) => {
-        this.sessions.set(id, { transport, mcp, keyHash, lastSeen: Date.now() });
+        this.sessions.set(id, { transport, mcp, keyHash, lastSeen: Date.now(), open: 0 });
       },
       onsessionclosed: (id) => this.forget(id),
     });
@@ -132,7 +139,7 @@ export class McpHttpEndpoint {
   private closeIdle(): void {
     const before = Date.now() - this.idleMs;
     for (const [id, session] of this.sessions) {
-      if (session.lastSeen < before) {
+      if (session.open === 0 && session.lastSeen < before) {
         this.forget(id);
         void session.mcp.server.close();
       }

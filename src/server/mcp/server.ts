@@ -34,6 +34,8 @@ export const MAX_FOLLOWED_CHANNELS = 16;
 /** Long-poll seconds of a follower; the server caps it lower if it is configured so. */
 const FOLLOW_WAIT_SECONDS = 20;
 const PAGE = 100;
+/** An empty long-poll answered sooner than this (the key's waiter slots are full) is not repeated before it. */
+const MIN_EMPTY_POLL_MS = 1000;
 
 export const channelResourceUri = (identifier: string) => `${RESOURCE_PREFIX}${encodeURIComponent(identifier)}${RESOURCE_SUFFIX}`;
 
@@ -94,10 +96,14 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
     let backoffMs = 1000;
     while (!signal.aborted) {
       try {
+        const started = Date.now();
         const page = await api.call(MessageService.method.listMessages, { identifier, since: cursor, limit: PAGE, wait: FOLLOW_WAIT_SECONDS }, { signal, waitSeconds: FOLLOW_WAIT_SECONDS });
-        if (Array.isArray(page.data) && page.data.length > 0) await server.sendResourceUpdated({ uri });
+        const arrived = Array.isArray(page.data) && page.data.length > 0;
+        if (arrived) await server.sendResourceUpdated({ uri });
         if (typeof page.next_cursor === "string") cursor = page.next_cursor;
         backoffMs = 1000;
+        // An empty answer that did not wait: the key holds all its long-poll slots. Poll, do not spin.
+        if (!arrived && Date.now() - started < MIN_EMPTY_POLL_MS) await sleep(MIN_EMPTY_POLL_MS, signal);
       } catch {
         if (signal.aborted) return;
         await sleep(backoffMs, signal);
