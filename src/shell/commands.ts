@@ -47,6 +47,8 @@ interface GlobalFlags {
 /** How long a result or job wait may be asked for, per request (the service caps long-polls lower). */
 const WAIT_SLICE = 20;
 const RESULT_MAX_BYTES = 64 * 1024;
+/** What is kept of a command's stdout: a multi-byte character cut at the end decodes to U+FFFD (3 bytes), still within the limit. */
+const STDOUT_KEPT_BYTES = RESULT_MAX_BYTES - 3;
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -246,6 +248,7 @@ export function buildProgram(io: Io): Command {
           void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);
         }, (opts.lease * 1000) / 3);
         if (outcome.code === 0) {
+          if (outcome.truncated) io.err(`${id}: the command wrote more than ${STDOUT_KEPT_BYTES} bytes; the result keeps the first ${STDOUT_KEPT_BYTES}`);
           const acked = await client.call(MessageService.method.ackMessage, { message_id: id, result: outcome.stdout });
           io.err(`${id}: done (${String(acked.status)})`);
         } else {
@@ -312,21 +315,21 @@ export function buildProgram(io: Io): Command {
 }
 
 /** Runs the command with `input` on stdin; its stdout (up to the result limit) and exit code. Heartbeats while it runs. */
-function runTask(command: string[], input: string, heartbeat: () => void, everyMs: number): Promise<{ code: number; stdout: string }> {
+function runTask(command: string[], input: string, heartbeat: () => void, everyMs: number): Promise<{ code: number; stdout: string; truncated: boolean }> {
   return new Promise((resolve) => {
     const child = spawn(command[0]!, command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
     const timer = setInterval(heartbeat, everyMs);
     const chunks: Buffer[] = [];
     let size = 0;
     child.stdout.on("data", (chunk: Buffer) => {
-      if (size < RESULT_MAX_BYTES) chunks.push(chunk.subarray(0, RESULT_MAX_BYTES - size));
+      if (size < STDOUT_KEPT_BYTES) chunks.push(chunk.subarray(0, STDOUT_KEPT_BYTES - size));
       size += chunk.length;
     });
     child.stdin.on("error", () => undefined);
     child.stdin.end(input);
     const done = (code: number) => {
       clearInterval(timer);
-      resolve({ code, stdout: Buffer.concat(chunks).toString("utf8") });
+      resolve({ code, stdout: Buffer.concat(chunks).toString("utf8"), truncated: size > STDOUT_KEPT_BYTES });
     };
     child.on("error", () => done(127));
     child.on("close", (code, signal) => done(code ?? (signal ? 128 : 1)));

@@ -93,6 +93,18 @@ describe("agentbus shell commands", () => {
     expect([result.code, result.stdout]).toEqual([0, "SHOUT THIS\n"]);
   });
 
+  it("work keeps a result within the 64 KiB limit when the command writes more, and says so", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "big" });
+    // 70,000 bytes of a two-byte character: the cut falls inside one.
+    const r = await run(["work", ch, "--once", "--", "node", "-e", "process.stdout.write('é'.repeat(35000))"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/wrote more than 65533 bytes/);
+    const m = await rest<{ result: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(Buffer.byteLength(m.body.result)).toBeLessThanOrEqual(65536);
+    expect(m.body.result.startsWith("éé")).toBe(true);
+  });
+
   it("work releases a task whose command fails, for a later retry", async () => {
     const ch = await createChannel(server.url, key);
     const task = await postMessage(server.url, key, ch, { content: "doomed" });

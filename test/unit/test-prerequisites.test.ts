@@ -15,7 +15,8 @@ function machineWith(commands: string[], pythonModules: string[] = []): Probes {
 }
 
 const commands = ["redis-server", "pdfinfo", "pdftotext", "curl", "jq"];
-const everything = machineWith(commands, ["grpc", "google.protobuf"]);
+const PYTHON = ["grpc", "google.protobuf", "pip", "setuptools"];
+const everything = machineWith(commands, PYTHON);
 const bare = machineWith([]);
 const root = { isRoot: true, canSudo: false, hasAptGet: true };
 
@@ -29,14 +30,14 @@ describe("test prerequisites", () => {
     expect(plan(findMissing(REQUIREMENTS, bare), root)).toEqual({
       kind: "install",
       sudo: false,
-      packages: ["redis-server", "poppler-utils", "curl", "jq", "python3-grpcio", "python3-protobuf"],
+      packages: ["redis-server", "poppler-utils", "curl", "jq", "python3-grpcio", "python3-protobuf", "python3-pip", "python3-setuptools"],
     });
   });
 
   it("installs only the package of what is missing", () => {
-    const noPdftotext = machineWith(commands.filter((c) => c !== "pdftotext"), ["grpc", "google.protobuf"]);
+    const noPdftotext = machineWith(commands.filter((c) => c !== "pdftotext"), PYTHON);
     expect(plan(findMissing(REQUIREMENTS, noPdftotext), root)).toMatchObject({ packages: ["poppler-utils"] });
-    const noProtobuf = machineWith(commands, ["grpc"]);
+    const noProtobuf = machineWith(commands, ["grpc", "pip", "setuptools"]);
     expect(plan(findMissing(REQUIREMENTS, noProtobuf), root)).toMatchObject({ packages: ["python3-grpcio", "python3-protobuf"] });
   });
 
@@ -50,7 +51,7 @@ describe("test prerequisites", () => {
   });
 
   it("stops without root or sudo, naming each missing thing and the one command that installs them", () => {
-    const missing = findMissing(REQUIREMENTS, machineWith(commands.filter((c) => c !== "redis-server"), ["grpc", "google.protobuf"]));
+    const missing = findMissing(REQUIREMENTS, machineWith(commands.filter((c) => c !== "redis-server"), PYTHON));
     const decision = plan(missing, { isRoot: false, canSudo: false, hasAptGet: true });
     expect(decision.kind).toBe("stop");
     const message = decision.kind === "stop" ? decision.message : "";
@@ -65,6 +66,6 @@ describe("test prerequisites", () => {
     expect(decision).toMatchObject({ kind: "stop" });
     const message = decision.kind === "stop" ? decision.message : "";
     expect(message).toContain("your system's package manager");
-    expect(message).toContain("apt-get install -y --no-install-recommends redis-server poppler-utils curl jq python3-grpcio python3-protobuf");
+    expect(message).toContain("apt-get install -y --no-install-recommends redis-server poppler-utils curl jq python3-grpcio python3-protobuf python3-pip python3-setuptools");
   });
 });
