@@ -11,10 +11,13 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel, postMessage } from "../support/fixtures.js";
+import { startCuttableProxy } from "../../clients/typescript/test/proxy.js";
+import { AdjustableClock } from "../support/clock.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const server = useTestServer();
+const clock = new AdjustableClock();
+const server = useTestServer({}, { clock });
 let key: string;
 let home: string;
 
@@ -32,9 +35,11 @@ interface Run {
   stderr: string;
 }
 
-function cli(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
+function cli(args: string[], options: { input?: string; env?: Record<string, string>; group?: boolean } = {}) {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
     cwd: root,
+    // Its own process group, as a terminal's foreground job: Ctrl-C reaches the command it runs too.
+    detached: options.group ?? false,
     env: { PATH: process.env.PATH ?? "", HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json"), ...options.env },
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -47,6 +52,14 @@ function cli(args: string[], options: { input?: string; env?: Record<string, str
   child.stdin.end(options.input ?? "");
   const done = new Promise<Run>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
   return { child, lines, done };
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 const run = (args: string[], options: { input?: string; env?: Record<string, string> } = {}) => cli(args, options).done;
@@ -129,17 +142,68 @@ describe("agentbus shell commands", () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "before" });
     const tail = cli(["tail", ch, "--json"]);
-    const until = async (n: number) => {
-      for (let i = 0; i < 100 && tail.lines.length < n; i++) await new Promise((r) => setTimeout(r, 100));
-    };
-    await until(1);
+    await until(() => tail.lines.length >= 1);
     await postMessage(server.url, key, ch, { content: "after" });
-    await until(2);
+    await until(() => tail.lines.length >= 2);
     tail.child.kill("SIGINT");
     const r = await tail.done;
     expect(r.code).toBe(0);
     expect(tail.lines.map((l) => (JSON.parse(l) as { content: string }).content)).toEqual(["before", "after"]);
   });
+
+  it("tail resumes after the connection drops, missing nothing", async () => {
+    const proxy = await startCuttableProxy(server.url);
+    try {
+      const ch = await createChannel(server.url, key, { mode: "broadcast" });
+      await postMessage(server.url, key, ch, { content: "before" });
+      const tail = cli(["tail", ch, "--json"], { env: { AGENTBUS_URL: proxy.url } });
+      await until(() => tail.lines.length >= 1);
+      proxy.cut({ refuse: true });
+      await postMessage(server.url, key, ch, { content: "during the drop" });
+      await new Promise((r) => setTimeout(r, 300));
+      proxy.reopen();
+      await postMessage(server.url, key, ch, { content: "after" });
+      await until(() => tail.lines.length >= 3);
+      tail.child.kill("SIGINT");
+      const r = await tail.done;
+      expect(r.code).toBe(0);
+      expect(r.stderr).toMatch(/connection lost .*; resuming in \d+ ms/);
+      expect(tail.lines.map((l) => (JSON.parse(l) as { content: string }).content)).toEqual(["before", "during the drop", "after"]);
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+
+  it("work heartbeats while the command runs, so a task longer than its lease is still completed", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "slow" });
+    const work = cli(["work", ch, "--once", "--lease", "30", "--", "sh", "-c", "sleep 13; echo finished"]);
+    await until(async () => (await rest<{ claimed_by: unknown }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.claimed_by !== null);
+    // 18 of the lease's 30 seconds pass at once: it would end 12 s from now, before the command does (13 s);
+    // only the heartbeat (every 10 s, a third of the lease) keeps it.
+    clock.advanceSeconds(18);
+    try {
+      const r = await work.done;
+      expect(r.code, r.stderr).toBe(0);
+      const m = await rest<{ result: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+      expect(m.body.result).toBe("finished\n");
+    } finally {
+      clock.reset();
+    }
+  }, 30_000);
+
+  it("work stops on Ctrl-C: the interrupted task is released, and the command exits 0", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "interrupted" });
+    const work = cli(["work", ch, "--", "sleep", "30"], { group: true });
+    await until(async () => (await rest<{ claimed_by: unknown }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.claimed_by !== null);
+    process.kill(-work.child.pid!, "SIGINT");
+    const r = await work.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/released/);
+    const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[] }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [] });
+  }, 30_000);
 
   it("login stores the URL and a new key in a profile file only its owner can read", async () => {
     const profile = path.join(home, "login-profile.json");
