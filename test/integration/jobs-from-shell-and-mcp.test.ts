@@ -13,11 +13,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeJobBoard } from "../fakes/job-board.js";
-import { FakeOpenAI } from "../fakes/openai-server.js";
-import { ENGLISH_TRANSCRIPT, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { ENGLISH_TRANSCRIPT, VIDEOS } from "../fakes/video-host.js";
+import { startJobWorld, type JobWorld } from "../support/job-fakes.js";
 import { pdfText } from "../support/pdf.js";
-import { mintKey, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, type TestServer } from "../support/server.js";
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, "../..");
@@ -35,32 +34,19 @@ const POSTING = {
   description_summary: null,
 };
 
-let llm: FakeOpenAI;
-let board: FakeJobBoard;
-let host: FakeVideoHost;
+let world: JobWorld;
 let server: TestServer;
 let key: string;
 let dir: string;
 
 beforeAll(async () => {
-  [llm, board, host] = await Promise.all([FakeOpenAI.start(), FakeJobBoard.start(), FakeVideoHost.start()]);
-  server = await startTestServer(
-    {
-      AGENTBUS_WORKERS: "true",
-      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
-      OPENAI_API_KEY: llm.apiKey,
-      OPENAI_BASE_URL: llm.baseUrl,
-      AGENTBUS_LLM_MODEL: llm.model,
-      AGENTBUS_VIDEO_BASE_URL: host.baseUrl,
-    },
-    { jobs: { processEveryMs: 200, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } } },
-  );
+  world = await startJobWorld();
+  server = world.server;
   key = await mintKey(server.url);
   dir = await mkdtemp(join(tmpdir(), "agentbus-jobs-cli-"));
 }, 60_000);
 afterAll(async () => {
-  await server?.close();
-  await Promise.all([llm?.close(), board?.close(), host?.close()]);
+  await world?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -101,11 +87,11 @@ describe("agentbus pdf | parse | transcript", () => {
   }, 30_000);
 
   it("parse prints the posting's fields; a job that fails exits 1 with its error", async () => {
-    llm.answer = POSTING;
-    const r = await cli(["parse", board.url("/jobs/senior-backend-engineer")]);
+    world.llm.answer = POSTING;
+    const r = await cli(["parse", world.board.url("/jobs/senior-backend-engineer")]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ title: "Baker", company: "Boulangerie Lyon" });
-    const gone = await cli(["parse", board.url("/no-such-posting")]);
+    const gone = await cli(["parse", world.board.url("/no-such-posting")]);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toMatch(/failed: page_fetch_failed/);
   }, 30_000);

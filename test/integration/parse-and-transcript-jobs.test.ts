@@ -11,13 +11,12 @@
 import { createServer } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getJob, waitForJob, type JobJson } from "../support/pdf.js";
+import { QUIET_JOBS, startJobWorld, type JobWorld } from "../support/job-fakes.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
-import { FakeJobBoard, POSTING_FACTS } from "../fakes/job-board.js";
-import { FakeOpenAI } from "../fakes/openai-server.js";
-import { ENGLISH_TRANSCRIPT, FakeVideoHost, VIDEOS } from "../fakes/video-host.js";
+import { POSTING_FACTS, type FakeJobBoard } from "../fakes/job-board.js";
+import type { FakeOpenAI } from "../fakes/openai-server.js";
+import { ENGLISH_TRANSCRIPT, VIDEOS, type FakeVideoHost } from "../fakes/video-host.js";
 
-/** Quiet maintenance; retries picked up quickly. */
-const jobs = { processEveryMs: 200, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
 
 const ANSWER = {
   title: "Senior Backend Engineer",
@@ -40,6 +39,7 @@ const EXPECTED_POSTING = {
   employment_type: "full-time",
 };
 
+let world: JobWorld;
 let llm: FakeOpenAI;
 let board: FakeJobBoard;
 let host: FakeVideoHost;
@@ -47,25 +47,13 @@ let server: TestServer;
 let key: string;
 
 beforeAll(async () => {
-  [llm, board, host] = await Promise.all([FakeOpenAI.start(), FakeJobBoard.start(), FakeVideoHost.start()]);
-  server = await startTestServer(
-    {
-      AGENTBUS_WORKERS: "true",
-      AGENTBUS_ALLOW_PRIVATE_TARGETS: "true",
-      OPENAI_API_KEY: llm.apiKey,
-      OPENAI_BASE_URL: llm.baseUrl,
-      AGENTBUS_LLM_MODEL: llm.model,
-      AGENTBUS_LLM_TIMEOUT_MS: "5000",
-      AGENTBUS_VIDEO_BASE_URL: host.baseUrl,
-    },
-    { jobs },
-  );
+  world = await startJobWorld();
+  ({ llm, board, host, server } = world);
   key = await mintKey(server.url);
 });
 afterEach(() => llm.reset());
 afterAll(async () => {
-  await server?.close();
-  await Promise.all([llm?.close(), board?.close(), host?.close()]);
+  await world?.close();
 });
 
 async function submit(base: string, apiKey: string, path: string, body: unknown): Promise<number> {
@@ -241,7 +229,7 @@ describe("configuration", () => {
         AGENTBUS_LLM_MODEL: llm.model,
         AGENTBUS_VIDEO_BASE_URL: `http://localhost:${port}`,
       },
-      { jobs },
+      { jobs: QUIET_JOBS },
     );
     const k = await mintKey(unreachable.url);
     const IP = /\b\d{1,3}(\.\d{1,3}){3}\b|::1|\[[0-9a-f:]+\]/i;
@@ -266,7 +254,7 @@ describe("configuration", () => {
         AGENTBUS_LLM_MODEL: llm.model,
         AGENTBUS_VIDEO_BASE_URL: host.baseUrl,
       },
-      { jobs },
+      { jobs: QUIET_JOBS },
     );
     const k = await mintKey(strict.url);
     const before = board.requests.length;
