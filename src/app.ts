@@ -32,6 +32,8 @@ import type { Logger } from "./platform/logger.js";
 import { chromiumInstalled } from "./pdf/chromium.js";
 import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
+import { PublicMinting } from "./domain/minting.js";
+import { PgSettingsStore } from "./store/settings.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
@@ -149,6 +151,7 @@ export function createDomain({ db, bus, clock, config, keys, meter }: DomainDepe
     actorWebhooks: new ActorWebhooks(webhookStore, clock),
     channelAdmin: new ChannelAdmin(channelStore),
     jobs: new AsyncJobs(new PgJobStore(db, PROCESS_NAME), clock, config.jobsMaxQueuedPerKey),
+    minting: new PublicMinting(new PgSettingsStore(db), config.publicMinting),
   };
 }
 
@@ -233,9 +236,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const metrics = new Metrics();
+    const domain = createDomain({ db, bus, clock, config, keys, meter: metrics });
     const pipeline = new CallPipeline(
       createServices({
-        domain: createDomain({ db, bus, clock, config, keys, meter: metrics }),
+        domain,
         clock,
         config,
         mintLimiter: new FixedWindowLimiter(config.keyMintLimitPerHour, 3_600_000, clock),
@@ -293,7 +297,11 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,
         clock,
-        health: { database: describeDatabase(config, url), components: () => componentReports(components) },
+        health: {
+          database: describeDatabase(config, url),
+          components: () => componentReports(components),
+          publicMinting: () => domain.minting.enabled(),
+        },
         mcp,
       }),
     });

@@ -52,6 +52,7 @@ export const errorCatalog = {
   // 403
   channel_access_denied: spec(403, "permission_denied", "You are not a member of this channel", "Ask the owner for access with POST /v1/channels/{identifier}/access-requests, or resolve an invitation."),
   forbidden: spec(403, "permission_denied", "Only the channel owner may do this", "Use the key that created the channel."),
+  minting_closed: spec(403, "permission_denied", "Public key minting is closed on this service", "Ask the operator for a key (they issue them with POST /v1/admin/keys), or try again later."),
   origin_not_allowed: spec(403, "permission_denied", "Requests from this Origin are not allowed", "Call /mcp from a client outside the browser, or have the operator add the origin to AGENTBUS_CORS_ORIGINS."),
   actor_forbidden: spec(403, "permission_denied", "That actor belongs to another owner", "Act as one of your own actors, or create one with POST /v1/actors."),
   admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),

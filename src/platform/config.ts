@@ -74,6 +74,9 @@ const schema = z.object({
   // single key cannot take every waiter: an agent follows a few channels,
   // and 100 leaves a process cap of 10,000 needing a hundred busy keys.
   AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY: nonNegativeInt.default(100),
+  // Whether anyone may mint a key (POST /v1/keys) until the operator sets the
+  // switch (POST /v1/admin/minting), which then holds in the database.
+  AGENTBUS_PUBLIC_MINTING: bool.default(true),
   // MCP sessions at /mcp (each holds a server and its followers' long-polls):
   // bounded per process and per key, and closed after an idle while.
   AGENTBUS_MCP_MAX_SESSIONS: nonNegativeInt.default(1000),
@@ -196,6 +199,7 @@ export interface Config {
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
   longPollMaxWaitersPerKey: number;
+  publicMinting: boolean;
   mcpMaxSessions: number;
   mcpMaxSessionsPerKey: number;
   mcpSessionIdleSeconds: number;
@@ -279,6 +283,7 @@ export function loadConfig(env: Env = process.env): Config {
     longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,
     longPollMaxWaitersPerKey: c.AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY,
+    publicMinting: c.AGENTBUS_PUBLIC_MINTING,
     mcpMaxSessions: c.AGENTBUS_MCP_MAX_SESSIONS,
     mcpMaxSessionsPerKey: c.AGENTBUS_MCP_MAX_SESSIONS_PER_KEY,
     mcpSessionIdleSeconds: c.AGENTBUS_MCP_SESSION_IDLE_SECONDS,

@@ -20,6 +20,8 @@ export interface HealthReport {
   database: "ok" | "unreachable";
   db_latency_ms: number | null;
   components: Record<string, ComponentReport>;
+  /** Whether POST /v1/keys is open; null when the database cannot say. */
+  public_minting_enabled: boolean | null;
 }
 
 export interface HealthOptions {
@@ -27,11 +29,17 @@ export interface HealthOptions {
   database?: string;
   /** The other components' current reports. */
   components?: () => Promise<Record<string, ComponentReport>>;
+  /** Whether public minting is open (the operator's switch). */
+  publicMinting?: () => Promise<boolean>;
   timeoutMs?: number;
 }
 
 export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): Promise<HealthReport> {
-  const [database, others] = await Promise.all([pingDatabase(pool, options.timeoutMs ?? 2000), options.components?.() ?? {}]);
+  const [database, others, minting] = await Promise.all([
+    pingDatabase(pool, options.timeoutMs ?? 2000),
+    options.components?.() ?? {},
+    options.publicMinting?.().catch(() => null) ?? null,
+  ]);
   const what = options.database ?? "PostgreSQL";
   const components: Record<string, ComponentReport> = {
     database: database.ok ? { state: "ok", detail: what } : { state: "down", detail: `${what} does not answer` },
@@ -44,6 +52,7 @@ export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): P
     database: database.ok ? "ok" : "unreachable",
     db_latency_ms: database.latencyMs,
     components,
+    public_minting_enabled: minting,
   };
 }
 

@@ -42,7 +42,7 @@ export interface HttpHandlerOptions {
   /** Times the keep-alive comments of event streams. */
   clock: Clock;
   /** What /health says about the database and the other components. */
-  health?: Pick<HealthOptions, "database" | "components">;
+  health?: Pick<HealthOptions, "database" | "components" | "publicMinting">;
   /** The MCP endpoint at /mcp (Streamable HTTP). */
   mcp?: McpHttpEndpoint;
 }

@@ -1,16 +1,32 @@
 /** AdminService handlers: operator actions, behind X-Admin-Token (checked by the call pipeline). */
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import type { ChannelAdmin } from "../domain/channel-admin.js";
+import type { Keys } from "../domain/keys.js";
+import type { PublicMinting } from "../domain/minting.js";
+import { ApiError } from "../model/errors.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { renderChannel } from "./render-channel.js";
 
-export function adminService(admin: ChannelAdmin): ServiceEntry {
+export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting): ServiceEntry {
   return serviceEntry(AdminService, {
     async pauseChannel(request) {
       return renderChannel(await admin.pause(request.identifier));
     },
     async resumeChannel(request) {
       return renderChannel(await admin.resume(request.identifier));
+    },
+    async createKey(request) {
+      const issued = await keys.issue(request.agentLabel);
+      return { key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId };
+    },
+    async setPublicMinting(request) {
+      if (request.enabled === undefined) {
+        throw new ApiError("missing_field", "'enabled' is required: true opens POST /v1/keys, false closes it", { details: { field: "enabled" } });
+      }
+      return { publicMintingEnabled: await minting.set(request.enabled) };
+    },
+    async getPublicMinting() {
+      return { publicMintingEnabled: await minting.enabled() };
     },
   });
 }

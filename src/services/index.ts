@@ -14,6 +14,7 @@ import type { AsyncJobs } from "../domain/jobs.js";
 import type { Membership } from "../domain/membership.js";
 import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
+import type { PublicMinting } from "../domain/minting.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
@@ -40,6 +41,7 @@ export interface Domain {
   actorWebhooks: ActorWebhooks;
   channelAdmin: ChannelAdmin;
   jobs: AsyncJobs;
+  minting: PublicMinting;
 }
 
 export interface ServiceDependencies {
@@ -53,7 +55,7 @@ export interface ServiceDependencies {
 
 export function createServices({ domain, clock, config, mintLimiter, pdfAvailable }: ServiceDependencies): ServiceEntry[] {
   return [
-    keyService(domain.keys, mintLimiter),
+    keyService(domain.keys, mintLimiter, domain.minting),
     serviceEntry(ChannelService, {
       ...channelHandlers(domain.channels),
       ...membershipHandlers(domain.membership),
@@ -62,7 +64,7 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     }),
     messageService(domain.messages, clock),
     actorService(domain.actors, domain.actorWebhooks),
-    adminService(domain.channelAdmin),
+    adminService(domain.channelAdmin, domain.keys, domain.minting),
     jobService(domain.jobs, { config, pdfAvailable }),
   ];
 }

@@ -2,14 +2,17 @@
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { ApiError } from "../model/errors.js";
 import type { Keys } from "../domain/keys.js";
+import type { PublicMinting } from "../domain/minting.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import { toProtoTimestamp } from "../model/time.js";
 import { callerOf, clientAddressKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 
-export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter): ServiceEntry {
+export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting): ServiceEntry {
   return serviceEntry(KeyService, {
     async createKey(request, ctx) {
+      // A closed service refuses before the mint limit is touched.
+      await minting.assertOpen();
       // Only keys actually issued count against the limit: a refused mint
       // (label taken, invalid label, store down) gives its slot back. The
       // slot is taken before the insert so a burst cannot overshoot.

@@ -553,6 +553,29 @@ const rows: Row[] = [
       return { fields: { identifier: channel } };
     },
   },
+  {
+    rpc: "AdminService.CreateKey",
+    scope: "admin",
+    mutates: true,
+    rule: anyKey(201),
+    prepare: async () => ({ fields: { agent_label: unique("fleet") }, grpc: { agentLabel: unique("fleet") } }),
+  },
+  // Opens minting (as it already is): the other rows mint keys too.
+  {
+    rpc: "AdminService.SetPublicMinting",
+    scope: "admin",
+    mutates: true,
+    rule: anyKey(200),
+    success: () => ({ rest: { public_minting_enabled: true }, grpc: { publicMintingEnabled: true } }),
+    prepare: async () => ({ fields: { enabled: true } }),
+  },
+  {
+    rpc: "AdminService.GetPublicMinting",
+    scope: "admin",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async () => ({ fields: {} }),
+  },
 ];
 
 /** The stranger's pending access request on a fresh channel of the case's access. */

@@ -61,6 +61,9 @@ const expected: Array<[string, string, string]> = [
   ["DELETE", "/v1/actors/a1/webhook", "DeleteActorWebhook"],
   ["POST", "/v1/admin/channels/c1/pause", "PauseChannel"],
   ["POST", "/v1/admin/channels/c1/resume", "ResumeChannel"],
+  ["POST", "/v1/admin/keys", "CreateKey"],
+  ["POST", "/v1/admin/minting", "SetPublicMinting"],
+  ["GET", "/v1/admin/minting", "GetPublicMinting"],
   ["POST", "/v1/pdf/generate", "CreatePdfJob"],
   ["POST", "/v1/jobs/parse", "CreateJobPostingParseJob"],
   ["POST", "/v1/video/transcript", "CreateTranscriptJob"],
@@ -118,7 +121,7 @@ describe("method rules from the proto", () => {
 
   it("protects every method with an API key unless the proto says otherwise", () => {
     const open = services.flatMap((s) => s.methods).filter((m) => rulesOf(m).auth !== "api_key").map((m) => `${m.name}:${rulesOf(m).auth}`);
-    expect(open.sort()).toEqual(["CreateKey:none", "PauseChannel:admin_token", "ResumeChannel:admin_token"]);
+    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetPublicMinting:admin_token"]);
   });
 
   it("treats reads as side-effect free and everything else as a mutation", () => {

@@ -6,6 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { ChannelSchema } from "./channel_pb.js";
 import { file_agentbus_v1_channel } from "./channel_pb.js";
+import type { IssuedKeySchema } from "./key_pb.js";
+import { file_agentbus_v1_key } from "./key_pb.js";
 import { file_agentbus_v1_options } from "./options_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +16,73 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/admin_service.proto.
  */
 export const file_agentbus_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSIpChNQYXVzZUNoYW5uZWxSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiKgoUUmVzdW1lQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCTKSAgoMQWRtaW5TZXJ2aWNlEn4KDFBhdXNlQ2hhbm5lbBIgLmFnZW50YnVzLnYxLlBhdXNlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjbC8xgCEAKC0+STAio6ASoiJS92MS9hZG1pbi9jaGFubmVscy97aWRlbnRpZmllcn0vcGF1c2USgQEKDVJlc3VtZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5SZXN1bWVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiN8LzGAIQAoLT5JMCKzoBKiImL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9yZXN1bWViBnByb3RvMw", [file_agentbus_v1_channel, file_agentbus_v1_options, file_google_api_annotations]);
+  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSIzChxBZG1pblNlcnZpY2VDcmVhdGVLZXlSZXF1ZXN0EhMKC2FnZW50X2xhYmVsGAEgASgJIjsKF1NldFB1YmxpY01pbnRpbmdSZXF1ZXN0EhQKB2VuYWJsZWQYASABKAhIAIgBAUIKCghfZW5hYmxlZCIZChdHZXRQdWJsaWNNaW50aW5nUmVxdWVzdCI0ChJQdWJsaWNNaW50aW5nU3RhdGUSHgoWcHVibGljX21pbnRpbmdfZW5hYmxlZBgBIAEoCCIpChNQYXVzZUNoYW5uZWxSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiKgoUUmVzdW1lQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCTKEBQoMQWRtaW5TZXJ2aWNlEn4KDFBhdXNlQ2hhbm5lbBIgLmFnZW50YnVzLnYxLlBhdXNlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjbC8xgCEAKC0+STAio6ASoiJS92MS9hZG1pbi9jaGFubmVscy97aWRlbnRpZmllcn0vcGF1c2USgQEKDVJlc3VtZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5SZXN1bWVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiN8LzGAIQAoLT5JMCKzoBKiImL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9yZXN1bWUScgoJQ3JlYXRlS2V5EikuYWdlbnRidXMudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBoWLmFnZW50YnVzLnYxLklzc3VlZEtleSIiwvMYBQjJARACgtPkkwITOgEqIg4vdjEvYWRtaW4va2V5cxJ9ChBTZXRQdWJsaWNNaW50aW5nEiQuYWdlbnRidXMudjEuU2V0UHVibGljTWludGluZ1JlcXVlc3QaHy5hZ2VudGJ1cy52MS5QdWJsaWNNaW50aW5nU3RhdGUiIsLzGAIQAoLT5JMCFjoBKiIRL3YxL2FkbWluL21pbnRpbmcSfQoQR2V0UHVibGljTWludGluZxIkLmFnZW50YnVzLnYxLkdldFB1YmxpY01pbnRpbmdSZXF1ZXN0Gh8uYWdlbnRidXMudjEuUHVibGljTWludGluZ1N0YXRlIiKQAgHC8xgCEAKC0+STAhMSES92MS9hZG1pbi9taW50aW5nYgZwcm90bzM", [file_agentbus_v1_channel, file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
+
+/**
+ * @generated from message agentbus.v1.AdminServiceCreateKeyRequest
+ */
+export type AdminServiceCreateKeyRequest = Message<"agentbus.v1.AdminServiceCreateKeyRequest"> & {
+  /**
+   * As POST /v1/keys: the agent's label, unique among active keys.
+   *
+   * @generated from field: string agent_label = 1;
+   */
+  agentLabel: string;
+};
+
+/**
+ * Describes the message agentbus.v1.AdminServiceCreateKeyRequest.
+ * Use `create(AdminServiceCreateKeyRequestSchema)` to create a new message.
+ */
+export const AdminServiceCreateKeyRequestSchema: GenMessage<AdminServiceCreateKeyRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 0);
+
+/**
+ * @generated from message agentbus.v1.SetPublicMintingRequest
+ */
+export type SetPublicMintingRequest = Message<"agentbus.v1.SetPublicMintingRequest"> & {
+  /**
+   * @generated from field: optional bool enabled = 1;
+   */
+  enabled?: boolean | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.SetPublicMintingRequest.
+ * Use `create(SetPublicMintingRequestSchema)` to create a new message.
+ */
+export const SetPublicMintingRequestSchema: GenMessage<SetPublicMintingRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 1);
+
+/**
+ * @generated from message agentbus.v1.GetPublicMintingRequest
+ */
+export type GetPublicMintingRequest = Message<"agentbus.v1.GetPublicMintingRequest"> & {
+};
+
+/**
+ * Describes the message agentbus.v1.GetPublicMintingRequest.
+ * Use `create(GetPublicMintingRequestSchema)` to create a new message.
+ */
+export const GetPublicMintingRequestSchema: GenMessage<GetPublicMintingRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 2);
+
+/**
+ * @generated from message agentbus.v1.PublicMintingState
+ */
+export type PublicMintingState = Message<"agentbus.v1.PublicMintingState"> & {
+  /**
+   * @generated from field: bool public_minting_enabled = 1;
+   */
+  publicMintingEnabled: boolean;
+};
+
+/**
+ * Describes the message agentbus.v1.PublicMintingState.
+ * Use `create(PublicMintingStateSchema)` to create a new message.
+ */
+export const PublicMintingStateSchema: GenMessage<PublicMintingState> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 3);
 
 /**
  * @generated from message agentbus.v1.PauseChannelRequest
@@ -31,7 +99,7 @@ export type PauseChannelRequest = Message<"agentbus.v1.PauseChannelRequest"> & {
  * Use `create(PauseChannelRequestSchema)` to create a new message.
  */
 export const PauseChannelRequestSchema: GenMessage<PauseChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 0);
+  messageDesc(file_agentbus_v1_admin_service, 4);
 
 /**
  * @generated from message agentbus.v1.ResumeChannelRequest
@@ -48,7 +116,7 @@ export type ResumeChannelRequest = Message<"agentbus.v1.ResumeChannelRequest"> &
  * Use `create(ResumeChannelRequestSchema)` to create a new message.
  */
 export const ResumeChannelRequestSchema: GenMessage<ResumeChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 1);
+  messageDesc(file_agentbus_v1_admin_service, 5);
 
 /**
  * Operator actions, authorised by X-Admin-Token (AGENTBUS_ADMIN_TOKEN).
@@ -71,6 +139,39 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ResumeChannelRequestSchema;
     output: typeof ChannelSchema;
+  },
+  /**
+   * Issues a key as POST /v1/keys does, whether public minting is open or
+   * closed and outside the per-address mint limit: the operator's way to
+   * provision a fleet.
+   *
+   * @generated from rpc agentbus.v1.AdminService.CreateKey
+   */
+  createKey: {
+    methodKind: "unary";
+    input: typeof AdminServiceCreateKeyRequestSchema;
+    output: typeof IssuedKeySchema;
+  },
+  /**
+   * Opens or closes public minting (POST /v1/keys); kept in the database, so
+   * every replica and every restart sees it.
+   *
+   * @generated from rpc agentbus.v1.AdminService.SetPublicMinting
+   */
+  setPublicMinting: {
+    methodKind: "unary";
+    input: typeof SetPublicMintingRequestSchema;
+    output: typeof PublicMintingStateSchema;
+  },
+  /**
+   * Whether public minting is open.
+   *
+   * @generated from rpc agentbus.v1.AdminService.GetPublicMinting
+   */
+  getPublicMinting: {
+    methodKind: "unary";
+    input: typeof GetPublicMintingRequestSchema;
+    output: typeof PublicMintingStateSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentbus_v1_admin_service, 0);

@@ -54,6 +54,8 @@ Labels are unique among active keys, compared ignoring case, surrounding spaces 
 \`label_in_use\`); invisible characters (bidi overrides, zero-width) are refused. \`GET /v1/keys/me\` describes the key;
 \`DELETE /v1/keys/me\` revokes it.
 
+If the operator has closed public minting, \`POST /v1/keys\` answers 403 \`minting_closed\`: ask them for a key.
+
 ## 2. Create a channel
 
 \`\`\`sh

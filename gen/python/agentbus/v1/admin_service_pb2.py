@@ -12,11 +12,12 @@ _sym_db = _symbol_database.Default()
 
 
 from agentbus.v1 import channel_pb2 as agentbus_dot_v1_dot_channel__pb2
+from agentbus.v1 import key_pb2 as agentbus_dot_v1_dot_key__pb2
 from agentbus.v1 import options_pb2 as agentbus_dot_v1_dot_options__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/admin_service.proto\x12\x0b\x61gentbus.v1\x1a\x19\x61gentbus/v1/channel.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\")\n\x13PauseChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"*\n\x14ResumeChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t2\x92\x02\n\x0c\x41\x64minService\x12~\n\x0cPauseChannel\x12 .agentbus.v1.PauseChannelRequest\x1a\x14.agentbus.v1.Channel\"6\x82\xd3\xe4\x93\x02*\"%/v1/admin/channels/{identifier}/pause:\x01*\xc2\xf3\x18\x02\x10\x02\x12\x81\x01\n\rResumeChannel\x12!.agentbus.v1.ResumeChannelRequest\x1a\x14.agentbus.v1.Channel\"7\x82\xd3\xe4\x93\x02+\"&/v1/admin/channels/{identifier}/resume:\x01*\xc2\xf3\x18\x02\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/admin_service.proto\x12\x0b\x61gentbus.v1\x1a\x19\x61gentbus/v1/channel.proto\x1a\x15\x61gentbus/v1/key.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\"3\n\x1c\x41\x64minServiceCreateKeyRequest\x12\x13\n\x0b\x61gent_label\x18\x01 \x01(\t\";\n\x17SetPublicMintingRequest\x12\x14\n\x07\x65nabled\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\n\n\x08_enabled\"\x19\n\x17GetPublicMintingRequest\"4\n\x12PublicMintingState\x12\x1e\n\x16public_minting_enabled\x18\x01 \x01(\x08\")\n\x13PauseChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"*\n\x14ResumeChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t2\x84\x05\n\x0c\x41\x64minService\x12~\n\x0cPauseChannel\x12 .agentbus.v1.PauseChannelRequest\x1a\x14.agentbus.v1.Channel\"6\x82\xd3\xe4\x93\x02*\"%/v1/admin/channels/{identifier}/pause:\x01*\xc2\xf3\x18\x02\x10\x02\x12\x81\x01\n\rResumeChannel\x12!.agentbus.v1.ResumeChannelRequest\x1a\x14.agentbus.v1.Channel\"7\x82\xd3\xe4\x93\x02+\"&/v1/admin/channels/{identifier}/resume:\x01*\xc2\xf3\x18\x02\x10\x02\x12r\n\tCreateKey\x12).agentbus.v1.AdminServiceCreateKeyRequest\x1a\x16.agentbus.v1.IssuedKey\"\"\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/admin/keys:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x10\x02\x12}\n\x10SetPublicMinting\x12$.agentbus.v1.SetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x82\xd3\xe4\x93\x02\x16\"\x11/v1/admin/minting:\x01*\xc2\xf3\x18\x02\x10\x02\x12}\n\x10GetPublicMinting\x12$.agentbus.v1.GetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x90\x02\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/admin/minting\xc2\xf3\x18\x02\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.admin_service_pb2', globals())
@@ -27,10 +28,24 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ADMINSERVICE.methods_by_name['PauseChannel']._serialized_options = b'\202\323\344\223\002*\"%/v1/admin/channels/{identifier}/pause:\001*\302\363\030\002\020\002'
   _ADMINSERVICE.methods_by_name['ResumeChannel']._options = None
   _ADMINSERVICE.methods_by_name['ResumeChannel']._serialized_options = b'\202\323\344\223\002+\"&/v1/admin/channels/{identifier}/resume:\001*\302\363\030\002\020\002'
-  _PAUSECHANNELREQUEST._serialized_start=132
-  _PAUSECHANNELREQUEST._serialized_end=173
-  _RESUMECHANNELREQUEST._serialized_start=175
-  _RESUMECHANNELREQUEST._serialized_end=217
-  _ADMINSERVICE._serialized_start=220
-  _ADMINSERVICE._serialized_end=494
+  _ADMINSERVICE.methods_by_name['CreateKey']._options = None
+  _ADMINSERVICE.methods_by_name['CreateKey']._serialized_options = b'\202\323\344\223\002\023\"\016/v1/admin/keys:\001*\302\363\030\005\010\311\001\020\002'
+  _ADMINSERVICE.methods_by_name['SetPublicMinting']._options = None
+  _ADMINSERVICE.methods_by_name['SetPublicMinting']._serialized_options = b'\202\323\344\223\002\026\"\021/v1/admin/minting:\001*\302\363\030\002\020\002'
+  _ADMINSERVICE.methods_by_name['GetPublicMinting']._options = None
+  _ADMINSERVICE.methods_by_name['GetPublicMinting']._serialized_options = b'\220\002\001\202\323\344\223\002\023\022\021/v1/admin/minting\302\363\030\002\020\002'
+  _ADMINSERVICECREATEKEYREQUEST._serialized_start=155
+  _ADMINSERVICECREATEKEYREQUEST._serialized_end=206
+  _SETPUBLICMINTINGREQUEST._serialized_start=208
+  _SETPUBLICMINTINGREQUEST._serialized_end=267
+  _GETPUBLICMINTINGREQUEST._serialized_start=269
+  _GETPUBLICMINTINGREQUEST._serialized_end=294
+  _PUBLICMINTINGSTATE._serialized_start=296
+  _PUBLICMINTINGSTATE._serialized_end=348
+  _PAUSECHANNELREQUEST._serialized_start=350
+  _PAUSECHANNELREQUEST._serialized_end=391
+  _RESUMECHANNELREQUEST._serialized_start=393
+  _RESUMECHANNELREQUEST._serialized_end=435
+  _ADMINSERVICE._serialized_start=438
+  _ADMINSERVICE._serialized_end=1082
 # @@protoc_insertion_point(module_scope)
