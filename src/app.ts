@@ -34,6 +34,9 @@ import { PdfRenderer } from "./pdf/renderer.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { PublicMinting } from "./domain/minting.js";
 import { PgSettingsStore } from "./store/settings.js";
+import { PgWorkerPresence } from "./store/worker-presence.js";
+import { SERVICE_VERSION } from "./platform/version.js";
+import { databaseState } from "./server/health.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
@@ -303,6 +306,18 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
           publicMinting: () => domain.minting.enabled(),
         },
         mcp,
+        status: {
+          version: SERVICE_VERSION,
+          startedAt: clock.now(),
+          now: () => clock.now(),
+          database: () => databaseState(pool),
+          databaseKind: config.databaseUrl === undefined ? "embedded" : "external",
+          wakeBusKind: isRedisBus(bus) ? "redis" : "postgres-notify",
+          components: () => componentReports(components),
+          workers: new PgWorkerPresence(db),
+          languageModelConfigured: config.openaiApiKey !== undefined,
+          publicMinting: () => domain.minting.enabled(),
+        },
       }),
     });
     selfUrl = listener.url;

@@ -56,6 +56,11 @@ export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): P
   };
 }
 
+/** The database's state as the health check's query finds it. */
+export async function databaseState(pool: pg.Pool, timeoutMs = 2000): Promise<ComponentState> {
+  return (await pingDatabase(pool, timeoutMs)).ok ? "ok" : "down";
+}
+
 async function pingDatabase(pool: pg.Pool, timeoutMs: number): Promise<{ ok: boolean; latencyMs: number | null }> {
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;

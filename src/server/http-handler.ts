@@ -26,6 +26,7 @@ import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
 import { MCP_PATH, type McpHttpEndpoint } from "./mcp/http.js";
+import { renderStatusHtml, statusReport, type StatusSources } from "./status.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
 export interface HttpHandlerOptions {
@@ -45,6 +46,8 @@ export interface HttpHandlerOptions {
   health?: Pick<HealthOptions, "database" | "components" | "publicMinting">;
   /** The MCP endpoint at /mcp (Streamable HTTP). */
   mcp?: McpHttpEndpoint;
+  /** What GET /status and /status.html report; without it they are not served. */
+  status?: StatusSources;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -226,6 +229,20 @@ export function createHttpHandler(options: HttpHandlerOptions) {
           } else {
             sendJson(res, 200, page);
           }
+          return;
+        }
+        if ((path === "/status" || path === "/status.html") && options.status !== undefined) {
+          route = path;
+          const html = path === "/status.html";
+          statusReport(options.status).then((report) => {
+            if (!html) {
+              sendJson(res, 200, report);
+              return;
+            }
+            res.setHeader("Content-Security-Policy", DOCS_CSP);
+            res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+            res.end(renderStatusHtml(report));
+          }, fail);
           return;
         }
         if (path === "/docs/errors") {

@@ -45,7 +45,7 @@ describe("the OpenAPI document", () => {
     }
     const restOps = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item).map((verb) => `${verb.toUpperCase()} ${path}`),
-    ).filter((op) => !["/", "/health", "/metrics", "/openapi.json", "/llms.txt", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
+    ).filter((op) => !["/", "/health", "/status", "/status.html", "/metrics", "/openapi.json", "/llms.txt", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
     expect(restOps.sort()).toEqual(routes.map((r) => `${r.httpMethod} ${openApiPath(r.template.template)}`).sort());
   });
 

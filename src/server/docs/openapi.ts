@@ -785,8 +785,33 @@ function operationalPaths(): OpenApiDocument["paths"] {
         description: "database, wake_bus, job_workers, pdf_renderer, language_model: each with its state and what it is",
         additionalProperties: component,
       },
+      public_minting_enabled: { type: ["boolean", "null"], description: "Whether POST /v1/keys is open (null when the database cannot say)." },
     },
-    required: ["status", "state", "database", "db_latency_ms", "components"],
+    required: ["status", "state", "database", "db_latency_ms", "components", "public_minting_enabled"],
+    additionalProperties: false,
+  };
+  const stateOnly = (extra: Record<string, Schema> = {}): Schema => ({
+    type: "object",
+    properties: { state, ...extra },
+    required: ["state", ...Object.keys(extra)],
+    additionalProperties: false,
+  });
+  const status: Schema = {
+    type: "object",
+    properties: {
+      service: { type: "string", const: "agentbus" },
+      version: { type: "string" },
+      state,
+      started_at: { type: "string", format: "date-time" },
+      uptime_seconds: { type: "integer" },
+      database: stateOnly({ kind: { type: "string", enum: ["embedded", "external"] } }),
+      wake_bus: stateOnly({ kind: { type: "string", enum: ["postgres-notify", "redis"] } }),
+      job_workers: stateOnly({ last_seen_at: { type: ["string", "null"], format: "date-time" }, seen_last_minute: { type: "integer" } }),
+      pdf_renderer: stateOnly(),
+      language_model: { type: "object", properties: { configured: { type: "boolean" } }, required: ["configured"], additionalProperties: false },
+      public_minting_enabled: { type: ["boolean", "null"] },
+    },
+    required: ["service", "version", "state", "started_at", "uptime_seconds", "database", "wake_bus", "job_workers", "pdf_renderer", "language_model", "public_minting_enabled"],
     additionalProperties: false,
   };
   const landing: Schema = {
@@ -828,6 +853,22 @@ function operationalPaths(): OpenApiDocument["paths"] {
           "200": { description: "The database answers.", content: { "application/json": { schema: health } } },
           "503": { description: "The database does not answer.", content: { "application/json": { schema: health } } },
         },
+      },
+    },
+    "/status": {
+      get: {
+        ...open,
+        operationId: "status",
+        summary: "Version, uptime and each component's state, without addresses or secrets",
+        responses: { "200": { description: "The service answers.", content: { "application/json": { schema: status } } } },
+      },
+    },
+    "/status.html": {
+      get: {
+        ...open,
+        operationId: "statusPage",
+        summary: "The status as a small page for people",
+        responses: { "200": { description: "HTML, no scripts or external assets.", content: { "text/html": { schema: { type: "string" } } } } },
       },
     },
     "/metrics": {
