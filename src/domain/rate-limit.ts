@@ -1,16 +1,14 @@
 /**
  * Fixed-window counters per key (request limits, key minting per address).
  * In-process: each replica counts on its own, so with N replicas a client can
- * reach N times the limit; a shared store replaces this when Redis is set.
+ * reach N times the limit; with Redis configured the request limit is
+ * counted there instead (src/bus/redis-rate-limiter.ts), and this counts
+ * while Redis is unreachable.
  */
 import type { Clock } from "../model/time.js";
+import type { RateDecision, RequestLimiter } from "../ports/rate-limit.js";
 
-export interface RateDecision {
-  allowed: boolean;
-  /** Seconds until the window resets (for Retry-After). */
-  retryAfterSeconds: number;
-  remaining: number;
-}
+export type { RateDecision } from "../ports/rate-limit.js";
 
 export interface Reservation extends RateDecision {
   /**
@@ -21,9 +19,9 @@ export interface Reservation extends RateDecision {
   release(): void;
 }
 
-const unlimited: Reservation = { allowed: true, retryAfterSeconds: 0, remaining: Number.POSITIVE_INFINITY, release: () => {} };
+const unlimited: Reservation = { allowed: true, retryAfterSeconds: 0, remaining: Number.POSITIVE_INFINITY, limit: 0, windowSeconds: 0, release: () => {} };
 
-export class FixedWindowLimiter {
+export class FixedWindowLimiter implements RequestLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = 0;
 
@@ -54,7 +52,8 @@ export class FixedWindowLimiter {
       this.windows.set(key, w);
     }
     const retryAfterSeconds = Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
-    if (w.count >= this.limit) return { allowed: false, retryAfterSeconds, remaining: 0, release: () => {} };
+    const shape = { limit: this.limit, windowSeconds: Math.ceil(this.windowMs / 1000) };
+    if (w.count >= this.limit) return { allowed: false, retryAfterSeconds, remaining: 0, ...shape, release: () => {} };
     w.count++;
     const counted = w;
     let released = false;
@@ -62,6 +61,7 @@ export class FixedWindowLimiter {
       allowed: true,
       retryAfterSeconds,
       remaining: this.limit - w.count,
+      ...shape,
       release: () => {
         if (released) return;
         released = true;

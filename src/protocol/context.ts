@@ -8,6 +8,16 @@ import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+/** A key's request budget in the current window. */
+export interface RequestBudget {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+  windowSeconds: number;
+}
+
+/** The caller's request budget as the pipeline's rate limit left it; undefined when there is no limit. */
+export const requestBudgetKey = createContextKey<RequestBudget | undefined>(undefined, { description: "request budget" });
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });
 /**

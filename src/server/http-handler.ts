@@ -66,7 +66,17 @@ const ALLOWED_HEADERS = [
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
 ].join(", ");
-const EXPOSED_HEADERS = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "X-Idempotent-Replay", "Idempotency-Key", "Mcp-Session-Id"].join(", ");
+const EXPOSED_HEADERS = [
+  ...connectCors.exposedHeaders,
+  "X-Request-Id",
+  "Retry-After",
+  "X-Idempotent-Replay",
+  "Idempotency-Key",
+  "Mcp-Session-Id",
+  "RateLimit-Limit",
+  "RateLimit-Remaining",
+  "RateLimit-Reset",
+].join(", ");
 const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].join(", ");
 
 interface ServedDocument {

@@ -5,7 +5,7 @@ import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf, clientAddressKey } from "../protocol/context.js";
+import { callerOf, clientAddressKey, requestBudgetKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 
 export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting): ServiceEntry {
@@ -41,6 +41,7 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
         ownerId: record.ownerId,
         active: record.revokedAt === null,
         createdAt: toProtoTimestamp(record.createdAt),
+        rateLimit: ctx.values.get(requestBudgetKey),
       };
     },
 

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/key.proto.
  */
 export const file_agentbus_v1_key: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIn8KCUlzc3VlZEtleRILCgNrZXkYASABKAkSDgoGa2V5X2lkGAIgASgJEhMKC2FnZW50X2xhYmVsGAMgASgJEhAKCG93bmVyX2lkGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoABCgdLZXlJbmZvEg4KBmtleV9pZBgBIAEoCRITCgthZ2VudF9sYWJlbBgCIAEoCRIQCghvd25lcl9pZBgDIAEoCRIOCgZhY3RpdmUYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIn8KCUlzc3VlZEtleRILCgNrZXkYASABKAkSDgoGa2V5X2lkGAIgASgJEhMKC2FnZW50X2xhYmVsGAMgASgJEhAKCG93bmVyX2lkGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABCgdLZXlJbmZvEg4KBmtleV9pZBgBIAEoCRITCgthZ2VudF9sYWJlbBgCIAEoCRIQCghvd25lcl9pZBgDIAEoCRIOCgZhY3RpdmUYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmF0ZV9saW1pdBgGIAEoCzIaLmFnZW50YnVzLnYxLlJlcXVlc3RCdWRnZXQiYAoNUmVxdWVzdEJ1ZGdldBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSFQoNcmVzZXRfc2Vjb25kcxgDIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgEIAEoBWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * A freshly issued API key. The secret is shown once and never again.
@@ -91,6 +91,14 @@ export type KeyInfo = Message<"agentbus.v1.KeyInfo"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 5;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The key's request budget as this request left it; unset when the
+   * service sets no request limit (AGENTBUS_RATE_LIMIT=0).
+   *
+   * @generated from field: agentbus.v1.RequestBudget rate_limit = 6;
+   */
+  rateLimit?: RequestBudget | undefined;
 };
 
 /**
@@ -99,4 +107,47 @@ export type KeyInfo = Message<"agentbus.v1.KeyInfo"> & {
  */
 export const KeyInfoSchema: GenMessage<KeyInfo> = /*@__PURE__*/
   messageDesc(file_agentbus_v1_key, 1);
+
+/**
+ * A key's request budget in the current window (the RateLimit-* headers of
+ * every REST answer carry the same figures).
+ *
+ * @generated from message agentbus.v1.RequestBudget
+ */
+export type RequestBudget = Message<"agentbus.v1.RequestBudget"> & {
+  /**
+   * Requests allowed per window.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Left in the current window.
+   *
+   * @generated from field: int32 remaining = 2;
+   */
+  remaining: number;
+
+  /**
+   * Seconds until the window resets.
+   *
+   * @generated from field: int32 reset_seconds = 3;
+   */
+  resetSeconds: number;
+
+  /**
+   * The window's length in seconds.
+   *
+   * @generated from field: int32 window_seconds = 4;
+   */
+  windowSeconds: number;
+};
+
+/**
+ * Describes the message agentbus.v1.RequestBudget.
+ * Use `create(RequestBudgetSchema)` to create a new message.
+ */
+export const RequestBudgetSchema: GenMessage<RequestBudget> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_key, 2);
 

@@ -233,6 +233,9 @@ Every error has the same body; match on \`error\`, not on \`message\`:
   Idempotency-Key on writes). 503 \`channel_paused\`: the channel takes no posts for now; reads, claims and acks work.
 - 401 \`unauthorized\`: missing, wrong or revoked key; mint a new one.
 
+Every answer to a request with a key carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`
+(seconds until the budget refills); \`GET /v1/keys/me\` shows the same as \`rate_limit\`. Slow down before 0.
+
 ## 10. Async jobs
 
 \`POST /v1/pdf/generate {"content","format":"html"|"markdown"}\`, \`POST /v1/jobs/parse {"url"|"text"}\` and

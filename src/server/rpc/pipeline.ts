@@ -11,9 +11,9 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
 import type { Keys } from "../../domain/keys.js";
-import type { FixedWindowLimiter } from "../../domain/rate-limit.js";
+import type { RequestLimiter } from "../../ports/rate-limit.js";
 import type { IdempotencyStore } from "../../ports/idempotency.js";
-import { callerKey } from "../../protocol/context.js";
+import { callerKey, requestBudgetKey } from "../../protocol/context.js";
 import type { ServiceEntry, StreamHandler, UnaryHandler } from "../../protocol/service-entry.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
@@ -25,7 +25,7 @@ export interface PipelineOptions {
   idempotencyStore: IdempotencyStore;
   keys: Keys;
   adminToken: string | undefined;
-  rateLimiter: FixedWindowLimiter;
+  rateLimiter: RequestLimiter;
   reportInternal: InternalErrorReporter;
   /** Overrides for the Idempotency-Key handling (tests shorten the wait). */
   idempotency?: IdempotencyOptions;
@@ -138,7 +138,19 @@ export class CallPipeline {
     }
     const caller = await this.options.keys.authenticate(presented);
     ctx.values.set(callerKey, caller);
-    const decision = this.options.rateLimiter.hit(caller.keyId);
+    const decision = await this.options.rateLimiter.hit(caller.keyId);
+    if (decision.limit > 0) {
+      // The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers), on every answer, refusals too.
+      ctx.responseHeader.set("RateLimit-Limit", String(decision.limit));
+      ctx.responseHeader.set("RateLimit-Remaining", String(decision.remaining));
+      ctx.responseHeader.set("RateLimit-Reset", String(decision.retryAfterSeconds));
+      ctx.values.set(requestBudgetKey, {
+        limit: decision.limit,
+        remaining: decision.remaining,
+        resetSeconds: decision.retryAfterSeconds,
+        windowSeconds: decision.windowSeconds,
+      });
+    }
     if (!decision.allowed) {
       throw new ApiError("rate_limit_exceeded", undefined, {
         details: { retry_after: decision.retryAfterSeconds },
