@@ -35,7 +35,6 @@ import { createHttpHandler } from "./server/http-handler.js";
 import { PublicMinting } from "./domain/minting.js";
 import { PgSettingsStore } from "./store/settings.js";
 import { PgWorkerPresence } from "./store/worker-presence.js";
-import { RedisRateLimiter } from "./bus/redis-rate-limiter.js";
 import type { RequestLimiter } from "./ports/rate-limit.js";
 import { SERVICE_VERSION } from "./platform/version.js";
 import { databaseState } from "./server/health.js";
@@ -161,9 +160,11 @@ export function createDomain({ db, bus, clock, config, keys, meter }: DomainDepe
 }
 
 /** The per-key request limit: counted in Redis when it is configured (every replica shares it), else in this process. */
-function requestLimiter(config: Config, clock: Clock, cleanups: Array<() => Promise<void>>): RequestLimiter {
+async function requestLimiter(config: Config, clock: Clock, cleanups: Array<() => Promise<void>>): Promise<RequestLimiter> {
   const local = new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock);
   if (config.redisUrl === undefined || config.rateLimitPerMinute <= 0) return local;
+  // Loaded only with REDIS_URL, like the Redis wake bus.
+  const { RedisRateLimiter } = await import("./bus/redis-rate-limiter.js");
   const shared = new RedisRateLimiter({ url: config.redisUrl, limit: config.rateLimitPerMinute, windowMs: 60_000, fallback: local });
   cleanups.push(async () => shared.close());
   return shared;
@@ -263,7 +264,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         idempotencyStore: new PgIdempotencyStore(db),
         keys,
         adminToken: config.adminToken,
-        rateLimiter: requestLimiter(config, clock, cleanups),
+        rateLimiter: await requestLimiter(config, clock, cleanups),
         reportInternal: (err) => logger.error({ err }, "internal error"),
       },
     );
