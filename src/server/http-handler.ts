@@ -26,7 +26,7 @@ import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
 import { MCP_PATH, type McpHttpEndpoint } from "./mcp/http.js";
-import { renderStatusHtml, statusReport, type StatusSources } from "./status.js";
+import { renderStatusHtml, sharedStatus, type StatusSources } from "./status.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
 export interface HttpHandlerOptions {
@@ -117,6 +117,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     shutdownSignal: options.shutdownSignal,
     clock: options.clock,
   });
+  const currentStatus = options.status === undefined ? undefined : sharedStatus(options.status);
   const procedures = new Set<string>();
   for (const service of services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
 
@@ -241,10 +242,10 @@ export function createHttpHandler(options: HttpHandlerOptions) {
           }
           return;
         }
-        if ((path === "/status" || path === "/status.html") && options.status !== undefined) {
+        if ((path === "/status" || path === "/status.html") && currentStatus !== undefined) {
           route = path;
           const html = path === "/status.html";
-          statusReport(options.status).then((report) => {
+          currentStatus().then((report) => {
             if (!html) {
               sendJson(res, 200, report);
               return;

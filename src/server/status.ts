@@ -70,6 +70,27 @@ export async function statusReport(s: StatusSources): Promise<StatusReport> {
   return { ...report, state: overall };
 }
 
+/**
+ * The report, computed at most once a second whoever asks: /status needs no
+ * key, and a flood of it must not turn into a flood of database queries that
+ * other callers then wait behind.
+ */
+export function sharedStatus(sources: StatusSources, ttlMs = 1000): () => Promise<StatusReport> {
+  let last: { at: number; report: Promise<StatusReport> } | undefined;
+  return () => {
+    const at = sources.now();
+    if (last === undefined || at - last.at >= ttlMs * 1000) {
+      const report = statusReport(sources);
+      last = { at, report };
+      // A failed report is not kept: the next request tries again.
+      report.catch(() => {
+        if (last?.report === report) last = undefined;
+      });
+    }
+    return last.report;
+  };
+}
+
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The same report as a small page: inline style only, no scripts, nothing fetched. */
