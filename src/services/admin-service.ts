@@ -5,6 +5,7 @@ import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import { ApiError } from "../model/errors.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
+import { renderIssuedKey } from "./key-service.js";
 import { renderChannel } from "./render-channel.js";
 
 export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting): ServiceEntry {
@@ -16,8 +17,7 @@ export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMin
       return renderChannel(await admin.resume(request.identifier));
     },
     async createKey(request) {
-      const issued = await keys.issue(request.agentLabel);
-      return { key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId };
+      return renderIssuedKey(await keys.issue(request.agentLabel));
     },
     async setPublicMinting(request) {
       if (request.enabled === undefined) {

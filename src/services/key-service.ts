@@ -1,12 +1,15 @@
 /** KeyService handlers: requests to domain calls, domain results to responses. */
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { ApiError } from "../model/errors.js";
-import type { Keys } from "../domain/keys.js";
+import type { IssuedKey, Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import { toProtoTimestamp } from "../model/time.js";
 import { callerOf, clientAddressKey, requestBudgetKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
+
+/** An issued key as POST /v1/keys and POST /v1/admin/keys both answer it. */
+export const renderIssuedKey = (issued: IssuedKey) => ({ key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId });
 
 export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting): ServiceEntry {
   return serviceEntry(KeyService, {
@@ -30,7 +33,7 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
         reservation.release();
         throw err;
       }
-      return { key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId };
+      return renderIssuedKey(issued);
     },
 
     async getCurrentKey(_request, ctx) {

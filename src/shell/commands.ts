@@ -16,7 +16,7 @@ import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { JsonObject } from "../model/json.js";
-import { AgentbusApi, ApiCallError } from "../server/mcp/api.js";
+import { AgentbusApi, ApiCallError, notSpinning, pause } from "../server/mcp/api.js";
 import { MCP_SERVICES } from "../server/mcp/services.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 
@@ -49,25 +49,10 @@ const WAIT_SLICE = 20;
 const RESULT_MAX_BYTES = 64 * 1024;
 /** What is kept of a command's stdout: a multi-byte character cut at the end decodes to U+FFFD (3 bytes), still within the limit. */
 const STDOUT_KEPT_BYTES = RESULT_MAX_BYTES - 3;
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-  });
-
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
   return Buffer.concat(chunks).toString("utf8");
-}
-
-/**
- * After an empty long-poll that did not wait (the key holds all its waiter
- * slots, so the service answered at once), pause before asking again rather
- * than spin.
- */
-async function notSpinning(found: number, startedAt: number, signal: AbortSignal): Promise<void> {
-  if (found === 0 && Date.now() - startedAt < 1000) await sleep(1000, signal);
 }
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ⏎ ");
@@ -208,7 +193,7 @@ export function buildProgram(io: Io): Command {
           // A refusal is final; a dropped connection or a busy service is retried.
           if (err instanceof ApiCallError && err.status < 500 && err.status !== 429 && err.status !== 408) throw err;
           io.err(`connection lost (${err instanceof Error ? err.message : String(err)}); resuming in ${backoffMs} ms`);
-          await sleep(backoffMs, stop.signal);
+          await pause(backoffMs, stop.signal);
           backoffMs = Math.min(backoffMs * 2, 30_000);
         }
       }
@@ -278,7 +263,7 @@ export function buildProgram(io: Io): Command {
         while (job.status !== "completed" && job.status !== "failed") {
           if (Date.now() > deadline) throw new Exit(EXIT.waitEnded, `job ${jobId} is still ${String(job.status)}`);
           io.err(`job ${jobId}: ${String(job.status)}`);
-          await sleep(500);
+          await pause(500);
           job = await client.call(JobService.method.getJob, { job_id: jobId });
         }
         if (job.status === "failed") {

@@ -4,11 +4,9 @@
  * and local stand-ins for the language model, the job board and the video
  * host.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -17,9 +15,8 @@ import { ENGLISH_TRANSCRIPT, VIDEOS } from "../fakes/video-host.js";
 import { startJobWorld, type JobWorld } from "../support/job-fakes.js";
 import { pdfText } from "../support/pdf.js";
 import { mintKey, type TestServer } from "../support/server.js";
+import { spawnShell } from "../support/shell.js";
 
-const exec = promisify(execFile);
-const root = join(import.meta.dirname, "../..");
 const POSTING = {
   title: "Baker",
   company: "Boulangerie Lyon",
@@ -50,18 +47,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? "", HOME: dir, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: join(dir, "profile.json") },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
-}
+const cli = (args: string[]) =>
+  spawnShell(args, { env: { HOME: dir, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: join(dir, "profile.json") } }).done;
 
 describe("agentbus pdf | parse | transcript", () => {
   it("pdf renders a Markdown file to the named PDF, showing progress on stderr", async () => {

@@ -7,13 +7,13 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { startCuttableProxy } from "../../clients/typescript/test/proxy.js";
 import { AdjustableClock } from "../support/clock.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
+import { spawnShell } from "../support/shell.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const clock = new AdjustableClock();
@@ -29,29 +29,9 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function cli(args: string[], options: { input?: string; env?: Record<string, string>; group?: boolean } = {}) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
-    cwd: root,
-    // Its own process group, as a terminal's foreground job: Ctrl-C reaches the command it runs too.
-    detached: options.group ?? false,
-    env: { PATH: process.env.PATH ?? "", HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json"), ...options.env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  const lines: string[] = [];
-  let stdout = "";
-  let stderr = "";
-  createInterface({ input: child.stdout }).on("line", (line) => lines.push(line));
-  child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  child.stdin.end(options.input ?? "");
-  const done = new Promise<Run>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-  return { child, lines, done };
+  const env = { HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json"), ...options.env };
+  return spawnShell(args, { env, input: options.input, group: options.group });
 }
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {

@@ -4,6 +4,7 @@
  * (an MCP session has exactly the rights of its key). Stdio talks to
  * AGENTBUS_URL; /mcp talks to the process's own listener.
  */
+import { setTimeout as delay } from "node:timers/promises";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ApiError } from "../../model/errors.js";
 import type { JsonObject, JsonValue } from "../../model/json.js";
@@ -96,3 +97,19 @@ export class AgentbusApi {
     return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : { value: parsed };
   }
 }
+
+/** Waits `ms`, or less when `signal` aborts first (then it resolves, it does not throw). */
+export const pause = (ms: number, signal?: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
+
+/** An empty long-poll answered sooner than this (the key's waiter slots are full) is not repeated before it. */
+export const MIN_EMPTY_POLL_MS = 1000;
+
+/**
+ * After an empty long-poll that did not wait (the key holds all its waiter
+ * slots, so the service answered at once), pause before asking again rather
+ * than spin. For every loop that long-polls through this client.
+ */
+export async function notSpinning(found: number, startedAt: number, signal: AbortSignal): Promise<void> {
+  if (found === 0 && Date.now() - startedAt < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS, signal);
+}
+

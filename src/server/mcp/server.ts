@@ -24,7 +24,7 @@ import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { ApiError } from "../../model/errors.js";
 import type { JsonObject } from "../../model/json.js";
 import { SERVICE_VERSION } from "../../platform/version.js";
-import { ApiCallError, type AgentbusApi } from "./api.js";
+import { ApiCallError, notSpinning, pause, type AgentbusApi } from "./api.js";
 import { TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
 
 const RESOURCE_PREFIX = "agentbus://channels/";
@@ -34,8 +34,6 @@ export const MAX_FOLLOWED_CHANNELS = 16;
 /** Long-poll seconds of a follower; the server caps it lower if it is configured so. */
 const FOLLOW_WAIT_SECONDS = 20;
 const PAGE = 100;
-/** An empty long-poll answered sooner than this (the key's waiter slots are full) is not repeated before it. */
-const MIN_EMPTY_POLL_MS = 1000;
 
 export const channelResourceUri = (identifier: string) => `${RESOURCE_PREFIX}${encodeURIComponent(identifier)}${RESOURCE_SUFFIX}`;
 
@@ -63,12 +61,6 @@ function toolError(err: unknown): CallToolResult {
   const reason = err instanceof Error && err.name === "TimeoutError" ? "the service did not answer in time" : "the service could not be reached";
   return textResult({ error: "service_unavailable", message: `The call failed: ${reason}`, suggestion: "Check that agentbus is running at the configured URL, then retry." }, true);
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-  });
 
 export interface AgentbusMcp {
   server: Server;
@@ -98,15 +90,14 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
       try {
         const started = Date.now();
         const page = await api.call(MessageService.method.listMessages, { identifier, since: cursor, limit: PAGE, wait: FOLLOW_WAIT_SECONDS }, { signal, waitSeconds: FOLLOW_WAIT_SECONDS });
-        const arrived = Array.isArray(page.data) && page.data.length > 0;
-        if (arrived) await server.sendResourceUpdated({ uri });
+        const arrived = Array.isArray(page.data) ? page.data.length : 0;
+        if (arrived > 0) await server.sendResourceUpdated({ uri });
         if (typeof page.next_cursor === "string") cursor = page.next_cursor;
         backoffMs = 1000;
-        // An empty answer that did not wait: the key holds all its long-poll slots. Poll, do not spin.
-        if (!arrived && Date.now() - started < MIN_EMPTY_POLL_MS) await sleep(MIN_EMPTY_POLL_MS, signal);
+        await notSpinning(arrived, started, signal);
       } catch {
         if (signal.aborted) return;
-        await sleep(backoffMs, signal);
+        await pause(backoffMs, signal);
         backoffMs = Math.min(backoffMs * 2, 30_000);
       }
     }

@@ -1,0 +1,39 @@
+/** The `agentbus` shell commands run as a real child process, as a person or a script runs them. */
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface ShellRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ShellOptions {
+  /** The whole environment the command sees (nothing is inherited but what is given). */
+  env: Record<string, string>;
+  /** Written to stdin, which is then closed. */
+  input?: string;
+  /** Its own process group, as a terminal's foreground job: Ctrl-C reaches the command it runs too. */
+  group?: boolean;
+}
+
+export function spawnShell(args: string[], options: ShellOptions) {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    cwd: root,
+    detached: options.group ?? false,
+    env: { PATH: process.env.PATH ?? "", ...options.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  let stdout = "";
+  let stderr = "";
+  createInterface({ input: child.stdout }).on("line", (line) => lines.push(line));
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  child.stdin.end(options.input ?? "");
+  const done = new Promise<ShellRun>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+  return { child, lines, done };
+}
