@@ -19,7 +19,9 @@ import { Channels } from "./domain/channels.js";
 import { ChannelViewCache } from "./domain/channel-view-cache.js";
 import { ChannelHistory } from "./domain/history.js";
 import { AsyncJobs } from "./domain/jobs.js";
+import { SecurityAudit } from "./domain/audit.js";
 import { Keys } from "./domain/keys.js";
+import { Sessions } from "./domain/sessions.js";
 import { Membership } from "./domain/membership.js";
 import { Messages } from "./domain/messages.js";
 import { WebhookDeliveryLog } from "./domain/webhook-deliveries.js";
@@ -49,7 +51,9 @@ import { PgChannelStore } from "./store/channels.js";
 import { Db } from "./store/db.js";
 import { PgHistoryStore } from "./store/history.js";
 import { PgIdempotencyStore } from "./store/idempotency.js";
+import { PgAuditLog } from "./store/audit.js";
 import { PgKeyStore } from "./store/keys.js";
+import { PgSessionStore } from "./store/sessions.js";
 import { PgMembershipStore } from "./store/membership.js";
 import { PgMessageStore } from "./store/messages.js";
 import { migrate } from "./store/migrate.js";
@@ -122,12 +126,23 @@ export interface DomainDependencies {
   clock: Clock;
   config: Config;
   keys: Keys;
+  /** The security audit the keys record into; the other use cases record into it too. */
+  audit: SecurityAudit;
   /** Where deliveries and dead letters are counted (the /metrics registry); none when omitted. */
   meter?: QueueMeter;
 }
 
+/**
+ * The keys and the security audit they record into, over PostgreSQL: made
+ * before the rest of the domain, as the call pipeline needs the keys.
+ */
+export function createKeys(db: Db, clock: Clock, cacheTtlMs: number): { keys: Keys; audit: SecurityAudit } {
+  const audit = new SecurityAudit(new PgAuditLog(db), clock);
+  return { audit, keys: new Keys(new PgKeyStore(db), audit, { clock, cacheTtlMs }) };
+}
+
 /** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */
-export function createDomain({ db, bus, clock, config, keys, meter }: DomainDependencies): Domain {
+export function createDomain({ db, bus, clock, config, keys, audit, meter }: DomainDependencies): Domain {
   // Posts, pages and receives remember channel lookups for a moment; any change through this process forgets them.
   const views = new ChannelViewCache(clock);
   const forget = () => views.clear();
@@ -147,15 +162,17 @@ export function createDomain({ db, bus, clock, config, keys, meter }: DomainDepe
   return {
     keys,
     channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
-    membership: new Membership(new PgMembershipStore(db, forget), channelStore, clock),
+    membership: new Membership(new PgMembershipStore(db, forget), channelStore, audit, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
     webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,
     actors,
     actorWebhooks: new ActorWebhooks(webhookStore, clock),
-    channelAdmin: new ChannelAdmin(channelStore),
+    channelAdmin: new ChannelAdmin(channelStore, audit),
     jobs: new AsyncJobs(new PgJobStore(db, PROCESS_NAME), clock, config.jobsMaxQueuedPerKey),
-    minting: new PublicMinting(new PgSettingsStore(db), config.publicMinting),
+    minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),
+    sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
+    audit,
   };
 }
 
@@ -246,12 +263,12 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
-    const keys = new Keys(new PgKeyStore(db), { clock, cacheTtlMs: 5_000 });
+    const { audit, keys } = createKeys(db, clock, 5_000);
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const metrics = new Metrics();
-    const domain = createDomain({ db, bus, clock, config, keys, meter: metrics });
+    const domain = createDomain({ db, bus, clock, config, keys, audit, meter: metrics });
     const pipeline = new CallPipeline(
       createServices({
         domain,
@@ -383,7 +400,7 @@ async function startBackgroundWork(
   cleanups.push(() => fetchers.close());
   const jobs = await JobRunner.start({
     backend: agendaBackend(pool),
-    deps: { jobs: new PgJobStore(db, PROCESS_NAME), purge: new PgPurgeStore(db), statistics: new PgStatistics(db), clock, logger, webhooks, pdf, ...fetchers.deps },
+    deps: { jobs: new PgJobStore(db, PROCESS_NAME), purge: new PgPurgeStore(db, { auditRetentionDays: config.auditRetentionDays }), statistics: new PgStatistics(db), clock, logger, webhooks, pdf, ...fetchers.deps },
     stopTimeoutMs: config.shutdownGraceMs,
     maxRunningPerKey: config.jobsMaxRunningPerKey,
     outageLog,

@@ -5,9 +5,13 @@
 import type { ChannelResource } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { ChannelStore } from "../ports/channels.js";
+import type { SecurityAudit } from "./audit.js";
 
 export class ChannelAdmin {
-  constructor(private readonly channels: ChannelStore) {}
+  constructor(
+    private readonly channels: ChannelStore,
+    private readonly audit: SecurityAudit,
+  ) {}
 
   /** Paused: createMessage answers 503 channel_paused; reads, claims and acks go on. Idempotent. */
   pause(identifier: string): Promise<ChannelResource> {
@@ -20,7 +24,14 @@ export class ChannelAdmin {
   }
 
   private async setPaused(identifier: string, paused: boolean): Promise<ChannelResource> {
-    const channel = await this.channels.setPaused(identifier, paused);
+    // Recorded on every call, a repeated pause too: the operator did act.
+    const channel = await this.audit.change(
+      () => this.channels.setPaused(identifier, paused),
+      (found) =>
+        found
+          ? [{ kind: paused ? "channel.paused" : "channel.resumed", ownerId: found.ownerId, actorKeyId: null, subject: found.id, details: { channel_name: found.name } }]
+          : [],
+    );
     if (!channel) throw new ApiError("channel_not_found", `Channel '${identifier}' not found`);
     return channel;
   }

@@ -4,7 +4,9 @@
  * secret is 192 random bits, not a password: there is nothing to brute-force.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Caller } from "../model/caller.js";
+import type { AuthenticatedCaller, Caller } from "../model/caller.js";
+import { isKeyScope, KEY_SCOPES, type KeyScope, type KeyScopes } from "../model/scopes.js";
+import type { SecurityAudit } from "./audit.js";
 import type { KeyRecord } from "../model/keys.js";
 import type { KeyStore } from "../ports/keys.js";
 import { ApiError } from "../model/errors.js";
@@ -16,6 +18,28 @@ export interface IssuedKey {
   keyId: string;
   agentLabel: string;
   ownerId: string;
+  scopes: KeyScopes;
+}
+
+export interface IssueOptions {
+  /** Who asked: anyone (POST /v1/keys) or the operator (POST /v1/admin/keys); recorded in the audit. */
+  via: "public" | "admin";
+  /** Scope names as given; every scope when absent or empty. */
+  scopes?: readonly string[];
+}
+
+/**
+ * Scope names as a request gave them: known names only (422 invalid_scopes),
+ * duplicates dropped, in catalogue order.
+ */
+export function parseScopes(given: readonly string[]): KeyScope[] {
+  const unknown = given.filter((name) => !isKeyScope(name));
+  if (unknown.length > 0) {
+    throw new ApiError("invalid_scopes", `Unknown scope${unknown.length === 1 ? "" : "s"}: ${unknown.slice(0, 5).map((n) => `'${n.slice(0, 64)}'`).join(", ")}`, {
+      details: { field: "scopes", valid_scopes: [...KEY_SCOPES] },
+    });
+  }
+  return KEY_SCOPES.filter((scope) => given.includes(scope));
 }
 
 const KEY_PATTERN = /^(ak_[A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{32})$/;
@@ -39,6 +63,7 @@ export class Keys {
 
   constructor(
     private readonly store: KeyStore,
+    private readonly audit: SecurityAudit,
     private readonly options: KeysOptions,
   ) {}
 
@@ -47,11 +72,18 @@ export class Keys {
    * differ from every active key's label in its normal form (nameKey), so a
    * look-alike cannot pose as another agent's owner.
    */
-  async issue(given: string): Promise<IssuedKey> {
+  async issue(given: string, options: IssueOptions = { via: "public" }): Promise<IssuedKey> {
     const agentLabel = displayName(given, "agent_label", "invalid_agent_label", MAX_AGENT_LABEL_LENGTH);
+    const scopes = options.scopes === undefined || options.scopes.length === 0 ? null : parseScopes(options.scopes);
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
     const secret = randomBytes(24).toString("base64url");
-    const outcome = await this.store.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel) });
+    const outcome = await this.audit.change(
+      () => this.store.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel), scopes }),
+      (result) =>
+        result === "inserted"
+          ? [{ kind: "key.issued", ownerId: agentLabel, actorKeyId: options.via === "admin" ? null : keyId, subject: keyId, details: { via: options.via, agent_label: agentLabel, scopes: scopes && [...scopes] } }]
+          : [],
+    );
     if (outcome === "label_in_use") {
       throw new ApiError("label_in_use", `An active key already uses the agent_label '${agentLabel}' or one that looks the same`, {
         details: { agent_label: agentLabel },
@@ -60,11 +92,11 @@ export class Keys {
           "If the key holding it is yours, keep using that key, or revoke it with DELETE /v1/keys/me to free the label. Refused mints do not count against the mint limit.",
       });
     }
-    return { key: `${keyId}.${secret}`, keyId, agentLabel, ownerId: agentLabel };
+    return { key: `${keyId}.${secret}`, keyId, agentLabel, ownerId: agentLabel, scopes };
   }
 
   /** Resolves a presented key to its caller, or throws 401 unauthorized. */
-  async authenticate(presented: string): Promise<Caller> {
+  async authenticate(presented: string): Promise<AuthenticatedCaller> {
     const match = KEY_PATTERN.exec(presented);
     if (!match) throw new ApiError("unauthorized", "Malformed API key");
     const [, keyId, secret] = match as unknown as [string, string, string];
@@ -72,7 +104,7 @@ export class Keys {
     if (!record) throw new ApiError("unauthorized", "Invalid API key");
     if (!timingSafeEqual(record.secretHash, hashSecret(secret))) throw new ApiError("unauthorized", "Invalid API key");
     if (record.revokedAt !== null) throw new ApiError("unauthorized", "Inactive API key", { suggestion: "This key was revoked; mint a new one with POST /v1/keys." });
-    return { keyId: record.keyId, agentLabel: record.agentLabel, ownerId: record.ownerId };
+    return { keyId: record.keyId, agentLabel: record.agentLabel, ownerId: record.ownerId, scopes: record.scopes };
   }
 
   async describe(caller: Caller): Promise<KeyRecord> {
@@ -82,8 +114,46 @@ export class Keys {
   }
 
   async revoke(caller: Caller): Promise<void> {
-    await this.store.revoke(caller.keyId);
+    await this.audit.change(
+      () => this.store.revoke(caller.keyId),
+      (revoked) => (revoked ? [{ kind: "key.revoked", ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: {} }] : []),
+    );
     this.cache.delete(caller.keyId);
+  }
+
+  /**
+   * Narrows the key's scopes to `given`, which must lie within what it
+   * holds (403 scope_widening otherwise). The row is locked while checking,
+   * so two narrowings at once cannot together give back a scope either
+   * gave up. Takes effect at once on this process; on other replicas within
+   * the lookup cache's lifetime, as revocation does.
+   */
+  async narrowScopes(caller: Caller, given: readonly string[]): Promise<KeyRecord> {
+    if (given.length === 0) {
+      throw new ApiError("missing_field", "'scopes' must name at least one scope", {
+        details: { field: "scopes" },
+        suggestion: "List the scopes the key keeps, e.g. [\"messages:read\"]. To stop using the key altogether, revoke it with DELETE /v1/keys/me.",
+      });
+    }
+    const next = parseScopes(given);
+    await this.audit.change(
+      async () => {
+        const current = await this.store.lockScopes(caller.keyId);
+        if (!current) throw new ApiError("unauthorized", "Inactive API key");
+        const held = current.scopes ?? KEY_SCOPES;
+        const gained = next.filter((scope) => !held.includes(scope));
+        if (gained.length > 0) {
+          throw new ApiError("scope_widening", `This key does not hold ${gained.map((s) => `'${s}'`).join(", ")}; a key can only give up scopes`, {
+            details: { requested_scopes: next, granted_scopes: [...held] },
+          });
+        }
+        await this.store.setScopes(caller.keyId, next);
+        return current.scopes;
+      },
+      (before) => [{ kind: "key.scopes_changed", ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: { before: before && [...before], after: next } }],
+    );
+    this.cache.delete(caller.keyId);
+    return this.describe(caller);
   }
 
   private async lookup(keyId: string): Promise<KeyRecord | undefined> {

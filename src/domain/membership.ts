@@ -5,7 +5,9 @@
  * change. Each change and its event commit in one transaction.
  */
 import { randomBytes } from "node:crypto";
+import type { NewAuditEvent } from "../model/audit.js";
 import type { Caller } from "../model/caller.js";
+import type { SecurityAudit } from "./audit.js";
 import type { AccessRequestRecord, ChannelEventRecord, InvitationRecord, MemberRecord } from "../model/membership.js";
 import { assertCanUse, assertOwner, isOwner, namedChannel } from "./channel.js";
 import { isAmbiguous, type ChannelView } from "../model/channels.js";
@@ -13,6 +15,7 @@ import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
 import { parseCursor } from "./messages.js";
+import { validatePageLimit } from "./paging.js";
 import { FixedWindowLimiter } from "./rate-limit.js";
 import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
@@ -113,22 +116,10 @@ export function validateReason(value: string | undefined): string {
 }
 
 /** limit of the events page: 1..100, default 50 (422 invalid_limit). */
-export function validateEventsLimit(limit: number | undefined): number {
-  const value = limit ?? EVENTS_PAGE.default;
-  if (!Number.isInteger(value) || value < EVENTS_PAGE.min || value > EVENTS_PAGE.max) {
-    throw new ApiError("invalid_limit", `'limit' must be an integer from ${EVENTS_PAGE.min} to ${EVENTS_PAGE.max}`, { details: { field: "limit" } });
-  }
-  return value;
-}
+export const validateEventsLimit = (limit: number | undefined): number => validatePageLimit(limit, EVENTS_PAGE);
 
 /** limit of the invitations page: 1..100, default 50 (422 invalid_limit). */
-export function validateInvitationsLimit(limit: number | undefined): number {
-  const value = limit ?? INVITATIONS_PAGE.default;
-  if (!Number.isInteger(value) || value < INVITATIONS_PAGE.min || value > INVITATIONS_PAGE.max) {
-    throw new ApiError("invalid_limit", `'limit' must be an integer from ${INVITATIONS_PAGE.min} to ${INVITATIONS_PAGE.max}`, { details: { field: "limit" } });
-  }
-  return value;
-}
+export const validateInvitationsLimit = (limit: number | undefined): number => validatePageLimit(limit, INVITATIONS_PAGE);
 
 /** The invitations cursor: "<created_at in µs>.<id>" of the previous page's last item. */
 const INVITATIONS_CURSOR = /^([0-9]{1,17})\.([A-Za-z0-9_-]{1,64})$/;
@@ -150,6 +141,18 @@ export function parseInvitationsCursor(cursor: string | undefined): { createdAt:
 /** A new invitation id: 18 random bytes as url-safe base64 (24 characters), the link's secret. */
 export const newInvitationId = (): string => randomBytes(18).toString("base64url");
 
+/** A channel.member_added or channel.member_removed audit event, in the channel owner's audit. */
+function memberEvent(
+  kind: "channel.member_added" | "channel.member_removed",
+  channel: { id: string; ownerId: string },
+  caller: Caller,
+  memberKeyId: string,
+  via: "owner" | "invitation" | "access_request",
+  extra: Record<string, string> = {},
+): NewAuditEvent {
+  return { kind, ownerId: channel.ownerId, actorKeyId: caller.keyId, subject: channel.id, details: { member_key_id: memberKeyId, via, ...extra } };
+}
+
 // ---------------------------------------------------------------------------
 // Use cases
 
@@ -159,6 +162,7 @@ export class Membership {
   constructor(
     private readonly store: MembershipStore,
     private readonly channels: ChannelStore,
+    private readonly audit: SecurityAudit,
     private readonly clock: Clock,
   ) {
     this.lookupLimiter = new FixedWindowLimiter(INVITATION_LOOKUP_LIMIT.count, INVITATION_LOOKUP_LIMIT.windowMs, clock);
@@ -184,7 +188,10 @@ export class Membership {
         suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
       });
     }
-    const added = await this.store.addMember(channel.id, valid, caller.keyId, this.changeTime());
+    const added = await this.audit.change(
+      () => this.store.addMember(channel.id, valid, caller.keyId, this.changeTime()),
+      (result) => (result?.created ? [memberEvent("channel.member_added", channel, caller, valid, "owner")] : []),
+    );
     if (!added) throw channelNotFound(identifier);
     return added.member;
   }
@@ -200,7 +207,10 @@ export class Membership {
       throw new ApiError("cannot_remove_owner", "The owner's key cannot be removed from its channel", { details: { key_id: keyId } });
     }
     if (keyId.includes("\u0000")) return;
-    const removed = await this.store.removeMember(channel.id, keyId, caller.keyId, this.changeTime());
+    const removed = await this.audit.change(
+      () => this.store.removeMember(channel.id, keyId, caller.keyId, this.changeTime()),
+      (gone) => (gone === true ? [memberEvent("channel.member_removed", channel, caller, keyId, "owner")] : []),
+    );
     if (removed === undefined) throw channelNotFound(identifier);
   }
 
@@ -240,7 +250,10 @@ export class Membership {
     const found = await this.findInvitation(invitationId);
     const at = this.changeTime();
     const now = at.now;
-    const resolved = await this.store.resolveInvitation(found.channel.id, invitationId, caller.keyId, at, (invitation) => {
+    // The audit belongs to the channel's owner, who may not be the invitation's creator.
+    const view = await this.channels.findView(found.channel.id, caller.keyId);
+    const channelOwner = view && !isAmbiguous(view) ? view.ownerId : found.ownerId;
+    const resolve = () => this.store.resolveInvitation(found.channel.id, invitationId, caller.keyId, at, (invitation) => {
       if (invitation.revokedAt !== null) {
         throw new ApiError("invitation_revoked", undefined, { details: { invitation_id: invitation.id } });
       }
@@ -254,6 +267,11 @@ export class Membership {
         throw new ApiError("invitation_invalidated", undefined, { details: { invitation_id: invitation.id } });
       }
     });
+    const resolved = await this.audit.change(resolve, (result) =>
+      result?.created
+        ? [memberEvent("channel.member_added", { id: found.channel.id, ownerId: channelOwner }, caller, caller.keyId, "invitation", { invitation_id: invitationId })]
+        : [],
+    );
     if (!resolved) throw invitationNotFound();
     const { invitation, created } = resolved;
     return this.view(created ? { ...invitation, uses: invitation.uses + 1 } : invitation, now);
@@ -327,7 +345,13 @@ export class Membership {
   async decideAccessRequest(caller: Caller, identifier: string, requestId: string, status: "approved" | "denied"): Promise<AccessRequestDecision> {
     const channel = await this.ownedChannel(caller, identifier);
     if (!isUuid(requestId)) throw accessRequestNotFound(requestId);
-    const result = await this.store.decideRequest(channel.id, requestId, { status, byKeyId: caller.keyId, at: this.changeTime() });
+    const result = await this.audit.change(
+      () => this.store.decideRequest(channel.id, requestId, { status, byKeyId: caller.keyId, at: this.changeTime() }),
+      (outcome) =>
+        status === "approved" && typeof outcome === "object" && "decided" in outcome
+          ? [memberEvent("channel.member_added", channel, caller, outcome.decided.requesterKeyId, "access_request", { access_request_id: outcome.decided.id })]
+          : [],
+    );
     if (result === "channel_gone") throw channelNotFound(identifier);
     if (result === "not_found") throw accessRequestNotFound(requestId);
     if ("current" in result) {

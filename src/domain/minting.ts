@@ -7,10 +7,12 @@
  */
 import { ApiError } from "../model/errors.js";
 import type { SettingsStore } from "../ports/settings.js";
+import type { SecurityAudit } from "./audit.js";
 
 export class PublicMinting {
   constructor(
     private readonly store: SettingsStore,
+    private readonly audit: SecurityAudit,
     private readonly byDefault: boolean,
   ) {}
 
@@ -19,7 +21,11 @@ export class PublicMinting {
   }
 
   async set(enabled: boolean): Promise<boolean> {
-    await this.store.setPublicMinting(enabled);
+    // Service-wide: no owner, so only the operator's audit listing shows it.
+    await this.audit.change(
+      () => this.store.setPublicMinting(enabled),
+      () => [{ kind: "minting.switched", ownerId: null, actorKeyId: null, subject: "public_minting", details: { enabled } }],
+    );
     return enabled;
   }
 

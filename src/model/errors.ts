@@ -56,6 +56,8 @@ export const errorCatalog = {
   origin_not_allowed: spec(403, "permission_denied", "Requests from this Origin are not allowed", "Call /mcp from a client outside the browser, or have the operator add the origin to AGENTBUS_CORS_ORIGINS."),
   actor_forbidden: spec(403, "permission_denied", "That actor belongs to another owner", "Act as one of your own actors, or create one with POST /v1/actors."),
   admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),
+  insufficient_scope: spec(403, "permission_denied", "This key's scopes do not allow this call", "Use a key that holds the scope in required_scope; GET /v1/keys/me lists what this key holds. A key cannot widen its own scopes: the operator mints scoped keys with POST /v1/admin/keys."),
+  scope_widening: spec(403, "permission_denied", "A key can give up scopes but not gain them", "Send a subset of granted_scopes; for more rights use a key that holds them."),
   // 404
   not_found: spec(404, "not_found", "No such route", "See /openapi.json for the routes this service offers."),
   channel_not_found: spec(404, "not_found", "Channel not found", "Check the channel id, alias or name (names resolve only for channels your key created); discover channels with GET /v1/channels."),
@@ -65,6 +67,7 @@ export const errorCatalog = {
   access_request_not_found: spec(404, "not_found", "Access request not found", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
   webhook_not_found: spec(404, "not_found", "No webhook registered", "Register one with POST /v1/actors/{actor_id}/webhook."),
   mcp_session_not_found: spec(404, "not_found", "No such MCP session", "Start a new session: send initialize without an Mcp-Session-Id header, with the same API key."),
+  session_not_found: spec(404, "not_found", "Session not found", "Use a session id your key's owner created or was given (GET /v1/sessions lists them); sessions expire ttl_seconds after their last change."),
   job_not_found: spec(404, "not_found", "Job not found", "Use the job_id returned when you submitted the job, with the same key."),
   // 405
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
@@ -79,6 +82,8 @@ export const errorCatalog = {
   result_already_set: spec(409, "failed_precondition", "This message already has a result", "Read it with GET /v1/messages/{message_id}; a message keeps the first result sent with an acknowledgement."),
   message_claimed: spec(409, "failed_precondition", "A claimed message cannot be retracted", "Wait for the claimer to release it."),
   access_request_resolved: spec(409, "failed_precondition", "This access request was already decided", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
+  version_conflict: spec(409, "aborted", "The session changed since you read it", "GET the session again, apply your change to its current state, and retry with its current version in If-Match or expected_version."),
+  too_many_session_members: spec(409, "failed_precondition", "The session is shared with as many keys as it may be", "Remove a member you no longer need (DELETE /v1/sessions/{id}/members/{key_id}) first."),
   cannot_remove_owner: spec(409, "failed_precondition", "The owner cannot be removed from the channel", "Delete the channel instead, if it is no longer needed."),
   idempotency_in_progress: spec(409, "aborted", "A request with this Idempotency-Key is still running", "Retry after a moment with the same Idempotency-Key to get its result."),
   job_not_completed: spec(409, "failed_precondition", "The job has not completed yet", "Poll GET /jobs/{job_id} until status is completed."),
@@ -135,6 +140,8 @@ export const errorCatalog = {
   invalid_update_mask: INVALID("update_mask", "Name only fields of ChannelUpdate."),
   content_too_large: spec(422, "invalid_argument", "The message content is too large", "Keep content within max_content_bytes, or store large payloads elsewhere and send a link."),
   metadata_too_large: spec(422, "invalid_argument", "The metadata is too large", "Keep metadata within 16 KiB."),
+  state_too_large: spec(422, "invalid_argument", "The session state is too large", "Keep a session's state within 64 KiB of JSON; store large data elsewhere and keep a link in the state."),
+  invalid_scopes: INVALID("scopes", "Use scope names from valid_scopes, e.g. [\"messages:read\", \"messages:claim\"]."),
   result_too_large: spec(422, "invalid_argument", "The result is too large", "Keep a result within 64 KiB of UTF-8, or store large output elsewhere and send a link."),
   metadata_validation_failed: spec(422, "invalid_argument", "The metadata does not match the channel's metadata_schema", "Fix the fields listed in `violations`; read the schema with GET /v1/channels/{identifier}."),
   idempotent_wait: spec(422, "invalid_argument", "A request with an Idempotency-Key cannot wait", "Leave 'wait' out (or 0) when sending an Idempotency-Key, or long-poll without the key."),
@@ -160,6 +167,7 @@ export const errorCatalog = {
   channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
   too_many_mcp_sessions: spec(429, "resource_exhausted", "Too many MCP sessions are open", "Close sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or let idle ones expire, then start again."),
   too_many_follows: spec(429, "resource_exhausted", "This MCP session follows as many channels as one session may", "Unfollow a channel first (unfollow_channel or resources/unsubscribe)."),
+  too_many_sessions: spec(429, "resource_exhausted", "This owner has as many live sessions as it may", "Delete sessions you no longer need (DELETE /v1/sessions/{id}) or let them expire, then create again."),
   job_limit_exceeded: spec(429, "resource_exhausted", "This key has as many unfinished jobs as it may", "Wait for your queued jobs to finish (poll GET /jobs/{job_id}) or for the seconds in Retry-After, then submit again."),
   // 500
   internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),

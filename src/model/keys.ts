@@ -1,4 +1,5 @@
 /** API keys as stored: only a hash of the secret is kept. */
+import type { KeyScopes } from "./scopes.js";
 import type { Micros } from "./time.js";
 
 export interface KeyRecord {
@@ -8,6 +9,7 @@ export interface KeyRecord {
   ownerId: string;
   createdAt: Micros;
   revokedAt: Micros | null;
+  scopes: KeyScopes;
 }
 
 /** A key to store; labelKey is nameKey(agentLabel), unique among active keys. */

@@ -77,6 +77,8 @@ const schema = z.object({
   // Whether anyone may mint a key (POST /v1/keys) until the operator sets the
   // switch (POST /v1/admin/minting), which then holds in the database.
   AGENTBUS_PUBLIC_MINTING: bool.default(true),
+  // How long security audit events are kept before the purge deletes them.
+  AGENTBUS_AUDIT_RETENTION_DAYS: positiveInt.max(3650).default(90),
   // MCP sessions at /mcp (each holds a server and its followers' long-polls):
   // bounded per process and per key, and closed after an idle while.
   AGENTBUS_MCP_MAX_SESSIONS: nonNegativeInt.default(1000),
@@ -200,6 +202,7 @@ export interface Config {
   longPollMaxWaiters: number;
   longPollMaxWaitersPerKey: number;
   publicMinting: boolean;
+  auditRetentionDays: number;
   mcpMaxSessions: number;
   mcpMaxSessionsPerKey: number;
   mcpSessionIdleSeconds: number;
@@ -284,6 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,
     longPollMaxWaitersPerKey: c.AGENTBUS_LONGPOLL_MAX_WAITERS_PER_KEY,
     publicMinting: c.AGENTBUS_PUBLIC_MINTING,
+    auditRetentionDays: c.AGENTBUS_AUDIT_RETENTION_DAYS,
     mcpMaxSessions: c.AGENTBUS_MCP_MAX_SESSIONS,
     mcpMaxSessionsPerKey: c.AGENTBUS_MCP_MAX_SESSIONS_PER_KEY,
     mcpSessionIdleSeconds: c.AGENTBUS_MCP_SESSION_IDLE_SECONDS,

@@ -24,9 +24,15 @@ export interface PurgeCounts {
   expiredJobResults: number;
   /** Async jobs deleted TOMBSTONE_DAYS after their result expired (404 from then on). */
   deletedJobs: number;
+  /** Shared sessions past their expires_at (docs/decisions.md#sessions). */
+  deletedSessions: number;
+  /** Security audit events older than the retention period (docs/decisions.md#security-audit). */
+  deletedAuditEvents: number;
 }
 
 export interface PurgeOptions {
+  /** Days security audit events are kept (AGENTBUS_AUDIT_RETENTION_DAYS); default 90. */
+  auditRetentionDays?: number;
   /** Rows per transaction; default 1,000. */
   batchSize?: number;
   /** Checked between batches: a worker that is shutting down stops at a batch boundary. */

@@ -1,5 +1,6 @@
 /** AdminService handlers: operator actions, behind X-Admin-Token (checked by the call pipeline). */
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
+import type { SecurityAudit } from "../domain/audit.js";
 import type { ChannelAdmin } from "../domain/channel-admin.js";
 import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
@@ -7,8 +8,9 @@ import { ApiError } from "../model/errors.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { renderIssuedKey } from "./key-service.js";
 import { renderChannel } from "./render-channel.js";
+import { renderAuditPage } from "./security-service.js";
 
-export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting): ServiceEntry {
+export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting, audit: SecurityAudit): ServiceEntry {
   return serviceEntry(AdminService, {
     async pauseChannel(request) {
       return renderChannel(await admin.pause(request.identifier));
@@ -17,7 +19,7 @@ export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMin
       return renderChannel(await admin.resume(request.identifier));
     },
     async createKey(request) {
-      return renderIssuedKey(await keys.issue(request.agentLabel));
+      return renderIssuedKey(await keys.issue(request.agentLabel, { via: "admin", scopes: request.scopes }));
     },
     async setPublicMinting(request) {
       if (request.enabled === undefined) {
@@ -27,6 +29,9 @@ export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMin
     },
     async getPublicMinting() {
       return { publicMintingEnabled: await minting.enabled() };
+    },
+    async listAuditEvents(request) {
+      return renderAuditPage(await audit.listAll(request.ownerId, { cursor: request.cursor, limit: request.limit }));
     },
   });
 }

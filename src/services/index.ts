@@ -7,6 +7,7 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import type { Config } from "../platform/config.js";
 import type { ActorWebhooks } from "../domain/actor-webhooks.js";
 import type { Actors } from "../domain/actors.js";
+import type { SecurityAudit } from "../domain/audit.js";
 import type { ChannelAdmin } from "../domain/channel-admin.js";
 import type { Channels } from "../domain/channels.js";
 import type { ChannelHistory } from "../domain/history.js";
@@ -15,6 +16,7 @@ import type { Membership } from "../domain/membership.js";
 import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
+import type { Sessions } from "../domain/sessions.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
@@ -27,6 +29,8 @@ import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
+import { securityService } from "./security-service.js";
+import { sessionService } from "./session-service.js";
 import { webhookDeliveryHandlers } from "./webhook-delivery-service.js";
 
 /** The use cases the handlers call, wired to their adapters by the composition root (app.ts). */
@@ -42,6 +46,8 @@ export interface Domain {
   channelAdmin: ChannelAdmin;
   jobs: AsyncJobs;
   minting: PublicMinting;
+  sessions: Sessions;
+  audit: SecurityAudit;
 }
 
 export interface ServiceDependencies {
@@ -64,7 +70,9 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     }),
     messageService(domain.messages, clock),
     actorService(domain.actors, domain.actorWebhooks),
-    adminService(domain.channelAdmin, domain.keys, domain.minting),
+    adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit),
+    sessionService(domain.sessions),
+    securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),
   ];
 }

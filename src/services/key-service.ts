@@ -4,12 +4,33 @@ import { ApiError } from "../model/errors.js";
 import type { IssuedKey, Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
+import type { KeyRecord } from "../model/keys.js";
+import { effectiveScopes, type KeyScopes } from "../model/scopes.js";
 import { toProtoTimestamp } from "../model/time.js";
-import { callerOf, clientAddressKey, requestBudgetKey } from "../protocol/context.js";
+import { callerOf, clientAddressKey, requestBudgetKey, type RequestBudget } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 
 /** An issued key as POST /v1/keys and POST /v1/admin/keys both answer it. */
-export const renderIssuedKey = (issued: IssuedKey) => ({ key: issued.key, keyId: issued.keyId, agentLabel: issued.agentLabel, ownerId: issued.ownerId });
+export const renderIssuedKey = (issued: IssuedKey) => ({
+  key: issued.key,
+  keyId: issued.keyId,
+  agentLabel: issued.agentLabel,
+  ownerId: issued.ownerId,
+  ...renderScopes(issued.scopes),
+});
+
+/** A key's scopes as IssuedKey and KeyInfo show them: what it holds, and whether that is a chosen set. */
+export const renderScopes = (scopes: KeyScopes) => ({ scopes: [...effectiveScopes(scopes)], scopesRestricted: scopes !== null });
+
+const renderKeyInfo = (record: KeyRecord, budget: RequestBudget | undefined) => ({
+  keyId: record.keyId,
+  agentLabel: record.agentLabel,
+  ownerId: record.ownerId,
+  active: record.revokedAt === null,
+  createdAt: toProtoTimestamp(record.createdAt),
+  rateLimit: budget,
+  ...renderScopes(record.scopes),
+});
 
 export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting): ServiceEntry {
   return serviceEntry(KeyService, {
@@ -28,7 +49,7 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
       }
       let issued;
       try {
-        issued = await keys.issue(request.agentLabel);
+        issued = await keys.issue(request.agentLabel, { via: "public" });
       } catch (err) {
         reservation.release();
         throw err;
@@ -37,15 +58,11 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
     },
 
     async getCurrentKey(_request, ctx) {
-      const record = await keys.describe(callerOf(ctx));
-      return {
-        keyId: record.keyId,
-        agentLabel: record.agentLabel,
-        ownerId: record.ownerId,
-        active: record.revokedAt === null,
-        createdAt: toProtoTimestamp(record.createdAt),
-        rateLimit: ctx.values.get(requestBudgetKey),
-      };
+      return renderKeyInfo(await keys.describe(callerOf(ctx)), ctx.values.get(requestBudgetKey));
+    },
+
+    async setCurrentKeyScopes(request, ctx) {
+      return renderKeyInfo(await keys.narrowScopes(callerOf(ctx), request.scopes), ctx.values.get(requestBudgetKey));
     },
 
     async revokeCurrentKey(_request, ctx) {

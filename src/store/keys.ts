@@ -1,6 +1,7 @@
 /** SQL for api_keys. */
 import type { KeyRecord, NewKey } from "../model/keys.js";
 import type { KeyStore } from "../ports/keys.js";
+import { isKeyScope, type KeyScope, type KeyScopes } from "../model/scopes.js";
 import type { Micros } from "../model/time.js";
 import { ensureDefaultActor } from "./actors.js";
 import type { Db } from "./db.js";
@@ -12,7 +13,11 @@ interface KeyRow {
   owner_id: string;
   created_at: Micros;
   revoked_at: Micros | null;
+  scopes: string[] | null;
 }
+
+/** A stored scope list; names this version does not know (a newer replica's) are not held here. */
+const scopesOf = (stored: string[] | null): KeyScopes => (stored === null ? null : stored.filter(isKeyScope));
 
 const UNIQUE_VIOLATION = "23505";
 
@@ -29,8 +34,8 @@ export class PgKeyStore implements KeyStore {
     try {
       await this.db.transaction(async () => {
         await this.db.query(
-          "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, label_key) VALUES ($1, $2, $3, $4, $5)",
-          [key.keyId, key.secretHash, key.agentLabel, key.ownerId, key.labelKey],
+          "INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id, label_key, scopes) VALUES ($1, $2, $3, $4, $5, $6)",
+          [key.keyId, key.secretHash, key.agentLabel, key.ownerId, key.labelKey, key.scopes],
         );
         await ensureDefaultActor(this.db, key);
       });
@@ -43,7 +48,7 @@ export class PgKeyStore implements KeyStore {
 
   async findById(keyId: string): Promise<KeyRecord | undefined> {
     const { rows } = await this.db.query<KeyRow>(
-      "SELECT key_id, secret_hash, agent_label, owner_id, created_at, revoked_at FROM api_keys WHERE key_id = $1",
+      "SELECT key_id, secret_hash, agent_label, owner_id, created_at, revoked_at, scopes FROM api_keys WHERE key_id = $1",
       [keyId],
     );
     const row = rows[0];
@@ -54,10 +59,25 @@ export class PgKeyStore implements KeyStore {
       ownerId: row.owner_id,
       createdAt: row.created_at,
       revokedAt: row.revoked_at,
+      scopes: scopesOf(row.scopes),
     };
   }
 
-  async revoke(keyId: string): Promise<void> {
-    await this.db.query("UPDATE api_keys SET revoked_at = clock_timestamp() WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
+  async revoke(keyId: string): Promise<boolean> {
+    const { rowCount } = await this.db.query("UPDATE api_keys SET revoked_at = clock_timestamp() WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async lockScopes(keyId: string): Promise<{ scopes: KeyScopes } | undefined> {
+    const { rows } = await this.db.query<{ scopes: string[] | null }>(
+      "SELECT scopes FROM api_keys WHERE key_id = $1 AND revoked_at IS NULL FOR UPDATE",
+      [keyId],
+    );
+    const row = rows[0];
+    return row && { scopes: scopesOf(row.scopes) };
+  }
+
+  async setScopes(keyId: string, scopes: readonly KeyScope[]): Promise<void> {
+    await this.db.query("UPDATE api_keys SET scopes = $2 WHERE key_id = $1", [keyId, scopes]);
   }
 }

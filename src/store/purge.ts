@@ -161,6 +161,21 @@ export const OLD_JOBS_SQL = `DELETE FROM jobs j WHERE j.id = ANY (ARRAY(
     ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
   )) AND j.expires_at <= $1::timestamptz - interval '${TOMBSTONE_DAYS} days'`;
 
+/** Sessions past their expiry: 404 from the moment they expire, deleted here (members go with them). */
+export const EXPIRED_SESSIONS_SQL = `DELETE FROM sessions s WHERE s.id = ANY (ARRAY(
+    SELECT x.id FROM sessions x WHERE x.expires_at <= $1
+    ORDER BY x.expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND s.expires_at <= $1`;
+
+/** Audit events older than the retention ($3 days); events are never updated, so nothing needs locking. */
+export const OLD_AUDIT_EVENTS_SQL = `DELETE FROM security_audit a WHERE a.id = ANY (ARRAY(
+    SELECT x.id FROM security_audit x WHERE x.occurred_at <= $1::timestamptz - make_interval(days => $3::int)
+    ORDER BY x.occurred_at LIMIT $2
+  ))`;
+
+/** AGENTBUS_AUDIT_RETENTION_DAYS's default. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 90;
+
 /**
  * Archives and deletes everything that is due at `now`; returns what it did.
  * Safe to run concurrently with the API and with another purge.
@@ -180,6 +195,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedWebhookDestinations: 0,
     expiredJobResults: 0,
     deletedJobs: 0,
+    deletedSessions: 0,
+    deletedAuditEvents: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -196,8 +213,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   };
 
   /** One DELETE … LIMIT batch of a statement taking ($1 now, $2 batch size). */
-  const deleteBatch = async (sql: string) => {
-    const { rowCount } = await db.query(sql, [at, batchSize]);
+  const deleteBatch = async (sql: string, ...more: unknown[]) => {
+    const { rowCount } = await db.query(sql, [at, batchSize, ...more]);
     const done = rowCount ?? 0;
     return { done, full: done === batchSize };
   };
@@ -213,6 +230,8 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedWebhookDestinations = await loop(() => deleteBatch(OLD_WEBHOOK_DESTINATIONS_SQL));
   counts.expiredJobResults = await loop(() => deleteBatch(EXPIRED_JOB_RESULTS_SQL));
   counts.deletedJobs = await loop(() => deleteBatch(OLD_JOBS_SQL));
+  counts.deletedSessions = await loop(() => deleteBatch(EXPIRED_SESSIONS_SQL));
+  counts.deletedAuditEvents = await loop(() => deleteBatch(OLD_AUDIT_EVENTS_SQL, options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS));
   return counts;
 }
 
@@ -228,9 +247,12 @@ async function archiveExpiredBatch(db: Db, at: string, batchSize: number): Promi
 }
 
 export class PgPurgeStore implements PurgeStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly defaults: Pick<PurgeOptions, "auditRetentionDays"> = {},
+  ) {}
 
   purge(now: Micros, options?: PurgeOptions): Promise<PurgeCounts> {
-    return purge(this.db, now, options);
+    return purge(this.db, now, { ...this.defaults, ...options });
   }
 }

@@ -226,7 +226,7 @@ describe("Actors resolvers", () => {
 
   const newKey = async (label: string): Promise<Caller> => {
     const keyId = `ak_${randomBytes(12).toString("base64url")}`;
-    const outcome = await new PgKeyStore(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label, labelKey: label });
+    const outcome = await new PgKeyStore(db).insert({ keyId, secretHash: randomBytes(32), agentLabel: label, ownerId: label, labelKey: label, scopes: null });
     expect(outcome).toBe("inserted");
     return { keyId, agentLabel: label, ownerId: label };
   };

@@ -791,7 +791,7 @@ describe("created_at of concurrent creates", () => {
       const db = new Db(database.pool);
       const channels = new Channels(new PgChannelStore(db), { defaultDiscoverable: true });
       const caller = { keyId: "ak_AAAAAAAAAAAAAAAA", agentLabel: "serial", ownerId: "serial" };
-      await new PgKeyStore(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial", labelKey: "serial" });
+      await new PgKeyStore(db).insert({ keyId: caller.keyId, secretHash: Buffer.alloc(32), agentLabel: "serial", ownerId: "serial", labelKey: "serial", scopes: null });
       const input = (name: string): CreateChannelInput => ({
         name, mode: "broadcast", access: undefined, discoverable: undefined, description: undefined, metadataSchema: undefined,
         pinnedMessage: undefined, webhookUrl: undefined, webhookSecret: undefined, relatedChannels: [], ttlSeconds: undefined,

@@ -14,7 +14,7 @@ import { ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { ChannelService, CreateChannelRequestSchema, DeleteChannelRequestSchema, GetChannelRequestSchema } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { ApiError } from "../../src/model/errors.js";
-import { Keys } from "../../src/domain/keys.js";
+import { createKeys } from "../../src/app.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
 import { systemClock } from "../../src/model/time.js";
 import { callerOf, httpStatusKey } from "../../src/protocol/context.js";
@@ -22,7 +22,6 @@ import { CallPipeline } from "../../src/server/rpc/pipeline.js";
 import { serviceEntry } from "../../src/protocol/service-entry.js";
 import { Db } from "../../src/store/db.js";
 import { PgIdempotencyStore } from "../../src/store/idempotency.js";
-import { PgKeyStore } from "../../src/store/keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { untilWaitingForLock } from "../support/locks.js";
 
@@ -53,7 +52,7 @@ beforeAll(async () => {
   database = await createTestDatabase({ max: 20 });
   db = new Db(database.pool);
   await db.query("CREATE TABLE effects (id uuid PRIMARY KEY, key_id text NOT NULL, name text NOT NULL)");
-  const keys = new Keys(new PgKeyStore(db), { clock: systemClock, cacheTtlMs: 5_000 });
+  const { keys } = createKeys(db, systemClock, 5_000);
   key = (await keys.issue(`idem-${randomUUID()}`)).key;
   otherKey = (await keys.issue(`idem-${randomUUID()}`)).key;
   pipeline = new CallPipeline(

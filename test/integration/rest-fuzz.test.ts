@@ -20,15 +20,13 @@ import { ScalarType } from "@bufbuild/protobuf";
 import type { WakeBus } from "../../src/ports/wake-bus.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { errorCatalog } from "../../src/model/errors.js";
-import { Keys } from "../../src/domain/keys.js";
 import { FixedWindowLimiter } from "../../src/domain/rate-limit.js";
 import { systemClock } from "../../src/model/time.js";
 import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
-import { createDomain } from "../../src/app.js";
+import { createDomain, createKeys } from "../../src/app.js";
 import { createServices } from "../../src/services/index.js";
 import { Db } from "../../src/store/db.js";
-import { PgKeyStore } from "../../src/store/keys.js";
 import { createChannel, postMessage } from "../support/fixtures.js";
 import { grpcFrame, RawGrpcClient, type RawGrpcAnswer } from "../support/grpc-raw.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
@@ -176,7 +174,7 @@ beforeAll(async () => {
   const bus: WakeBus = { publish() {}, subscribe: () => () => {}, subscriptions: 0, close: async () => {} };
   const config = loadConfig({ DATABASE_URL: server.databaseUrl });
   const services = createServices({
-    domain: createDomain({ db, bus, clock: systemClock, config, keys: new Keys(new PgKeyStore(db), { clock: systemClock, cacheTtlMs: 0 }) }),
+    domain: createDomain({ db, bus, clock: systemClock, config, ...createKeys(db, systemClock, 0) }),
     clock: systemClock,
     config,
     mintLimiter: new FixedWindowLimiter(0, 3_600_000, systemClock),

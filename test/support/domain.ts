@@ -2,12 +2,14 @@
 import { Actors } from "../../src/domain/actors.js";
 import type { ChannelUpdateInput, CreateChannelInput } from "../../src/domain/channels.js";
 import { Channels } from "../../src/domain/channels.js";
+import { SecurityAudit } from "../../src/domain/audit.js";
 import { Keys } from "../../src/domain/keys.js";
 import { Membership } from "../../src/domain/membership.js";
 import { Messages } from "../../src/domain/messages.js";
 import type { Caller } from "../../src/model/caller.js";
 import { ManualClock } from "./clock.js";
 import { FakeActorStore } from "./fakes/actors.js";
+import { FakeAuditLog } from "./fakes/audit.js";
 import { FakeChannelStore } from "./fakes/channels.js";
 import { FakeKeyStore } from "./fakes/keys.js";
 import { FakeMembershipStore } from "./fakes/membership.js";
@@ -77,6 +79,8 @@ export function fakeDomain() {
   const actorStore = new FakeActorStore((channelId, keyId) => channelStore.isMember(channelId, keyId));
   const keyStore = new FakeKeyStore();
   const actors = new Actors(actorStore, (fn) => fn());
+  const auditLog = new FakeAuditLog();
+  const audit = new SecurityAudit(auditLog, clock);
   return {
     clock,
     bus,
@@ -95,7 +99,9 @@ export function fakeDomain() {
       longPollMaxWaiters: 10,
       longPollMaxWaitersPerKey: 2,
     }),
-    membership: new Membership(membershipStore, channelStore, clock),
-    keys: new Keys(keyStore, { clock, cacheTtlMs: 5_000 }),
+    membership: new Membership(membershipStore, channelStore, audit, clock),
+    keys: new Keys(keyStore, audit, { clock, cacheTtlMs: 5_000 }),
+    auditLog,
+    audit,
   };
 }

@@ -1,5 +1,6 @@
 /** Channels and ChannelAdmin use cases against in-memory stores. */
 import { beforeEach, describe, expect, it } from "vitest";
+import type { SecurityAudit } from "../../src/domain/audit.js";
 import { ChannelAdmin } from "../../src/domain/channel-admin.js";
 import type { Channels } from "../../src/domain/channels.js";
 import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
@@ -8,9 +9,10 @@ import type { FakeChannelStore } from "../support/fakes/channels.js";
 
 let store: FakeChannelStore;
 let channels: Channels;
+let audit: SecurityAudit;
 
 beforeEach(() => {
-  ({ channelStore: store, channels } = fakeDomain());
+  ({ channelStore: store, channels, audit } = fakeDomain());
 });
 
 describe("Channels", () => {
@@ -84,10 +86,10 @@ describe("ChannelAdmin", () => {
   it("pauses any channel by alias, whoever owns it", async () => {
     const created = await channels.create(alice, input());
     await channels.addAlias(alice, created.id, "to-pause");
-    expect((await new ChannelAdmin(store).pause("to-pause")).paused).toBe(true);
+    expect((await new ChannelAdmin(store, audit).pause("to-pause")).paused).toBe(true);
   });
 
   it("answers channel_not_found when pausing a channel that does not exist", async () => {
-    expect(await refusal(new ChannelAdmin(store).pause("nowhere"))).toBe("channel_not_found");
+    expect(await refusal(new ChannelAdmin(store, audit).pause("nowhere"))).toBe("channel_not_found");
   });
 });

@@ -15,7 +15,7 @@ beforeEach(() => {
 describe("Keys", () => {
   it("authenticates a minted key as its label", async () => {
     const issued = await keys.issue("  builder  ");
-    expect(await keys.authenticate(issued.key)).toEqual({ keyId: issued.keyId, agentLabel: "builder", ownerId: "builder" });
+    expect(await keys.authenticate(issued.key)).toEqual({ keyId: issued.keyId, agentLabel: "builder", ownerId: "builder", scopes: null });
   });
 
   it("refuses a key with the right id and a wrong secret", async () => {

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditEvent } from "./audit_pb.js";
+import { file_agentbus_v1_audit } from "./audit_pb.js";
 import type { ChannelSchema } from "./channel_pb.js";
 import { file_agentbus_v1_channel } from "./channel_pb.js";
 import type { IssuedKeySchema } from "./key_pb.js";
@@ -16,7 +18,67 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/admin_service.proto.
  */
 export const file_agentbus_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSIzChxBZG1pblNlcnZpY2VDcmVhdGVLZXlSZXF1ZXN0EhMKC2FnZW50X2xhYmVsGAEgASgJIjsKF1NldFB1YmxpY01pbnRpbmdSZXF1ZXN0EhQKB2VuYWJsZWQYASABKAhIAIgBAUIKCghfZW5hYmxlZCIZChdHZXRQdWJsaWNNaW50aW5nUmVxdWVzdCI0ChJQdWJsaWNNaW50aW5nU3RhdGUSHgoWcHVibGljX21pbnRpbmdfZW5hYmxlZBgBIAEoCCIpChNQYXVzZUNoYW5uZWxSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiKgoUUmVzdW1lQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCTKEBQoMQWRtaW5TZXJ2aWNlEn4KDFBhdXNlQ2hhbm5lbBIgLmFnZW50YnVzLnYxLlBhdXNlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjbC8xgCEAKC0+STAio6ASoiJS92MS9hZG1pbi9jaGFubmVscy97aWRlbnRpZmllcn0vcGF1c2USgQEKDVJlc3VtZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5SZXN1bWVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiN8LzGAIQAoLT5JMCKzoBKiImL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9yZXN1bWUScgoJQ3JlYXRlS2V5EikuYWdlbnRidXMudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBoWLmFnZW50YnVzLnYxLklzc3VlZEtleSIiwvMYBQjJARACgtPkkwITOgEqIg4vdjEvYWRtaW4va2V5cxJ9ChBTZXRQdWJsaWNNaW50aW5nEiQuYWdlbnRidXMudjEuU2V0UHVibGljTWludGluZ1JlcXVlc3QaHy5hZ2VudGJ1cy52MS5QdWJsaWNNaW50aW5nU3RhdGUiIsLzGAIQAoLT5JMCFjoBKiIRL3YxL2FkbWluL21pbnRpbmcSfQoQR2V0UHVibGljTWludGluZxIkLmFnZW50YnVzLnYxLkdldFB1YmxpY01pbnRpbmdSZXF1ZXN0Gh8uYWdlbnRidXMudjEuUHVibGljTWludGluZ1N0YXRlIiKQAgHC8xgCEAKC0+STAhMSES92MS9hZG1pbi9taW50aW5nYgZwcm90bzM", [file_agentbus_v1_channel, file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
+  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSJ6ChZMaXN0QXVkaXRFdmVudHNSZXF1ZXN0EhUKCG93bmVyX2lkGAEgASgJSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQESEgoFbGltaXQYAyABKAVIAogBAUILCglfb3duZXJfaWRCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkF1ZGl0RXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiQwocQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBITCgthZ2VudF9sYWJlbBgBIAEoCRIOCgZzY29wZXMYAiADKAkiOwoXU2V0UHVibGljTWludGluZ1JlcXVlc3QSFAoHZW5hYmxlZBgBIAEoCEgAiAEBQgoKCF9lbmFibGVkIhkKF0dldFB1YmxpY01pbnRpbmdSZXF1ZXN0IjQKElB1YmxpY01pbnRpbmdTdGF0ZRIeChZwdWJsaWNfbWludGluZ19lbmFibGVkGAEgASgIIikKE1BhdXNlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSIqChRSZXN1bWVDaGFubmVsUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJMoQGCgxBZG1pblNlcnZpY2USfgoMUGF1c2VDaGFubmVsEiAuYWdlbnRidXMudjEuUGF1c2VDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiNsLzGAIQAoLT5JMCKjoBKiIlL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9wYXVzZRKBAQoNUmVzdW1lQ2hhbm5lbBIhLmFnZW50YnVzLnYxLlJlc3VtZUNoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCI3wvMYAhACgtPkkwIrOgEqIiYvdjEvYWRtaW4vY2hhbm5lbHMve2lkZW50aWZpZXJ9L3Jlc3VtZRJyCglDcmVhdGVLZXkSKS5hZ2VudGJ1cy52MS5BZG1pblNlcnZpY2VDcmVhdGVLZXlSZXF1ZXN0GhYuYWdlbnRidXMudjEuSXNzdWVkS2V5IiLC8xgFCMkBEAKC0+STAhM6ASoiDi92MS9hZG1pbi9rZXlzEn0KEFNldFB1YmxpY01pbnRpbmcSJC5hZ2VudGJ1cy52MS5TZXRQdWJsaWNNaW50aW5nUmVxdWVzdBofLmFnZW50YnVzLnYxLlB1YmxpY01pbnRpbmdTdGF0ZSIiwvMYAhACgtPkkwIWOgEqIhEvdjEvYWRtaW4vbWludGluZxJ9ChBHZXRQdWJsaWNNaW50aW5nEiQuYWdlbnRidXMudjEuR2V0UHVibGljTWludGluZ1JlcXVlc3QaHy5hZ2VudGJ1cy52MS5QdWJsaWNNaW50aW5nU3RhdGUiIpACAcLzGAIQAoLT5JMCExIRL3YxL2FkbWluL21pbnRpbmcSfgoPTGlzdEF1ZGl0RXZlbnRzEiMuYWdlbnRidXMudjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBokLmFnZW50YnVzLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlIiCQAgHC8xgCEAKC0+STAhESDy92MS9hZG1pbi9hdWRpdGIGcHJvdG8z", [file_agentbus_v1_audit, file_agentbus_v1_channel, file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
+
+/**
+ * @generated from message agentbus.v1.ListAuditEventsRequest
+ */
+export type ListAuditEventsRequest = Message<"agentbus.v1.ListAuditEventsRequest"> & {
+  /**
+   * Only this owner's events.
+   *
+   * @generated from field: optional string owner_id = 1;
+   */
+  ownerId?: string | undefined;
+
+  /**
+   * next_cursor of the previous page; returns older events.
+   *
+   * @generated from field: optional string cursor = 2;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * 1..100, default 50.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 0);
+
+/**
+ * @generated from message agentbus.v1.ListAuditEventsResponse
+ */
+export type ListAuditEventsResponse = Message<"agentbus.v1.ListAuditEventsResponse"> & {
+  /**
+   * @generated from field: repeated agentbus.v1.AuditEvent data = 1;
+   */
+  data: AuditEvent[];
+
+  /**
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 1);
 
 /**
  * @generated from message agentbus.v1.AdminServiceCreateKeyRequest
@@ -28,6 +90,14 @@ export type AdminServiceCreateKeyRequest = Message<"agentbus.v1.AdminServiceCrea
    * @generated from field: string agent_label = 1;
    */
   agentLabel: string;
+
+  /**
+   * What the key may do, e.g. ["messages:read", "messages:claim"]; every
+   * scope when empty (docs/decisions.md#scopes).
+   *
+   * @generated from field: repeated string scopes = 2;
+   */
+  scopes: string[];
 };
 
 /**
@@ -35,7 +105,7 @@ export type AdminServiceCreateKeyRequest = Message<"agentbus.v1.AdminServiceCrea
  * Use `create(AdminServiceCreateKeyRequestSchema)` to create a new message.
  */
 export const AdminServiceCreateKeyRequestSchema: GenMessage<AdminServiceCreateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 0);
+  messageDesc(file_agentbus_v1_admin_service, 2);
 
 /**
  * @generated from message agentbus.v1.SetPublicMintingRequest
@@ -52,7 +122,7 @@ export type SetPublicMintingRequest = Message<"agentbus.v1.SetPublicMintingReque
  * Use `create(SetPublicMintingRequestSchema)` to create a new message.
  */
 export const SetPublicMintingRequestSchema: GenMessage<SetPublicMintingRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 1);
+  messageDesc(file_agentbus_v1_admin_service, 3);
 
 /**
  * @generated from message agentbus.v1.GetPublicMintingRequest
@@ -65,7 +135,7 @@ export type GetPublicMintingRequest = Message<"agentbus.v1.GetPublicMintingReque
  * Use `create(GetPublicMintingRequestSchema)` to create a new message.
  */
 export const GetPublicMintingRequestSchema: GenMessage<GetPublicMintingRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 2);
+  messageDesc(file_agentbus_v1_admin_service, 4);
 
 /**
  * @generated from message agentbus.v1.PublicMintingState
@@ -82,7 +152,7 @@ export type PublicMintingState = Message<"agentbus.v1.PublicMintingState"> & {
  * Use `create(PublicMintingStateSchema)` to create a new message.
  */
 export const PublicMintingStateSchema: GenMessage<PublicMintingState> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 3);
+  messageDesc(file_agentbus_v1_admin_service, 5);
 
 /**
  * @generated from message agentbus.v1.PauseChannelRequest
@@ -99,7 +169,7 @@ export type PauseChannelRequest = Message<"agentbus.v1.PauseChannelRequest"> & {
  * Use `create(PauseChannelRequestSchema)` to create a new message.
  */
 export const PauseChannelRequestSchema: GenMessage<PauseChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 4);
+  messageDesc(file_agentbus_v1_admin_service, 6);
 
 /**
  * @generated from message agentbus.v1.ResumeChannelRequest
@@ -116,7 +186,7 @@ export type ResumeChannelRequest = Message<"agentbus.v1.ResumeChannelRequest"> &
  * Use `create(ResumeChannelRequestSchema)` to create a new message.
  */
 export const ResumeChannelRequestSchema: GenMessage<ResumeChannelRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_admin_service, 5);
+  messageDesc(file_agentbus_v1_admin_service, 7);
 
 /**
  * Operator actions, authorised by X-Admin-Token (AGENTBUS_ADMIN_TOKEN).
@@ -172,6 +242,16 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetPublicMintingRequestSchema;
     output: typeof PublicMintingStateSchema;
+  },
+  /**
+   * Every owner's security events and the service-wide ones, newest first.
+   *
+   * @generated from rpc agentbus.v1.AdminService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: "unary";
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentbus_v1_admin_service, 0);

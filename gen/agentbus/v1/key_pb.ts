@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/key.proto.
  */
 export const file_agentbus_v1_key: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIn8KCUlzc3VlZEtleRILCgNrZXkYASABKAkSDgoGa2V5X2lkGAIgASgJEhMKC2FnZW50X2xhYmVsGAMgASgJEhAKCG93bmVyX2lkGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABCgdLZXlJbmZvEg4KBmtleV9pZBgBIAEoCRITCgthZ2VudF9sYWJlbBgCIAEoCRIQCghvd25lcl9pZBgDIAEoCRIOCgZhY3RpdmUYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmF0ZV9saW1pdBgGIAEoCzIaLmFnZW50YnVzLnYxLlJlcXVlc3RCdWRnZXQiYAoNUmVxdWVzdEJ1ZGdldBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSFQoNcmVzZXRfc2Vjb25kcxgDIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgEIAEoBWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIqoBCglJc3N1ZWRLZXkSCwoDa2V5GAEgASgJEg4KBmtleV9pZBgCIAEoCRITCgthZ2VudF9sYWJlbBgDIAEoCRIQCghvd25lcl9pZBgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzY29wZXMYBiADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYByABKAgi2wEKB0tleUluZm8SDgoGa2V5X2lkGAEgASgJEhMKC2FnZW50X2xhYmVsGAIgASgJEhAKCG93bmVyX2lkGAMgASgJEg4KBmFjdGl2ZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyYXRlX2xpbWl0GAYgASgLMhouYWdlbnRidXMudjEuUmVxdWVzdEJ1ZGdldBIOCgZzY29wZXMYByADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYCCABKAgiYAoNUmVxdWVzdEJ1ZGdldBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSFQoNcmVzZXRfc2Vjb25kcxgDIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgEIAEoBWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * A freshly issued API key. The secret is shown once and never again.
@@ -52,6 +52,21 @@ export type IssuedKey = Message<"agentbus.v1.IssuedKey"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * What the key may do (docs/decisions.md#scopes): every scope unless it
+   * was minted with fewer.
+   *
+   * @generated from field: repeated string scopes = 6;
+   */
+  scopes: string[];
+
+  /**
+   * True when the key holds a chosen set rather than every scope.
+   *
+   * @generated from field: bool scopes_restricted = 7;
+   */
+  scopesRestricted: boolean;
 };
 
 /**
@@ -99,6 +114,22 @@ export type KeyInfo = Message<"agentbus.v1.KeyInfo"> & {
    * @generated from field: agentbus.v1.RequestBudget rate_limit = 6;
    */
   rateLimit?: RequestBudget | undefined;
+
+  /**
+   * What the key may do (docs/decisions.md#scopes): every scope unless it
+   * was minted with fewer or narrowed since.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * True when the key holds a chosen set rather than every scope (an
+   * unrestricted key also gains scopes a later version adds).
+   *
+   * @generated from field: bool scopes_restricted = 8;
+   */
+  scopesRestricted: boolean;
 };
 
 /**

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/key_service.proto.
  */
 export const file_agentbus_v1_key_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudGJ1cy92MS9rZXlfc2VydmljZS5wcm90bxILYWdlbnRidXMudjEiJwoQQ3JlYXRlS2V5UmVxdWVzdBITCgthZ2VudF9sYWJlbBgBIAEoCSIWChRHZXRDdXJyZW50S2V5UmVxdWVzdCIZChdSZXZva2VDdXJyZW50S2V5UmVxdWVzdCI7ChhSZXZva2VDdXJyZW50S2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEg8KB3Jldm9rZWQYAiABKAgyxgIKCktleVNlcnZpY2USYAoJQ3JlYXRlS2V5Eh0uYWdlbnRidXMudjEuQ3JlYXRlS2V5UmVxdWVzdBoWLmFnZW50YnVzLnYxLklzc3VlZEtleSIcwvMYBQjJARABgtPkkwINOgEqIggvdjEva2V5cxJgCg1HZXRDdXJyZW50S2V5EiEuYWdlbnRidXMudjEuR2V0Q3VycmVudEtleVJlcXVlc3QaFC5hZ2VudGJ1cy52MS5LZXlJbmZvIhaQAgGC0+STAg0SCy92MS9rZXlzL21lEnQKEFJldm9rZUN1cnJlbnRLZXkSJC5hZ2VudGJ1cy52MS5SZXZva2VDdXJyZW50S2V5UmVxdWVzdBolLmFnZW50YnVzLnYxLlJldm9rZUN1cnJlbnRLZXlSZXNwb25zZSITgtPkkwINKgsvdjEva2V5cy9tZWIGcHJvdG8z", [file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
+  fileDesc("Ch1hZ2VudGJ1cy92MS9rZXlfc2VydmljZS5wcm90bxILYWdlbnRidXMudjEiJwoQQ3JlYXRlS2V5UmVxdWVzdBITCgthZ2VudF9sYWJlbBgBIAEoCSIWChRHZXRDdXJyZW50S2V5UmVxdWVzdCIZChdSZXZva2VDdXJyZW50S2V5UmVxdWVzdCIsChpTZXRDdXJyZW50S2V5U2NvcGVzUmVxdWVzdBIOCgZzY29wZXMYASADKAkiOwoYUmV2b2tlQ3VycmVudEtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRIPCgdyZXZva2VkGAIgASgIMtADCgpLZXlTZXJ2aWNlEmAKCUNyZWF0ZUtleRIdLmFnZW50YnVzLnYxLkNyZWF0ZUtleVJlcXVlc3QaFi5hZ2VudGJ1cy52MS5Jc3N1ZWRLZXkiHMLzGAUIyQEQAYLT5JMCDToBKiIIL3YxL2tleXMSZgoNR2V0Q3VycmVudEtleRIhLmFnZW50YnVzLnYxLkdldEN1cnJlbnRLZXlSZXF1ZXN0GhQuYWdlbnRidXMudjEuS2V5SW5mbyIckAIBwvMYAjABgtPkkwINEgsvdjEva2V5cy9tZRJ6ChBSZXZva2VDdXJyZW50S2V5EiQuYWdlbnRidXMudjEuUmV2b2tlQ3VycmVudEtleVJlcXVlc3QaJS5hZ2VudGJ1cy52MS5SZXZva2VDdXJyZW50S2V5UmVzcG9uc2UiGcLzGAIwAYLT5JMCDSoLL3YxL2tleXMvbWUSfAoTU2V0Q3VycmVudEtleVNjb3BlcxInLmFnZW50YnVzLnYxLlNldEN1cnJlbnRLZXlTY29wZXNSZXF1ZXN0GhQuYWdlbnRidXMudjEuS2V5SW5mbyImkAICwvMYAjABgtPkkwIXOgEqGhIvdjEva2V5cy9tZS9zY29wZXNiBnByb3RvMw", [file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
 
 /**
  * @generated from message agentbus.v1.CreateKeyRequest
@@ -62,6 +62,25 @@ export const RevokeCurrentKeyRequestSchema: GenMessage<RevokeCurrentKeyRequest> 
   messageDesc(file_agentbus_v1_key_service, 2);
 
 /**
+ * @generated from message agentbus.v1.SetCurrentKeyScopesRequest
+ */
+export type SetCurrentKeyScopesRequest = Message<"agentbus.v1.SetCurrentKeyScopesRequest"> & {
+  /**
+   * The scopes the key keeps, e.g. ["messages:read"]; at least one.
+   *
+   * @generated from field: repeated string scopes = 1;
+   */
+  scopes: string[];
+};
+
+/**
+ * Describes the message agentbus.v1.SetCurrentKeyScopesRequest.
+ * Use `create(SetCurrentKeyScopesRequestSchema)` to create a new message.
+ */
+export const SetCurrentKeyScopesRequestSchema: GenMessage<SetCurrentKeyScopesRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_key_service, 3);
+
+/**
  * @generated from message agentbus.v1.RevokeCurrentKeyResponse
  */
 export type RevokeCurrentKeyResponse = Message<"agentbus.v1.RevokeCurrentKeyResponse"> & {
@@ -81,7 +100,7 @@ export type RevokeCurrentKeyResponse = Message<"agentbus.v1.RevokeCurrentKeyResp
  * Use `create(RevokeCurrentKeyResponseSchema)` to create a new message.
  */
 export const RevokeCurrentKeyResponseSchema: GenMessage<RevokeCurrentKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_key_service, 3);
+  messageDesc(file_agentbus_v1_key_service, 4);
 
 /**
  * Self-issued API keys: no sign-up.
@@ -118,6 +137,18 @@ export const KeyService: GenService<{
     methodKind: "unary";
     input: typeof RevokeCurrentKeyRequestSchema;
     output: typeof RevokeCurrentKeyResponseSchema;
+  },
+  /**
+   * Narrows the calling key's scopes to the given set, which must lie within
+   * what the key holds: a key can give up rights, never gain them
+   * (403 scope_widening; docs/decisions.md#scopes).
+   *
+   * @generated from rpc agentbus.v1.KeyService.SetCurrentKeyScopes
+   */
+  setCurrentKeyScopes: {
+    methodKind: "unary";
+    input: typeof SetCurrentKeyScopesRequestSchema;
+    output: typeof KeyInfoSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentbus_v1_key_service, 0);

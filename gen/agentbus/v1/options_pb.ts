@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/options.proto.
  */
 export const file_agentbus_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9vcHRpb25zLnByb3RvEgthZ2VudGJ1cy52MSKYAQoLTWV0aG9kUnVsZXMSFgoOc3VjY2Vzc19zdGF0dXMYASABKAUSHwoEYXV0aBgCIAEoDjIRLmFnZW50YnVzLnYxLkF1dGgSHQoVcmVqZWN0X3Vua25vd25fZmllbGRzGAMgASgIEhkKEW1pc3Npbmdfa2V5X2Vycm9yGAQgASgJEhYKDm1heF9ib2R5X2J5dGVzGAUgASgFKkEKBEF1dGgSFAoQQVVUSF9VTlNQRUNJRklFRBAAEg0KCUFVVEhfTk9ORRABEhQKEEFVVEhfQURNSU5fVE9LRU4QAjpQCgVydWxlcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyGC5hZ2VudGJ1cy52MS5NZXRob2RSdWxlc1IFcnVsZXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9vcHRpb25zLnByb3RvEgthZ2VudGJ1cy52MSK7AQoLTWV0aG9kUnVsZXMSFgoOc3VjY2Vzc19zdGF0dXMYASABKAUSHwoEYXV0aBgCIAEoDjIRLmFnZW50YnVzLnYxLkF1dGgSHQoVcmVqZWN0X3Vua25vd25fZmllbGRzGAMgASgIEhkKEW1pc3Npbmdfa2V5X2Vycm9yGAQgASgJEhYKDm1heF9ib2R5X2J5dGVzGAUgASgFEiEKBXNjb3BlGAYgASgOMhIuYWdlbnRidXMudjEuU2NvcGUqQQoEQXV0aBIUChBBVVRIX1VOU1BFQ0lGSUVEEAASDQoJQVVUSF9OT05FEAESFAoQQVVUSF9BRE1JTl9UT0tFThACKpUCCgVTY29wZRIVChFTQ09QRV9VTlNQRUNJRklFRBAAEhEKDVNDT1BFX0FOWV9LRVkQARIXChNTQ09QRV9DSEFOTkVMU19SRUFEEAISGAoUU0NPUEVfQ0hBTk5FTFNfV1JJVEUQAxIXChNTQ09QRV9NRVNTQUdFU19SRUFEEAQSGAoUU0NPUEVfTUVTU0FHRVNfV1JJVEUQBRIYChRTQ09QRV9NRVNTQUdFU19DTEFJTRAGEhgKFFNDT1BFX01FTUJFUlNfTUFOQUdFEAcSFQoRU0NPUEVfSk9CU19TVUJNSVQQCBIXChNTQ09QRV9TRVNTSU9OU19SRUFEEAkSGAoUU0NPUEVfU0VTU0lPTlNfV1JJVEUQCjpQCgVydWxlcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyGC5hZ2VudGJ1cy52MS5NZXRob2RSdWxlc1IFcnVsZXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Per-method rules read at runtime by the transport: the REST transcoder, the
@@ -56,6 +56,13 @@ export type MethodRules = Message<"agentbus.v1.MethodRules"> & {
    * @generated from field: int32 max_body_bytes = 5;
    */
   maxBodyBytes: number;
+
+  /**
+   * The scope a key must hold (methods with auth AUTH_UNSPECIFIED only).
+   *
+   * @generated from field: agentbus.v1.Scope scope = 6;
+   */
+  scope: Scope;
 };
 
 /**
@@ -99,6 +106,106 @@ export enum Auth {
  */
 export const AuthSchema: GenEnum<Auth> = /*@__PURE__*/
   enumDesc(file_agentbus_v1_options, 0);
+
+/**
+ * What a key must be allowed to do to call a method (docs/decisions.md#scopes).
+ * A key minted without scopes holds them all; a key may narrow its own set
+ * (PUT /v1/keys/me/scopes) but never widen it. On the wire a scope is the
+ * value's name in lower case with the first underscore as a colon:
+ * SCOPE_MESSAGES_WRITE is "messages:write".
+ *
+ * @generated from enum agentbus.v1.Scope
+ */
+export enum Scope {
+  /**
+   * Not declared. A method that takes an API key and declares no scope stops
+   * the service at start-up (and fails a test): it cannot be left open by
+   * forgetting.
+   *
+   * @generated from enum value: SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Any valid key, whatever its scopes: reading, narrowing or revoking the
+   * key itself.
+   *
+   * @generated from enum value: SCOPE_ANY_KEY = 1;
+   */
+  ANY_KEY = 1,
+
+  /**
+   * See channels, their settings, members, invitations, access requests,
+   * events, webhook deliveries and actors, and the owner's security audit.
+   *
+   * @generated from enum value: SCOPE_CHANNELS_READ = 2;
+   */
+  CHANNELS_READ = 2,
+
+  /**
+   * Create, change and delete the key's channels and actors; join a channel
+   * (resolve an invitation, ask for access).
+   *
+   * @generated from enum value: SCOPE_CHANNELS_WRITE = 3;
+   */
+  CHANNELS_WRITE = 3,
+
+  /**
+   * Read messages: list, watch, get, history, queue statistics.
+   *
+   * @generated from enum value: SCOPE_MESSAGES_READ = 4;
+   */
+  MESSAGES_READ = 4,
+
+  /**
+   * Post, retract and redrive messages.
+   *
+   * @generated from enum value: SCOPE_MESSAGES_WRITE = 5;
+   */
+  MESSAGES_WRITE = 5,
+
+  /**
+   * Take work: claim, receive, heartbeat, release, acknowledge.
+   *
+   * @generated from enum value: SCOPE_MESSAGES_CLAIM = 6;
+   */
+  MESSAGES_CLAIM = 6,
+
+  /**
+   * Add and remove members, create and revoke invitations, decide access
+   * requests.
+   *
+   * @generated from enum value: SCOPE_MEMBERS_MANAGE = 7;
+   */
+  MEMBERS_MANAGE = 7,
+
+  /**
+   * Submit the async jobs and read their results.
+   *
+   * @generated from enum value: SCOPE_JOBS_SUBMIT = 8;
+   */
+  JOBS_SUBMIT = 8,
+
+  /**
+   * Read the shared sessions the key owns or was given.
+   *
+   * @generated from enum value: SCOPE_SESSIONS_READ = 9;
+   */
+  SESSIONS_READ = 9,
+
+  /**
+   * Create, change, share and delete shared sessions.
+   *
+   * @generated from enum value: SCOPE_SESSIONS_WRITE = 10;
+   */
+  SESSIONS_WRITE = 10,
+}
+
+/**
+ * Describes the enum agentbus.v1.Scope.
+ */
+export const ScopeSchema: GenEnum<Scope> = /*@__PURE__*/
+  enumDesc(file_agentbus_v1_options, 1);
 
 /**
  * @generated from extension: agentbus.v1.MethodRules rules = 51000;

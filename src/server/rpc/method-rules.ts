@@ -4,7 +4,8 @@
  */
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { Auth, rules as rulesExtension } from "../../../gen/agentbus/v1/options_pb.js";
+import { Auth, rules as rulesExtension, Scope } from "../../../gen/agentbus/v1/options_pb.js";
+import { isKeyScope, type KeyScope } from "../../model/scopes.js";
 
 export interface MethodRules {
   successStatus: number;
@@ -15,6 +16,11 @@ export interface MethodRules {
   maxBodyBytes: number;
   /** True for every method that may change state (POST, PATCH, DELETE over REST). */
   mutates: boolean;
+  /**
+   * What the calling key must hold (methods taking an API key): a scope, or
+   * "any_key" for the key's own record. Undefined for the other methods.
+   */
+  scope: KeyScope | "any_key" | undefined;
 }
 
 const cache = new WeakMap<DescMethod, MethodRules>();
@@ -28,6 +34,7 @@ export function rulesOf(method: DescMethod): MethodRules {
   if (r?.missingKeyError && r.missingKeyError !== missingKeyError) {
     throw new Error(`${method.parent.typeName}.${method.name}: unknown missing_key_error "${r.missingKeyError}"`);
   }
+  const scope = scopeOf(method, auth, r?.scope ?? Scope.UNSPECIFIED);
   found = {
     successStatus: r?.successStatus || 200,
     auth,
@@ -35,7 +42,27 @@ export function rulesOf(method: DescMethod): MethodRules {
     missingKeyError,
     maxBodyBytes: r?.maxBodyBytes ?? 0,
     mutates: method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+    scope,
   };
   cache.set(method, found);
   return found;
+}
+
+/**
+ * The wire name of a declared scope ("SCOPE_MESSAGES_WRITE" is
+ * "messages:write"). A method that takes a key and declares none is a
+ * mistake that must not ship as an open door, so it throws: the service
+ * refuses to start.
+ */
+function scopeOf(method: DescMethod, auth: MethodRules["auth"], declared: Scope): MethodRules["scope"] {
+  const where = `${method.parent.typeName}.${method.name}`;
+  if (auth !== "api_key") {
+    if (declared !== Scope.UNSPECIFIED) throw new Error(`${where}: a scope applies only to methods that take an API key`);
+    return undefined;
+  }
+  if (declared === Scope.UNSPECIFIED) throw new Error(`${where}: takes an API key but declares no (agentbus.v1.rules).scope`);
+  if (declared === Scope.ANY_KEY) return "any_key";
+  const name = (Scope[declared] ?? "").toLowerCase().replace("_", ":");
+  if (!isKeyScope(name)) throw new Error(`${where}: scope ${Scope[declared] ?? declared} has no entry in KEY_SCOPES`);
+  return name;
 }

@@ -10,6 +10,7 @@ import { create, type DescMessage, type DescMethod, type Message, type MessageSh
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "../../model/errors.js";
+import { effectiveScopes, holdsScope } from "../../model/scopes.js";
 import type { Keys } from "../../domain/keys.js";
 import type { RequestLimiter } from "../../ports/rate-limit.js";
 import type { IdempotencyStore } from "../../ports/idempotency.js";
@@ -155,6 +156,12 @@ export class CallPipeline {
       throw new ApiError("rate_limit_exceeded", undefined, {
         details: { retry_after: decision.retryAfterSeconds },
         headers: { "Retry-After": String(decision.retryAfterSeconds) },
+      });
+    }
+    // After the budget, so a key probing what it may do pays for each try.
+    if (rules.scope !== undefined && rules.scope !== "any_key" && !holdsScope(caller.scopes, rules.scope)) {
+      throw new ApiError("insufficient_scope", `This call needs the '${rules.scope}' scope, which this key does not hold`, {
+        details: { required_scope: rules.scope, granted_scopes: [...effectiveScopes(caller.scopes)] },
       });
     }
   }

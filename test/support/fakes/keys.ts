@@ -1,5 +1,6 @@
 /** KeyStore over a Map. */
 import type { KeyRecord, NewKey } from "../../../src/model/keys.js";
+import type { KeyScope, KeyScopes } from "../../../src/model/scopes.js";
 import type { KeyStore } from "../../../src/ports/keys.js";
 
 export class FakeKeyStore implements KeyStore {
@@ -23,8 +24,20 @@ export class FakeKeyStore implements KeyStore {
     return record;
   }
 
-  async revoke(keyId: string): Promise<void> {
+  async revoke(keyId: string): Promise<boolean> {
     const found = this.keys.get(keyId);
-    if (found && found.revokedAt === null) found.revokedAt = Date.now() * 1000;
+    if (!found || found.revokedAt !== null) return false;
+    found.revokedAt = Date.now() * 1000;
+    return true;
+  }
+
+  async lockScopes(keyId: string): Promise<{ scopes: KeyScopes } | undefined> {
+    const found = this.keys.get(keyId);
+    return found && found.revokedAt === null ? { scopes: found.scopes } : undefined;
+  }
+
+  async setScopes(keyId: string, scopes: readonly KeyScope[]): Promise<void> {
+    const found = this.keys.get(keyId);
+    if (found) found.scopes = [...scopes];
   }
 }

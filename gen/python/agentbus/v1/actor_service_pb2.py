@@ -17,7 +17,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/actor_service.proto\x12\x0b\x61gentbus.v1\x1a\x17\x61gentbus/v1/actor.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x01\n\x12\x43reateActorRequest\x12\x11\n\x04name\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x01\x88\x01\x01\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_nameB\x0e\n\x0c_description\"%\n\x0fGetActorRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"F\n\x14\x41\x64\x64\x41\x63torAliasRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x12\n\x05\x61lias\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_alias\"d\n\x16SetActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x10\n\x03url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06secret\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_urlB\t\n\x07_secret\"*\n\x16GetActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\"-\n\x19\x44\x65leteActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\"-\n\x1a\x44\x65leteActorWebhookResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x32\xd4\x05\n\x0c\x41\x63torService\x12`\n\x0b\x43reateActor\x12\x1f.agentbus.v1.CreateActorRequest\x1a\x12.agentbus.v1.Actor\"\x1c\x82\xd3\xe4\x93\x02\x0f\"\n/v1/actors:\x01*\xc2\xf3\x18\x03\x08\xc9\x01\x12`\n\x08GetActor\x12\x1c.agentbus.v1.GetActorRequest\x1a\x12.agentbus.v1.Actor\"\"\x90\x02\x01\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/actors/{identifier}\x12w\n\rAddActorAlias\x12!.agentbus.v1.AddActorAliasRequest\x1a\x12.agentbus.v1.Actor\"/\x82\xd3\xe4\x93\x02\"\"\x1d/v1/actors/{actor_id}/aliases:\x01*\xc2\xf3\x18\x03\x08\xc9\x01\x12{\n\x0fSetActorWebhook\x12#.agentbus.v1.SetActorWebhookRequest\x1a\x19.agentbus.v1.ActorWebhook\"(\x82\xd3\xe4\x93\x02\"\"\x1d/v1/actors/{actor_id}/webhook:\x01*\x12{\n\x0fGetActorWebhook\x12#.agentbus.v1.GetActorWebhookRequest\x1a\x19.agentbus.v1.ActorWebhook\"(\x90\x02\x01\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/actors/{actor_id}/webhook\x12\x8c\x01\n\x12\x44\x65leteActorWebhook\x12&.agentbus.v1.DeleteActorWebhookRequest\x1a\'.agentbus.v1.DeleteActorWebhookResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/v1/actors/{actor_id}/webhookb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/actor_service.proto\x12\x0b\x61gentbus.v1\x1a\x17\x61gentbus/v1/actor.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x01\n\x12\x43reateActorRequest\x12\x11\n\x04name\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x01\x88\x01\x01\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_nameB\x0e\n\x0c_description\"%\n\x0fGetActorRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"F\n\x14\x41\x64\x64\x41\x63torAliasRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x12\n\x05\x61lias\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_alias\"d\n\x16SetActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x10\n\x03url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06secret\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_urlB\t\n\x07_secret\"*\n\x16GetActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\"-\n\x19\x44\x65leteActorWebhookRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\"-\n\x1a\x44\x65leteActorWebhookResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x32\xf2\x05\n\x0c\x41\x63torService\x12\x62\n\x0b\x43reateActor\x12\x1f.agentbus.v1.CreateActorRequest\x1a\x12.agentbus.v1.Actor\"\x1e\x82\xd3\xe4\x93\x02\x0f\"\n/v1/actors:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x30\x03\x12\x66\n\x08GetActor\x12\x1c.agentbus.v1.GetActorRequest\x1a\x12.agentbus.v1.Actor\"(\x90\x02\x01\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/actors/{identifier}\xc2\xf3\x18\x02\x30\x02\x12y\n\rAddActorAlias\x12!.agentbus.v1.AddActorAliasRequest\x1a\x12.agentbus.v1.Actor\"1\x82\xd3\xe4\x93\x02\"\"\x1d/v1/actors/{actor_id}/aliases:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x30\x03\x12\x81\x01\n\x0fSetActorWebhook\x12#.agentbus.v1.SetActorWebhookRequest\x1a\x19.agentbus.v1.ActorWebhook\".\x82\xd3\xe4\x93\x02\"\"\x1d/v1/actors/{actor_id}/webhook:\x01*\xc2\xf3\x18\x02\x30\x03\x12\x81\x01\n\x0fGetActorWebhook\x12#.agentbus.v1.GetActorWebhookRequest\x1a\x19.agentbus.v1.ActorWebhook\".\x90\x02\x01\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/actors/{actor_id}/webhook\xc2\xf3\x18\x02\x30\x02\x12\x92\x01\n\x12\x44\x65leteActorWebhook\x12&.agentbus.v1.DeleteActorWebhookRequest\x1a\'.agentbus.v1.DeleteActorWebhookResponse\"+\x82\xd3\xe4\x93\x02\x1f*\x1d/v1/actors/{actor_id}/webhook\xc2\xf3\x18\x02\x30\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.actor_service_pb2', globals())
@@ -25,17 +25,17 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _ACTORSERVICE.methods_by_name['CreateActor']._options = None
-  _ACTORSERVICE.methods_by_name['CreateActor']._serialized_options = b'\202\323\344\223\002\017\"\n/v1/actors:\001*\302\363\030\003\010\311\001'
+  _ACTORSERVICE.methods_by_name['CreateActor']._serialized_options = b'\202\323\344\223\002\017\"\n/v1/actors:\001*\302\363\030\005\010\311\0010\003'
   _ACTORSERVICE.methods_by_name['GetActor']._options = None
-  _ACTORSERVICE.methods_by_name['GetActor']._serialized_options = b'\220\002\001\202\323\344\223\002\031\022\027/v1/actors/{identifier}'
+  _ACTORSERVICE.methods_by_name['GetActor']._serialized_options = b'\220\002\001\202\323\344\223\002\031\022\027/v1/actors/{identifier}\302\363\030\0020\002'
   _ACTORSERVICE.methods_by_name['AddActorAlias']._options = None
-  _ACTORSERVICE.methods_by_name['AddActorAlias']._serialized_options = b'\202\323\344\223\002\"\"\035/v1/actors/{actor_id}/aliases:\001*\302\363\030\003\010\311\001'
+  _ACTORSERVICE.methods_by_name['AddActorAlias']._serialized_options = b'\202\323\344\223\002\"\"\035/v1/actors/{actor_id}/aliases:\001*\302\363\030\005\010\311\0010\003'
   _ACTORSERVICE.methods_by_name['SetActorWebhook']._options = None
-  _ACTORSERVICE.methods_by_name['SetActorWebhook']._serialized_options = b'\202\323\344\223\002\"\"\035/v1/actors/{actor_id}/webhook:\001*'
+  _ACTORSERVICE.methods_by_name['SetActorWebhook']._serialized_options = b'\202\323\344\223\002\"\"\035/v1/actors/{actor_id}/webhook:\001*\302\363\030\0020\003'
   _ACTORSERVICE.methods_by_name['GetActorWebhook']._options = None
-  _ACTORSERVICE.methods_by_name['GetActorWebhook']._serialized_options = b'\220\002\001\202\323\344\223\002\037\022\035/v1/actors/{actor_id}/webhook'
+  _ACTORSERVICE.methods_by_name['GetActorWebhook']._serialized_options = b'\220\002\001\202\323\344\223\002\037\022\035/v1/actors/{actor_id}/webhook\302\363\030\0020\002'
   _ACTORSERVICE.methods_by_name['DeleteActorWebhook']._options = None
-  _ACTORSERVICE.methods_by_name['DeleteActorWebhook']._serialized_options = b'\202\323\344\223\002\037*\035/v1/actors/{actor_id}/webhook'
+  _ACTORSERVICE.methods_by_name['DeleteActorWebhook']._serialized_options = b'\202\323\344\223\002\037*\035/v1/actors/{actor_id}/webhook\302\363\030\0020\003'
   _CREATEACTORREQUEST._serialized_start=161
   _CREATEACTORREQUEST._serialized_end=294
   _GETACTORREQUEST._serialized_start=296
@@ -51,5 +51,5 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DELETEACTORWEBHOOKRESPONSE._serialized_start=600
   _DELETEACTORWEBHOOKRESPONSE._serialized_end=645
   _ACTORSERVICE._serialized_start=648
-  _ACTORSERVICE._serialized_end=1372
+  _ACTORSERVICE._serialized_end=1402
 # @@protoc_insertion_point(module_scope)

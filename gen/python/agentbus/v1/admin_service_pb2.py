@@ -11,13 +11,14 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentbus.v1 import audit_pb2 as agentbus_dot_v1_dot_audit__pb2
 from agentbus.v1 import channel_pb2 as agentbus_dot_v1_dot_channel__pb2
 from agentbus.v1 import key_pb2 as agentbus_dot_v1_dot_key__pb2
 from agentbus.v1 import options_pb2 as agentbus_dot_v1_dot_options__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/admin_service.proto\x12\x0b\x61gentbus.v1\x1a\x19\x61gentbus/v1/channel.proto\x1a\x15\x61gentbus/v1/key.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\"3\n\x1c\x41\x64minServiceCreateKeyRequest\x12\x13\n\x0b\x61gent_label\x18\x01 \x01(\t\";\n\x17SetPublicMintingRequest\x12\x14\n\x07\x65nabled\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\n\n\x08_enabled\"\x19\n\x17GetPublicMintingRequest\"4\n\x12PublicMintingState\x12\x1e\n\x16public_minting_enabled\x18\x01 \x01(\x08\")\n\x13PauseChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"*\n\x14ResumeChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t2\x84\x05\n\x0c\x41\x64minService\x12~\n\x0cPauseChannel\x12 .agentbus.v1.PauseChannelRequest\x1a\x14.agentbus.v1.Channel\"6\x82\xd3\xe4\x93\x02*\"%/v1/admin/channels/{identifier}/pause:\x01*\xc2\xf3\x18\x02\x10\x02\x12\x81\x01\n\rResumeChannel\x12!.agentbus.v1.ResumeChannelRequest\x1a\x14.agentbus.v1.Channel\"7\x82\xd3\xe4\x93\x02+\"&/v1/admin/channels/{identifier}/resume:\x01*\xc2\xf3\x18\x02\x10\x02\x12r\n\tCreateKey\x12).agentbus.v1.AdminServiceCreateKeyRequest\x1a\x16.agentbus.v1.IssuedKey\"\"\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/admin/keys:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x10\x02\x12}\n\x10SetPublicMinting\x12$.agentbus.v1.SetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x82\xd3\xe4\x93\x02\x16\"\x11/v1/admin/minting:\x01*\xc2\xf3\x18\x02\x10\x02\x12}\n\x10GetPublicMinting\x12$.agentbus.v1.GetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x90\x02\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/admin/minting\xc2\xf3\x18\x02\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentbus/v1/admin_service.proto\x12\x0b\x61gentbus.v1\x1a\x17\x61gentbus/v1/audit.proto\x1a\x19\x61gentbus/v1/channel.proto\x1a\x15\x61gentbus/v1/key.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\"z\n\x16ListAuditEventsRequest\x12\x15\n\x08owner_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06\x63ursor\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05limit\x18\x03 \x01(\x05H\x02\x88\x01\x01\x42\x0b\n\t_owner_idB\t\n\x07_cursorB\x08\n\x06_limit\"y\n\x17ListAuditEventsResponse\x12%\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32\x17.agentbus.v1.AuditEvent\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x18\n\x0bnext_cursor\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_next_cursor\"C\n\x1c\x41\x64minServiceCreateKeyRequest\x12\x13\n\x0b\x61gent_label\x18\x01 \x01(\t\x12\x0e\n\x06scopes\x18\x02 \x03(\t\";\n\x17SetPublicMintingRequest\x12\x14\n\x07\x65nabled\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\n\n\x08_enabled\"\x19\n\x17GetPublicMintingRequest\"4\n\x12PublicMintingState\x12\x1e\n\x16public_minting_enabled\x18\x01 \x01(\x08\")\n\x13PauseChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t\"*\n\x14ResumeChannelRequest\x12\x12\n\nidentifier\x18\x01 \x01(\t2\x84\x06\n\x0c\x41\x64minService\x12~\n\x0cPauseChannel\x12 .agentbus.v1.PauseChannelRequest\x1a\x14.agentbus.v1.Channel\"6\x82\xd3\xe4\x93\x02*\"%/v1/admin/channels/{identifier}/pause:\x01*\xc2\xf3\x18\x02\x10\x02\x12\x81\x01\n\rResumeChannel\x12!.agentbus.v1.ResumeChannelRequest\x1a\x14.agentbus.v1.Channel\"7\x82\xd3\xe4\x93\x02+\"&/v1/admin/channels/{identifier}/resume:\x01*\xc2\xf3\x18\x02\x10\x02\x12r\n\tCreateKey\x12).agentbus.v1.AdminServiceCreateKeyRequest\x1a\x16.agentbus.v1.IssuedKey\"\"\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/admin/keys:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x10\x02\x12}\n\x10SetPublicMinting\x12$.agentbus.v1.SetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x82\xd3\xe4\x93\x02\x16\"\x11/v1/admin/minting:\x01*\xc2\xf3\x18\x02\x10\x02\x12}\n\x10GetPublicMinting\x12$.agentbus.v1.GetPublicMintingRequest\x1a\x1f.agentbus.v1.PublicMintingState\"\"\x90\x02\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/admin/minting\xc2\xf3\x18\x02\x10\x02\x12~\n\x0fListAuditEvents\x12#.agentbus.v1.ListAuditEventsRequest\x1a$.agentbus.v1.ListAuditEventsResponse\" \x90\x02\x01\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/admin/audit\xc2\xf3\x18\x02\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.admin_service_pb2', globals())
@@ -34,18 +35,24 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ADMINSERVICE.methods_by_name['SetPublicMinting']._serialized_options = b'\202\323\344\223\002\026\"\021/v1/admin/minting:\001*\302\363\030\002\020\002'
   _ADMINSERVICE.methods_by_name['GetPublicMinting']._options = None
   _ADMINSERVICE.methods_by_name['GetPublicMinting']._serialized_options = b'\220\002\001\202\323\344\223\002\023\022\021/v1/admin/minting\302\363\030\002\020\002'
-  _ADMINSERVICECREATEKEYREQUEST._serialized_start=155
-  _ADMINSERVICECREATEKEYREQUEST._serialized_end=206
-  _SETPUBLICMINTINGREQUEST._serialized_start=208
-  _SETPUBLICMINTINGREQUEST._serialized_end=267
-  _GETPUBLICMINTINGREQUEST._serialized_start=269
-  _GETPUBLICMINTINGREQUEST._serialized_end=294
-  _PUBLICMINTINGSTATE._serialized_start=296
-  _PUBLICMINTINGSTATE._serialized_end=348
-  _PAUSECHANNELREQUEST._serialized_start=350
-  _PAUSECHANNELREQUEST._serialized_end=391
-  _RESUMECHANNELREQUEST._serialized_start=393
-  _RESUMECHANNELREQUEST._serialized_end=435
-  _ADMINSERVICE._serialized_start=438
-  _ADMINSERVICE._serialized_end=1082
+  _ADMINSERVICE.methods_by_name['ListAuditEvents']._options = None
+  _ADMINSERVICE.methods_by_name['ListAuditEvents']._serialized_options = b'\220\002\001\202\323\344\223\002\021\022\017/v1/admin/audit\302\363\030\002\020\002'
+  _LISTAUDITEVENTSREQUEST._serialized_start=180
+  _LISTAUDITEVENTSREQUEST._serialized_end=302
+  _LISTAUDITEVENTSRESPONSE._serialized_start=304
+  _LISTAUDITEVENTSRESPONSE._serialized_end=425
+  _ADMINSERVICECREATEKEYREQUEST._serialized_start=427
+  _ADMINSERVICECREATEKEYREQUEST._serialized_end=494
+  _SETPUBLICMINTINGREQUEST._serialized_start=496
+  _SETPUBLICMINTINGREQUEST._serialized_end=555
+  _GETPUBLICMINTINGREQUEST._serialized_start=557
+  _GETPUBLICMINTINGREQUEST._serialized_end=582
+  _PUBLICMINTINGSTATE._serialized_start=584
+  _PUBLICMINTINGSTATE._serialized_end=636
+  _PAUSECHANNELREQUEST._serialized_start=638
+  _PAUSECHANNELREQUEST._serialized_end=679
+  _RESUMECHANNELREQUEST._serialized_start=681
+  _RESUMECHANNELREQUEST._serialized_end=723
+  _ADMINSERVICE._serialized_start=726
+  _ADMINSERVICE._serialized_end=1498
 # @@protoc_insertion_point(module_scope)

@@ -16,7 +16,7 @@ from agentbus.v1 import options_pb2 as agentbus_dot_v1_dot_options__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentbus/v1/key_service.proto\x12\x0b\x61gentbus.v1\x1a\x15\x61gentbus/v1/key.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\"\'\n\x10\x43reateKeyRequest\x12\x13\n\x0b\x61gent_label\x18\x01 \x01(\t\"\x16\n\x14GetCurrentKeyRequest\"\x19\n\x17RevokeCurrentKeyRequest\";\n\x18RevokeCurrentKeyResponse\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0f\n\x07revoked\x18\x02 \x01(\x08\x32\xc6\x02\n\nKeyService\x12`\n\tCreateKey\x12\x1d.agentbus.v1.CreateKeyRequest\x1a\x16.agentbus.v1.IssuedKey\"\x1c\x82\xd3\xe4\x93\x02\r\"\x08/v1/keys:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x10\x01\x12`\n\rGetCurrentKey\x12!.agentbus.v1.GetCurrentKeyRequest\x1a\x14.agentbus.v1.KeyInfo\"\x16\x90\x02\x01\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/keys/me\x12t\n\x10RevokeCurrentKey\x12$.agentbus.v1.RevokeCurrentKeyRequest\x1a%.agentbus.v1.RevokeCurrentKeyResponse\"\x13\x82\xd3\xe4\x93\x02\r*\x0b/v1/keys/meb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentbus/v1/key_service.proto\x12\x0b\x61gentbus.v1\x1a\x15\x61gentbus/v1/key.proto\x1a\x19\x61gentbus/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\"\'\n\x10\x43reateKeyRequest\x12\x13\n\x0b\x61gent_label\x18\x01 \x01(\t\"\x16\n\x14GetCurrentKeyRequest\"\x19\n\x17RevokeCurrentKeyRequest\",\n\x1aSetCurrentKeyScopesRequest\x12\x0e\n\x06scopes\x18\x01 \x03(\t\";\n\x18RevokeCurrentKeyResponse\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0f\n\x07revoked\x18\x02 \x01(\x08\x32\xd0\x03\n\nKeyService\x12`\n\tCreateKey\x12\x1d.agentbus.v1.CreateKeyRequest\x1a\x16.agentbus.v1.IssuedKey\"\x1c\x82\xd3\xe4\x93\x02\r\"\x08/v1/keys:\x01*\xc2\xf3\x18\x05\x08\xc9\x01\x10\x01\x12\x66\n\rGetCurrentKey\x12!.agentbus.v1.GetCurrentKeyRequest\x1a\x14.agentbus.v1.KeyInfo\"\x1c\x90\x02\x01\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/keys/me\xc2\xf3\x18\x02\x30\x01\x12z\n\x10RevokeCurrentKey\x12$.agentbus.v1.RevokeCurrentKeyRequest\x1a%.agentbus.v1.RevokeCurrentKeyResponse\"\x19\x82\xd3\xe4\x93\x02\r*\x0b/v1/keys/me\xc2\xf3\x18\x02\x30\x01\x12|\n\x13SetCurrentKeyScopes\x12\'.agentbus.v1.SetCurrentKeyScopesRequest\x1a\x14.agentbus.v1.KeyInfo\"&\x90\x02\x02\x82\xd3\xe4\x93\x02\x17\x1a\x12/v1/keys/me/scopes:\x01*\xc2\xf3\x18\x02\x30\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.key_service_pb2', globals())
@@ -26,17 +26,21 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _KEYSERVICE.methods_by_name['CreateKey']._options = None
   _KEYSERVICE.methods_by_name['CreateKey']._serialized_options = b'\202\323\344\223\002\r\"\010/v1/keys:\001*\302\363\030\005\010\311\001\020\001'
   _KEYSERVICE.methods_by_name['GetCurrentKey']._options = None
-  _KEYSERVICE.methods_by_name['GetCurrentKey']._serialized_options = b'\220\002\001\202\323\344\223\002\r\022\013/v1/keys/me'
+  _KEYSERVICE.methods_by_name['GetCurrentKey']._serialized_options = b'\220\002\001\202\323\344\223\002\r\022\013/v1/keys/me\302\363\030\0020\001'
   _KEYSERVICE.methods_by_name['RevokeCurrentKey']._options = None
-  _KEYSERVICE.methods_by_name['RevokeCurrentKey']._serialized_options = b'\202\323\344\223\002\r*\013/v1/keys/me'
+  _KEYSERVICE.methods_by_name['RevokeCurrentKey']._serialized_options = b'\202\323\344\223\002\r*\013/v1/keys/me\302\363\030\0020\001'
+  _KEYSERVICE.methods_by_name['SetCurrentKeyScopes']._options = None
+  _KEYSERVICE.methods_by_name['SetCurrentKeyScopes']._serialized_options = b'\220\002\002\202\323\344\223\002\027\032\022/v1/keys/me/scopes:\001*\302\363\030\0020\001'
   _CREATEKEYREQUEST._serialized_start=126
   _CREATEKEYREQUEST._serialized_end=165
   _GETCURRENTKEYREQUEST._serialized_start=167
   _GETCURRENTKEYREQUEST._serialized_end=189
   _REVOKECURRENTKEYREQUEST._serialized_start=191
   _REVOKECURRENTKEYREQUEST._serialized_end=216
-  _REVOKECURRENTKEYRESPONSE._serialized_start=218
-  _REVOKECURRENTKEYRESPONSE._serialized_end=277
-  _KEYSERVICE._serialized_start=280
-  _KEYSERVICE._serialized_end=606
+  _SETCURRENTKEYSCOPESREQUEST._serialized_start=218
+  _SETCURRENTKEYSCOPESREQUEST._serialized_end=262
+  _REVOKECURRENTKEYRESPONSE._serialized_start=264
+  _REVOKECURRENTKEYRESPONSE._serialized_end=323
+  _KEYSERVICE._serialized_start=326
+  _KEYSERVICE._serialized_end=790
 # @@protoc_insertion_point(module_scope)
