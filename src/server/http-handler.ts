@@ -65,6 +65,7 @@ const ALLOWED_HEADERS = [
   "Authorization",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
+  "If-Match",
 ].join(", ");
 const EXPOSED_HEADERS = [
   ...connectCors.exposedHeaders,
@@ -76,6 +77,7 @@ const EXPOSED_HEADERS = [
   "RateLimit-Limit",
   "RateLimit-Remaining",
   "RateLimit-Reset",
+  "ETag",
 ].join(", ");
 const ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS"].join(", ");
 

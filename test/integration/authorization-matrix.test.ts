@@ -3,6 +3,10 @@
  * MessageService and AdminService, for every kind of caller (no key, a
  * revoked key, a stranger, a member, the owner; for AdminService: the admin
  * token rules), on open and on restricted channels, over REST and over gRPC.
+ * The scope dimension (issue 17): a member whose key holds only the scope the
+ * RPC declares in the proto is judged as any member; one whose key holds
+ * every scope but that one gets 403 insufficient_scope, before any channel
+ * rule.
  *
  * Each row states one access rule of docs/decisions.md#keys-and-access and #channels-and-messages:
  *   - open channel: any key may read it, post, claim, ack, create invitations
@@ -37,6 +41,8 @@ import { AccessRequestStatus, ChannelMode } from "../../gen/agentbus/v1/channel_
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { AckStatus, ClaimStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { KEY_SCOPES, type KeyScope } from "../../src/model/scopes.js";
+import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { RestRoutes, type RestRoute } from "../../src/server/rest/routes.js";
 import { mintKey, rest, startTestServer, type JsonResponse, type TestServer } from "../support/server.js";
 
@@ -44,15 +50,19 @@ import { mintKey, rest, startTestServer, type JsonResponse, type TestServer } fr
 // Callers, channels and outcomes
 // ---------------------------------------------------------------------------
 
-/** Who calls a channel or message route. */
-type Principal = "none" | "revoked" | "stranger" | "member" | "owner";
+/**
+ * Who calls a channel or message route. The scope dimension: a member whose
+ * key holds only the scope the RPC declares, and one whose key holds every
+ * scope but that one (docs/decisions.md#scopes).
+ */
+type Principal = "none" | "revoked" | "stranger" | "member" | "owner" | "holding_scope" | "lacking_scope";
 /** A principal holding a valid key. */
 type KeyHolder = "stranger" | "member" | "owner";
 /** Who calls an admin route. */
 type AdminCaller = "no_token" | "wrong_token" | "api_key_only" | "admin_token" | "admin_disabled";
 type Access = "open" | "restricted";
 
-const PRINCIPALS: readonly Principal[] = ["none", "revoked", "stranger", "member", "owner"];
+const PRINCIPALS: readonly Principal[] = ["none", "revoked", "stranger", "member", "owner", "holding_scope", "lacking_scope"];
 const ADMIN_CALLERS: readonly AdminCaller[] = ["no_token", "wrong_token", "api_key_only", "admin_token", "admin_disabled"];
 const ACCESSES: readonly Access[] = ["open", "restricted"];
 
@@ -78,6 +88,7 @@ const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   admin_unauthorized: Code.Unauthenticated,
   channel_access_denied: Code.PermissionDenied,
   forbidden: Code.PermissionDenied,
+  insufficient_scope: Code.PermissionDenied,
   admin_disabled: Code.PermissionDenied,
   not_implemented: Code.Unimplemented,
 };
@@ -576,6 +587,13 @@ const rows: Row[] = [
     rule: anyKey(200),
     prepare: async () => ({ fields: {} }),
   },
+  {
+    rpc: "AdminService.ListAuditEvents",
+    scope: "admin",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async () => ({ fields: {} }),
+  },
 ];
 
 /** The stranger's pending access request on a fresh channel of the case's access. */
@@ -614,7 +632,9 @@ function expectedOutcome(row: Row, caller: Principal | AdminCaller, access: Acce
   }
   if (caller === "none") return refused(401, row.missingKey ?? "unauthorized");
   if (caller === "revoked") return UNAUTHORIZED;
-  const outcome = row.rule(caller as KeyHolder, access);
+  // The scope is checked with the key, before anything about the channel.
+  if (caller === "lacking_scope") return refused(403, "insufficient_scope");
+  const outcome = row.rule(caller === "holding_scope" ? "member" : (caller as KeyHolder), access);
   if (outcome !== undefined && row.notImplementedYet) return NOT_IMPLEMENTED;
   return outcome;
 }
@@ -625,6 +645,8 @@ const CALLER_LABELS: Record<Principal | AdminCaller, string> = {
   stranger: "as stranger",
   member: "as member",
   owner: "as owner",
+  holding_scope: "as a member whose key holds only the RPC's scope",
+  lacking_scope: "as a member whose key holds every scope but the RPC's",
   no_token: "without an admin token",
   wrong_token: "with a wrong admin token",
   api_key_only: "with the owner's API key but no admin token",
@@ -705,6 +727,8 @@ interface Instance {
   sql: pg.Pool;
   /** owner owns every channel; member and worker are members of every channel; stranger of none. */
   keys: Record<"owner" | "member" | "worker" | "stranger" | "revoked", string>;
+  /** Members of every channel, by scope: a key holding only that scope, and one holding every other. */
+  scoped: Record<KeyScope, { only: string; without: string }>;
   /** One channel per access for the rows that do not mutate, holding one message. */
   shared: Record<Access, string>;
 }
@@ -727,11 +751,8 @@ async function newChannel(inst: Instance, access: Access): Promise<string> {
     201,
   );
   // Membership straight in the table, so the fixtures do not depend on the routes under test.
-  await inst.sql.query("INSERT INTO channel_members (channel_id, key_id) VALUES ($1, $2), ($1, $3) ON CONFLICT DO NOTHING", [
-    id,
-    keyIdOf(inst.keys.member),
-    keyIdOf(inst.keys.worker),
-  ]);
+  const members = [inst.keys.member, inst.keys.worker, ...Object.values(inst.scoped).flatMap((k) => [k.only, k.without])].map(keyIdOf);
+  await inst.sql.query("INSERT INTO channel_members (channel_id, key_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING", [id, members]);
   return id;
 }
 
@@ -787,7 +808,17 @@ async function startInstance(env: Record<string, string>): Promise<Instance> {
   );
   const keys = { owner: owner!, member: member!, worker: worker!, stranger: stranger!, revoked: revoked! };
   await must("revoke key", rest(server.url, "DELETE", "/v1/keys/me", { key: keys.revoked }), 200);
-  const inst: Instance = { server, sql, keys, transport: createGrpcTransport({ baseUrl: server.url }), shared: { open: "", restricted: "" } };
+  const scopedKey = async (scopes: readonly KeyScope[]) => {
+    const key = await mintKey(server.url, unique("scoped"));
+    await must("narrow scopes", rest(server.url, "PUT", "/v1/keys/me/scopes", { key, body: { scopes } }), 200);
+    return key;
+  };
+  const scoped = Object.fromEntries(
+    await Promise.all(
+      KEY_SCOPES.map(async (scope) => [scope, { only: await scopedKey([scope]), without: await scopedKey(KEY_SCOPES.filter((s) => s !== scope)) }] as const),
+    ),
+  ) as Instance["scoped"];
+  const inst: Instance = { server, sql, keys, scoped, transport: createGrpcTransport({ baseUrl: server.url }), shared: { open: "", restricted: "" } };
   for (const access of ACCESSES) {
     inst.shared[access] = await newChannel(inst, access);
     await post(inst, keys.owner, inst.shared[access]);
@@ -818,9 +849,28 @@ function nextAddress(): string {
   return `198.${18 + ((n >> 16) & 1)}.${(n >> 8) & 255}.${n & 255}`;
 }
 
-function credentialsOf(inst: Instance, caller: Principal | AdminCaller): Credentials {
+/** The key a principal calls with; the scoped principals' depends on the RPC's scope. */
+function keyOf(inst: Instance, caller: Principal, method: DescMethod): string | undefined {
+  switch (caller) {
+    case "none":
+      return undefined;
+    case "holding_scope":
+    case "lacking_scope": {
+      const scope = rulesOf(method).scope;
+      if (scope === undefined || scope === "any_key") throw new Error(`${method.name}: no scope to hold or lack`);
+      return caller === "holding_scope" ? inst.scoped[scope].only : inst.scoped[scope].without;
+    }
+    default:
+      return inst.keys[caller];
+  }
+}
+
+function credentialsOf(inst: Instance, caller: Principal | AdminCaller, method: DescMethod): Credentials {
   const forwardedFor = nextAddress();
   switch (caller) {
+    case "holding_scope":
+    case "lacking_scope":
+      return { apiKey: keyOf(inst, caller, method), forwardedFor };
     case "none":
     case "no_token":
       return { forwardedFor };
@@ -935,7 +985,12 @@ async function runCase(c: Case): Promise<void> {
   const env: Env = {
     inst,
     access: c.access,
-    self: c.caller === "stranger" || c.caller === "member" || c.caller === "owner" ? inst.keys[c.caller] : inst.keys.worker,
+    self:
+      c.caller === "stranger" || c.caller === "member" || c.caller === "owner"
+        ? inst.keys[c.caller]
+        : c.caller === "holding_scope"
+          ? (keyOf(inst, c.caller, c.method) as string)
+          : inst.keys.worker,
     channel: () => (channel ??= c.row.mutates ? newChannel(inst, c.access) : Promise.resolve(inst.shared[c.access])),
   };
   let prepared: Prepared;
@@ -945,7 +1000,7 @@ async function runCase(c: Case): Promise<void> {
     c.result = { setupError: err instanceof Error ? err.message : String(err) };
     return;
   }
-  const creds = credentialsOf(inst, c.caller);
+  const creds = credentialsOf(inst, c.caller, c.method);
   try {
     c.result =
       c.protocol === "REST" && c.route ? await callRest(inst, c.route, prepared, creds) : await callGrpc(inst, c.method, prepared, creds);
@@ -1023,7 +1078,8 @@ for (const [rpc, rpcCases] of byRpc) {
         const context = result.detail ?? JSON.stringify(result.body, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
         expect({ status: result.status, error: result.error }, context).toEqual({ status: expected.status, error: expected.error });
         if (expected.error === undefined && c.row.success) {
-          const who = c.caller === "stranger" || c.caller === "member" || c.caller === "owner" ? c.caller : "admin";
+          const who =
+            c.caller === "stranger" || c.caller === "member" || c.caller === "owner" ? c.caller : c.caller === "holding_scope" ? "member" : "admin";
           const body = c.row.success(c.access, who);
           expect(result.body, context).toMatchObject(c.protocol === "REST" ? body.rest : body.grpc);
         }

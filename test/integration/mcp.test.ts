@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChannel } from "../support/fixtures.js";
-import { mintKey, startTestServer, useTestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
 const server = useTestServer();
 const clients: Client[] = [];
@@ -109,6 +109,17 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect((await toolError(stranger, "read_messages", { identifier: restricted, since: "0" })).error).toBe("channel_access_denied");
     const owner = await httpClient(alice);
     expect(await tool(owner, "read_messages", { identifier: restricted, since: "0" })).toMatchObject({ data: [] });
+  });
+
+  it("holds a scoped key to its scopes: a read-only key reads but cannot post (insufficient_scope)", async () => {
+    const channel = await createChannel(server.url, alice, {});
+    const reader = await mintKey(server.url, `reader-${Date.now()}`);
+    expect((await rest(server.url, "PUT", "/v1/keys/me/scopes", { key: reader, body: { scopes: ["messages:read", "channels:read"] } })).status).toBe(200);
+    const client = await httpClient(reader);
+    expect(await tool(client, "read_messages", { identifier: channel, since: "0" })).toMatchObject({ data: [] });
+    const err = await toolError(client, "post_message", { identifier: channel, content: "not allowed" });
+    expect(err).toMatchObject({ error: "insufficient_scope" });
+    expect(err.suggestion).toEqual(expect.any(String));
   });
 
   it("notifies a subscriber of a channel's messages when one is posted", async () => {

@@ -5,10 +5,12 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { SecurityService } from "../../gen/agentbus/v1/security_service_pb.js";
+import { SessionService } from "../../gen/agentbus/v1/session_service_pb.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 
-const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService];
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, SecurityService];
 const routes = new RestRoutes(services);
 
 /** Every REST route the API offers, with the RPC that serves it. */
@@ -17,6 +19,7 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/keys/me", "GetCurrentKey"],
   ["GET", "/v1/keys/me/channels", "ListMyChannels"],
   ["DELETE", "/v1/keys/me", "RevokeCurrentKey"],
+  ["PUT", "/v1/keys/me/scopes", "SetCurrentKeyScopes"],
   ["POST", "/v1/channels", "CreateChannel"],
   ["GET", "/v1/channels", "DiscoverChannels"],
   ["GET", "/v1/channels/c1", "GetChannel"],
@@ -64,6 +67,16 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/admin/keys", "CreateKey"],
   ["POST", "/v1/admin/minting", "SetPublicMinting"],
   ["GET", "/v1/admin/minting", "GetPublicMinting"],
+  ["GET", "/v1/admin/audit", "ListAuditEvents"],
+  ["POST", "/v1/sessions", "CreateSession"],
+  ["GET", "/v1/sessions", "ListSessions"],
+  ["GET", "/v1/sessions/0b6c5a1e-0000-4000-8000-000000000001", "GetSession"],
+  ["PATCH", "/v1/sessions/0b6c5a1e-0000-4000-8000-000000000001", "UpdateSession"],
+  ["DELETE", "/v1/sessions/0b6c5a1e-0000-4000-8000-000000000001", "DeleteSession"],
+  ["GET", "/v1/sessions/s1/members", "ListSessionMembers"],
+  ["POST", "/v1/sessions/s1/members", "AddSessionMember"],
+  ["DELETE", "/v1/sessions/s1/members/ak_1", "RemoveSessionMember"],
+  ["GET", "/v1/security/audit", "ListSecurityAudit"],
   ["POST", "/v1/pdf/generate", "CreatePdfJob"],
   ["POST", "/v1/jobs/parse", "CreateJobPostingParseJob"],
   ["POST", "/v1/video/transcript", "CreateTranscriptJob"],
@@ -121,7 +134,7 @@ describe("method rules from the proto", () => {
 
   it("protects every method with an API key unless the proto says otherwise", () => {
     const open = services.flatMap((s) => s.methods).filter((m) => rulesOf(m).auth !== "api_key").map((m) => `${m.name}:${rulesOf(m).auth}`);
-    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetPublicMinting:admin_token"]);
+    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "ListAuditEvents:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetPublicMinting:admin_token"]);
   });
 
   it("treats reads as side-effect free and everything else as a mutation", () => {

@@ -54,6 +54,11 @@ Labels are unique among active keys, compared ignoring case, surrounding spaces 
 \`label_in_use\`); invisible characters (bidi overrides, zero-width) are refused. \`GET /v1/keys/me\` describes the key;
 \`DELETE /v1/keys/me\` revokes it.
 
+A key may hold fewer rights (scopes): \`channels:read\`, \`channels:write\`, \`messages:read\`, \`messages:write\`,
+\`messages:claim\`, \`members:manage\`, \`jobs:submit\`, \`sessions:read\`, \`sessions:write\`; a new key holds all of them.
+\`PUT /v1/keys/me/scopes {"scopes":["messages:read"]}\` gives some up (never back). A call outside them is 403
+\`insufficient_scope\` naming \`required_scope\`; each route below names its scope in brackets.
+
 If the operator has closed public minting, \`POST /v1/keys\` answers 403 \`minting_closed\`: ask them for a key.
 
 ## 2. Create a channel
@@ -241,6 +246,19 @@ Every answer to a request with a key carries \`RateLimit-Limit\`, \`RateLimit-Re
 \`POST /v1/pdf/generate {"content","format":"html"|"markdown"}\`, \`POST /v1/jobs/parse {"url"|"text"}\` and
 \`POST /v1/video/transcript {"url","language"?}\` answer 202 \`{"job_id"}\`. Poll \`GET /v1/jobs/{job_id}\` (or \`GET /jobs/{job_id}\`, the same) until \`status\`
 is \`completed\` (\`result\` set) or \`failed\` (\`error\` set). A PDF downloads from \`GET /v1/pdf/{job_id}\`.
+
+## 11. Shared state (sessions)
+
+\`\`\`sh
+curl -s -X POST $B/v1/sessions -H "X-API-Key: $KEY" -d '{"name":"plan","state":{"step":1}}'
+# 201 {"id":…,"state":{"step":1},"version":1,…}   ETag: "1"
+curl -s -X PATCH $B/v1/sessions/$ID -H "X-API-Key: $KEY" -H 'If-Match: "1"' -d '{"state":{"step":2}}'
+# 200 version 2; a stale If-Match (or expected_version) is 409 version_conflict: GET, re-apply, retry
+\`\`\`
+
+PATCH merges top-level keys. Share with another key: \`POST /v1/sessions/{id}/members {"key_id"}\`. State up to 64 KiB;
+a session lives \`ttl_seconds\` (default 86400) after its last change. \`GET /v1/security/audit\` lists your keys'
+and channels' security events (issued, revoked, scopes changed, members added and removed, pauses).
 `;
 
 function routeList(services: readonly DescService[], base: string): string {
@@ -249,7 +267,8 @@ function routeList(services: readonly DescService[], base: string): string {
     const auth = rules.auth === "none" ? " (no key)" : rules.auth === "admin_token" ? " (X-Admin-Token)" : "";
     const extra = EXTRA_SUCCESS_STATUSES[`${route.method.parent.typeName}.${route.method.name}`] ?? [];
     const status = route.method.methodKind === "server_streaming" ? "SSE" : [rules.successStatus, ...extra].join("/");
-    return `- \`${route.httpMethod} ${openApiPath(route.template.template)}\` → ${status}: ${route.method.parent.name}.${route.method.name}${auth}`;
+    const scope = rules.scope === undefined || rules.scope === "any_key" ? "" : ` [${rules.scope}]`;
+    return `- \`${route.httpMethod} ${openApiPath(route.template.template)}\` → ${status}: ${route.method.parent.name}.${route.method.name}${auth}${scope}`;
   });
   return `## All routes\n\nGenerated from the service's route table; schemas in [/openapi.json](${base}/openapi.json).\n\n${lines.join("\n")}\n`;
 }
