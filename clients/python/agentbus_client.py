@@ -80,6 +80,8 @@ from agentbus.v1 import (  # noqa: E402
     job_service_pb2,
     key_service_pb2,
     message_service_pb2,
+    security_service_pb2,
+    session_service_pb2,
 )
 
 Metadata = Sequence[Tuple[str, str]]
@@ -156,7 +158,7 @@ class _Service:
 
 
 class AgentbusClient:
-    """One gRPC channel (plaintext h2c unless a channel is passed) and the six services."""
+    """One gRPC channel (plaintext h2c unless a channel is passed) and the eight services."""
 
     def __init__(
         self,
@@ -177,6 +179,8 @@ class AgentbusClient:
         self.actors = _Service(self, ch, actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
         self.jobs = _Service(self, ch, job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
         self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])
+        self.sessions = _Service(self, ch, session_service_pb2.DESCRIPTOR.services_by_name["SessionService"])
+        self.security = _Service(self, ch, security_service_pb2.DESCRIPTOR.services_by_name["SecurityService"])
 
     def with_api_key(self, api_key: str) -> "AgentbusClient":
         """The same connection, calling as another key."""

@@ -172,6 +172,8 @@ describe("purge", () => {
       deletedWebhookDestinations: 0,
       expiredJobResults: 0,
       deletedJobs: 0,
+      deletedSessions: 0,
+      deletedAuditEvents: 0,
     });
     expect(await snapshot()).toEqual(after);
   });

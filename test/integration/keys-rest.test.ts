@@ -11,8 +11,8 @@ describe("POST /v1/keys", () => {
   it("issues a key without authentication, answering 201 with the A4 shape", async () => {
     const res = await rest(server.url, "POST", "/v1/keys", { body: { agent_label: "planner" } });
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(["agent_label", "expires_at", "key", "key_id", "owner_id"]);
-    expect(res.body).toMatchObject({ agent_label: "planner", owner_id: "planner", expires_at: null });
+    expect(Object.keys(res.body).sort()).toEqual(["agent_label", "expires_at", "key", "key_id", "owner_id", "scopes", "scopes_restricted"]);
+    expect(res.body).toMatchObject({ agent_label: "planner", owner_id: "planner", expires_at: null, scopes_restricted: false });
     expect(res.body.key).toMatch(new RegExp(`^${res.body.key_id}\\.`));
   });
 

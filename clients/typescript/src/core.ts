@@ -12,6 +12,8 @@ import { ChannelService } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
+import { SecurityService } from "../../../gen/agentbus/v1/security_service_pb.js";
+import { SessionService } from "../../../gen/agentbus/v1/session_service_pb.js";
 import { toAgentbusError } from "./errors.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 
@@ -46,6 +48,10 @@ export interface AgentbusClient {
   actors: Client<typeof ActorService>;
   jobs: Client<typeof JobService>;
   admin: Client<typeof AdminService>;
+  /** Shared state (docs/decisions.md#sessions). */
+  sessions: Client<typeof SessionService>;
+  /** The owner's security audit. */
+  security: Client<typeof SecurityService>;
   /** The underlying transport (with the API-key and idempotency interceptors); calls made on it directly fail with raw ConnectErrors. */
   transport: Transport;
 }
@@ -59,6 +65,8 @@ export function clientOver(transport: Transport): AgentbusClient {
     actors: serviceClient(ActorService, transport),
     jobs: serviceClient(JobService, transport),
     admin: serviceClient(AdminService, transport),
+    sessions: serviceClient(SessionService, transport),
+    security: serviceClient(SecurityService, transport),
     transport,
   };
 }

@@ -52,6 +52,18 @@ describe.each(transports)("over %s", (transport) => {
     ]);
   });
 
+  it("shares state through a session with compare-and-set, and narrows the key's scopes", async () => {
+    const { key } = await createClient({ baseUrl: server.url, transport }).keys.createKey({ agentLabel: `sessions-${transport}` });
+    const client = createClient({ baseUrl: server.url, apiKey: key, transport });
+    const session = await client.sessions.createSession({ name: "plan", state: { step: 1 } });
+    const next = await client.sessions.updateSession({ id: session.id, state: { step: 2 }, expectedVersion: session.version });
+    expect([next.version, next.state]).toEqual([2, { step: 2 }]);
+    const stale = await agentbusFailure(client.sessions.updateSession({ id: session.id, state: { step: 3 }, expectedVersion: 1 }));
+    expect(stale.code).toBe("version_conflict");
+    expect((await client.keys.setCurrentKeyScopes({ scopes: ["sessions:read"] })).scopes).toEqual(["sessions:read"]);
+    expect((await agentbusFailure(client.sessions.updateSession({ id: session.id, state: {} }))).code).toBe("insufficient_scope");
+  });
+
   it("exposes the service's error code, suggestion and gRPC status", async () => {
     const { client } = await clientWithNewKey(server.url, { transport });
     const err = await agentbusFailure(client.channels.getChannel({ identifier: "no-such-channel" }));

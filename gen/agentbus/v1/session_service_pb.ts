@@ -37,7 +37,7 @@ export type CreateSessionRequest = Message<"agentbus.v1.CreateSessionRequest"> &
   state?: JsonObject | undefined;
 
   /**
-   * 60..2,592,000 (30 days), default 86,400: how long the session lives
+   * 300..2,592,000 (30 days), default 86,400: how long the session lives
    * after its last change.
    *
    * @generated from field: optional int32 ttl_seconds = 3;
