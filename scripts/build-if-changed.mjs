@@ -14,9 +14,22 @@ import path from "node:path";
 const STAMP = "dist/.build-stamp";
 // What the build reads: tsconfig.build.json compiles src and gen, and
 // copy-assets.mjs copies the .sql under src/store (walked with the rest of
-// src, so an edited function file triggers a build too); the
+// src, so an edited function file triggers a build too); build-console.mjs
+// bundles console/ with the browser client; the
 // scripts and the npm files decide how (and with which compiler).
-const INPUTS = ["src", "gen", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json", "scripts/copy-assets.mjs", "scripts/build-if-changed.mjs"];
+const INPUTS = [
+  "src",
+  "gen",
+  "console",
+  "clients/typescript/src",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "package.json",
+  "package-lock.json",
+  "scripts/copy-assets.mjs",
+  "scripts/build-console.mjs",
+  "scripts/build-if-changed.mjs",
+];
 
 function fingerprint() {
   const hash = createHash("sha256");

@@ -20,6 +20,8 @@ export interface RequestBudget {
 export const requestBudgetKey = createContextKey<RequestBudget | undefined>(undefined, { description: "request budget" });
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });
+/** The validated URL the request came to (server/base-url.ts), for links in answers. */
+export const baseUrlKey = createContextKey<string>("", { description: "base URL" });
 /**
  * Set by the REST transcoder on streaming calls: the handler calls it once
  * its checks have passed, so the transcoder can commit to a 200 event stream

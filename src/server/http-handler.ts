@@ -17,10 +17,11 @@ import { renderErrorDocs } from "./error-docs.js";
 import { PerBaseCache, requestBaseUrl } from "./base-url.js";
 import { buildOpenApiDocument, type OpenApiDocument } from "./docs/openapi.js";
 import { landing, LANDING_CSP, renderLandingHtml, wantsHtml } from "./docs/landing.js";
+import { CONSOLE_CSP, loadConsoleAssets, type ConsoleAsset, type ConsoleAssets } from "./console.js";
 import { renderLlmsTxt } from "./docs/llms.js";
 import { checkHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
-import { clientAddressKey, requestIdKey } from "../protocol/context.js";
+import { baseUrlKey, clientAddressKey, requestIdKey } from "../protocol/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
@@ -120,6 +121,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     clock: options.clock,
   });
   const currentStatus = options.status === undefined ? undefined : sharedStatus(options.status);
+  const consoleAssets: ConsoleAssets | undefined = loadConsoleAssets();
   const procedures = new Set<string>();
   for (const service of services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
 
@@ -138,7 +140,8 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     contextValues: (req) =>
       createContextValues()
         .set(requestIdKey, String(req.headers["x-request-id"] ?? ""))
-        .set(clientAddressKey, clientAddress(req, options.trustProxy)),
+        .set(clientAddressKey, clientAddress(req, options.trustProxy))
+        .set(baseUrlKey, requestBaseUrl(req, options.trustProxy)),
   });
 
   const allowOrigin = (origin: string | undefined): string | undefined => {
@@ -231,11 +234,20 @@ export function createHttpHandler(options: HttpHandlerOptions) {
           res.end(body);
           return;
         }
+        const consoleFile = consoleAssets?.files.get(path);
+        if (consoleFile !== undefined) {
+          route = "/console";
+          sendConsoleAsset(req, res, consoleFile);
+          return;
+        }
         if (path === "/") {
           route = "/";
           const page = landing(requestBaseUrl(req, options.trustProxy), SERVICE_VERSION);
           res.setHeader("Vary", res.hasHeader("Vary") ? `${String(res.getHeader("Vary"))}, Accept` : "Accept");
-          if (wantsHtml(req.headers.accept)) {
+          if (wantsHtml(req.headers.accept) && consoleAssets !== undefined) {
+            res.setHeader("Content-Security-Policy", CONSOLE_CSP);
+            sendConsoleAsset(req, res, consoleAssets.page);
+          } else if (wantsHtml(req.headers.accept)) {
             res.setHeader("Content-Security-Policy", LANDING_CSP);
             res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
             res.end(renderLandingHtml(page));
@@ -282,6 +294,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
           .handle(req, res, match.route, match.pathParams, {
             requestId,
             clientAddress: clientAddress(req, options.trustProxy),
+            baseUrl: requestBaseUrl(req, options.trustProxy),
             url,
           })
           .catch(fail);
@@ -305,6 +318,18 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       fail(err);
     }
   };
+}
+
+/** A console file, revalidated on every load (ETag) so a new build shows at once. */
+function sendConsoleAsset(req: NodeRequest, res: NodeResponse, file: ConsoleAsset): void {
+  if (req.headers["if-none-match"] === file.etag) {
+    res.writeHead(304, { ETag: file.etag, "Cache-Control": "no-cache" });
+    res.end();
+    return;
+  }
+  res.writeHead(200, { "Content-Type": file.type, "Content-Length": file.body.length, ETag: file.etag, "Cache-Control": "no-cache" });
+  // Node drops the body of a HEAD response by itself.
+  res.end(file.body);
 }
 
 function rpcProtocol(req: NodeRequest): string {

@@ -49,18 +49,32 @@ describe("GET /", () => {
     });
   });
 
-  it("answers a browser with a small HTML page under a CSP that loads nothing", async () => {
+  it("answers a browser with the web console's page, under a CSP that allows no inline code and no framing", async () => {
     const res = await get(server.url, "/", { Accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" });
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
     expect(res.headers.vary).toContain("Accept");
-    for (const link of ["/llms.txt", "/openapi.json", "/docs/errors", "/health"]) expect(res.body).toContain(`${link}</a>`);
+    expect(res.body).toContain('<script type="module" src="/console/app.js"></script>');
+    // No inline script: every <script> loads a file of this origin.
+    expect(res.body.match(/<script(?![^>]*\ssrc="\/console\/)[^>]*>/g)).toBeNull();
     const csp = String(res.headers["content-security-policy"]);
-    expect(csp).toMatch(/default-src 'none'/);
-    expect(csp).toMatch(/style-src 'sha256-[A-Za-z0-9+/=]+'/);
+    for (const rule of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) expect(csp).toContain(rule);
     expect(csp).not.toContain("unsafe-inline");
-    // Nothing external: no scripts, no fetched assets.
-    expect(res.body).not.toMatch(/<script|<link|<img|src=/i);
+    expect(csp).not.toContain("unsafe-eval");
+    expect(res.headers["x-frame-options"]).toBe("DENY");
+  });
+
+  it("serves the console's script and stylesheet with validators, and 304 when unchanged", async () => {
+    for (const [path, type] of [
+      ["/console/app.js", "text/javascript; charset=utf-8"],
+      ["/console/app.css", "text/css; charset=utf-8"],
+    ] as const) {
+      const res = await get(server.url, path, {});
+      expect(res.status, path).toBe(200);
+      expect(res.headers["content-type"]).toBe(type);
+      const etag = String(res.headers.etag);
+      expect((await get(server.url, path, { "If-None-Match": etag })).status).toBe(304);
+    }
   });
 
   it("answers JSON to a client that prefers JSON or sends no Accept", async () => {

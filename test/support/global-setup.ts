@@ -6,6 +6,7 @@
  * TEST_DATABASE_URL points the run at an existing server instead (any
  * PostgreSQL ≥ 15; the user needs CREATEDB).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,6 +21,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  // The servers the tests start serve the web console from dist/console, as `npm start` does.
+  execFileSync(process.execPath, ["scripts/build-console.mjs"], { stdio: "inherit" });
   const external = process.env.TEST_DATABASE_URL;
   if (external) {
     project.provide("databaseUrl", external);

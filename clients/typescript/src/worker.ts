@@ -246,7 +246,7 @@ interface Heartbeat {
 
 function keepLeaseAlive(options: WorkerOptions, leaseToken: string, leaseSeconds: number, message: Message, work: AbortController, report: Report): Heartbeat {
   const intervalMs = options.heartbeatIntervalMs ?? (leaseSeconds * 1000) / 3;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
   let inFlight: Promise<void> = Promise.resolve();
   const state: Heartbeat = {

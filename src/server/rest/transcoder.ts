@@ -11,7 +11,7 @@ import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
 import { ApiError } from "../../model/errors.js";
 import type { Clock, Timer } from "../../model/time.js";
 import { rulesOf } from "../rpc/method-rules.js";
-import { clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
+import { baseUrlKey, clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
 import { serialiseOnce } from "../../protocol/shared-response.js";
 import { toRestError } from "../rpc/errors.js";
@@ -26,6 +26,8 @@ export type NodeResponse = ServerResponse | Http2ServerResponse;
 export interface RequestInfo {
   requestId: string;
   clientAddress: string;
+  /** The validated URL the request came to (base-url.ts). */
+  baseUrl: string;
   url: URL;
 }
 
@@ -129,6 +131,7 @@ export class RestTranscoder {
     const values = createContextValues()
       .set(requestIdKey, info.requestId)
       .set(clientAddressKey, info.clientAddress)
+      .set(baseUrlKey, info.baseUrl)
       .set(streamOpenKey, () => open());
     const headers = headersOf(req);
     // EventSource reconnects with the id of the last event it saw.
@@ -161,7 +164,7 @@ export class RestTranscoder {
     successStatus: number,
     info: RequestInfo,
   ): Promise<void> {
-    const values = createContextValues().set(requestIdKey, info.requestId).set(clientAddressKey, info.clientAddress);
+    const values = createContextValues().set(requestIdKey, info.requestId).set(clientAddressKey, info.clientAddress).set(baseUrlKey, info.baseUrl);
     const ctx = new RestCallContext(method, req.method ?? "GET", headersOf(req), values, info.url, this.options.shutdownSignal);
     const onClose = () => ctx.clientClosed();
     res.once("close", onClose);

@@ -14,6 +14,8 @@ export interface MethodRules {
   missingKeyError: "unauthorized" | "api_key_required";
   /** 0 when the method uses the service default. */
   maxBodyBytes: number;
+  /** The path (with {field} placeholders) a keyless caller is pointed to as redirect_to; undefined for none. */
+  missingKeyRedirect: string | undefined;
   /** True for every method that may change state (POST, PATCH, DELETE over REST). */
   mutates: boolean;
   /**
@@ -41,6 +43,7 @@ export function rulesOf(method: DescMethod): MethodRules {
     rejectUnknownFields: r?.rejectUnknownFields ?? false,
     missingKeyError,
     maxBodyBytes: r?.maxBodyBytes ?? 0,
+    missingKeyRedirect: r?.missingKeyRedirect || undefined,
     mutates: method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
     scope,
   };

@@ -14,7 +14,7 @@ import { effectiveScopes, holdsScope } from "../../model/scopes.js";
 import type { Keys } from "../../domain/keys.js";
 import type { RequestLimiter } from "../../ports/rate-limit.js";
 import type { IdempotencyStore } from "../../ports/idempotency.js";
-import { callerKey, requestBudgetKey } from "../../protocol/context.js";
+import { baseUrlKey, callerKey, requestBudgetKey } from "../../protocol/context.js";
 import type { ServiceEntry, StreamHandler, UnaryHandler } from "../../protocol/service-entry.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
 import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
@@ -72,7 +72,7 @@ export class CallPipeline {
     try {
       // Whichever decoder built the request, nothing unstorable goes further (see validate-request.ts).
       assertValidRequest(method.input, request);
-      await this.admit(method, ctx);
+      await this.admit(method, ctx, request);
       const handler = this.unary.get(method) ?? notImplemented;
       const run = async (): Promise<object> => {
         const result = await handler(request, ctx);
@@ -89,7 +89,7 @@ export class CallPipeline {
   async *callStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
     try {
       assertValidRequest(method.input, request);
-      await this.admit(method, ctx);
+      await this.admit(method, ctx, request);
       const handler = this.streams.get(method) ?? notImplementedStream;
       for await (const item of handler(request, ctx)) yield toMessage(method.output, item);
     } catch (err) {
@@ -129,13 +129,16 @@ export class CallPipeline {
     }
   }
 
-  private async admit(method: DescMethod, ctx: HandlerContext): Promise<void> {
+  private async admit(method: DescMethod, ctx: HandlerContext, request: Message): Promise<void> {
     const rules = rulesOf(method);
     if (rules.auth === "none") return;
     if (rules.auth === "admin_token") return this.admitAdmin(ctx);
     const presented = ctx.requestHeader.get("x-api-key");
     if (presented === null || presented === "") {
-      throw new ApiError(rules.missingKeyError, rules.missingKeyError === "unauthorized" ? "Missing X-API-Key header" : undefined);
+      const redirect = rules.missingKeyRedirect === undefined ? undefined : fillRedirect(rules.missingKeyRedirect, request, ctx.values.get(baseUrlKey));
+      throw new ApiError(rules.missingKeyError, rules.missingKeyError === "unauthorized" ? "Missing X-API-Key header" : undefined, {
+        ...(redirect === undefined ? {} : { details: { redirect_to: redirect } }),
+      });
     }
     const caller = await this.options.keys.authenticate(presented);
     ctx.values.set(callerKey, caller);
@@ -173,6 +176,16 @@ export class CallPipeline {
     const a = Buffer.from(presented), b = Buffer.from(expected);
     if (a.length !== b.length || !timingSafeEqual(a, b)) throw new ApiError("admin_unauthorized");
   }
+}
+
+/** A missing_key_redirect with the request's fields filled in, on the request's base URL. */
+function fillRedirect(template: string, request: Message, base: string): string {
+  const fields = request as unknown as Record<string, unknown>;
+  const path = template.replace(/\{([a-z_]+)\}/g, (_m, name: string) => {
+    const value = fields[name.replace(/_([a-z])/g, (_c, ch: string) => ch.toUpperCase())];
+    return encodeURIComponent(typeof value === "string" ? value : "");
+  });
+  return `${base}${path}`;
 }
 
 function toMessage(schema: DescMessage, value: unknown): Message {

@@ -1,0 +1,55 @@
+/** Small pieces every view uses: times, errors, empty states, labelled fields. */
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import type { Problem } from "./api.js";
+import { exactTime, relativeTime } from "./format.js";
+
+/** A relative time that keeps itself current, with the exact time on hover. */
+export function Time({ date }: { date: Date | undefined }) {
+  const [, tick] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => tick((n) => n + 1), 15_000);
+    return () => clearInterval(timer);
+  }, []);
+  if (date === undefined) return <span class="muted">—</span>;
+  return (
+    <time dateTime={date.toISOString()} title={exactTime(date)}>
+      {relativeTime(date)}
+    </time>
+  );
+}
+
+export function ProblemBox({ problem, onDismiss }: { problem: Problem | undefined; onDismiss?: () => void }) {
+  if (problem === undefined) return null;
+  return (
+    <div class="problem" role="alert">
+      <p>
+        <strong>{problem.message}</strong> <code>{problem.code}</code>
+      </p>
+      {problem.suggestion ? <p>{problem.suggestion}</p> : null}
+      {onDismiss ? (
+        <button type="button" class="link" onClick={onDismiss}>
+          Dismiss
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ComponentChildren }) {
+  return <p class="empty">{children}</p>;
+}
+
+export function Field({ label, hint, children }: { label: string; hint?: string; children: ComponentChildren }) {
+  return (
+    <label class="field">
+      <span class="label">{label}</span>
+      {children}
+      {hint ? <span class="hint">{hint}</span> : null}
+    </label>
+  );
+}
+
+export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
+  return <span class={`badge badge-${kind.replace(/\s+/g, "-")}`}>{children}</span>;
+}

@@ -1,0 +1,43 @@
+/** How times, states and enums read on the page. */
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { ChannelAccess, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
+import type { Message } from "../../gen/agentbus/v1/message_pb.js";
+
+export const toDate = (ts: Timestamp | undefined): Date | undefined => (ts === undefined ? undefined : timestampDate(ts));
+
+const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+  ["day", 86_400],
+  ["hour", 3_600],
+  ["minute", 60],
+  ["second", 1],
+];
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+/** "3 minutes ago", "in 20 seconds". */
+export function relativeTime(date: Date, now = Date.now()): string {
+  const seconds = Math.round((date.getTime() - now) / 1000);
+  if (Math.abs(seconds) < 5) return "just now";
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size || unit === "second") return relative.format(Math.trunc(seconds / size), unit);
+  }
+  return date.toISOString();
+}
+
+export const exactTime = (date: Date): string => date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+export const modeName = (mode: ChannelMode): string => (mode === ChannelMode.CLAIMABLE ? "claimable" : "broadcast");
+export const accessName = (access: ChannelAccess): string => (access === ChannelAccess.RESTRICTED ? "restricted" : "open");
+
+export type MessageState = "acknowledged" | "in flight" | "delayed" | "ready" | "posted";
+
+/** Where a message stands: the same words the queue statistics use. */
+export function messageState(message: Message, claimable: boolean, now = Date.now()): MessageState {
+  if (message.acknowledgedBy.length > 0) return "acknowledged";
+  if (message.claimedBy !== undefined && message.claimedBy.id !== "") return "in flight";
+  const available = toDate(message.availableAt);
+  if (available !== undefined && available.getTime() > now) return "delayed";
+  return claimable ? "ready" : "posted";
+}
+
+/** The actor a message or claim names; "no actor" when the key acted without one (the key id says who). */
+export const actorName = (ref: { id: string; name: string } | undefined, label?: string): string => label || ref?.name || ref?.id || "no actor";

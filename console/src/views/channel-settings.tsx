@@ -1,0 +1,154 @@
+/** The owner's settings form: only what changed is sent, named in the update mask. */
+import { useState } from "preact/hooks";
+import { ChannelAccess, ChannelMode, type Channel } from "../../../gen/agentbus/v1/channel_pb.js";
+import { Field, ProblemBox } from "../components.js";
+import { useAction, useSession } from "../session.js";
+
+interface Form {
+  name: string;
+  description: string;
+  mode: ChannelMode;
+  access: ChannelAccess;
+  discoverable: boolean;
+  retentionDays: string;
+  maxMessages: string;
+  maxWritesPerMinute: string;
+  maxDeliveries: string;
+  deadLetterChannel: string;
+  webhookUrl: string;
+  webhookSecret: string;
+}
+
+const text = (n: number | undefined) => (n === undefined ? "" : String(n));
+
+function formOf(c: Channel): Form {
+  return {
+    name: c.name,
+    description: c.description,
+    mode: c.mode,
+    access: c.access,
+    discoverable: c.discoverable,
+    retentionDays: String(c.retentionDays),
+    maxMessages: text(c.maxMessages),
+    maxWritesPerMinute: text(c.maxWritesPerMinute),
+    maxDeliveries: text(c.maxDeliveries),
+    deadLetterChannel: c.deadLetterChannelId ?? "",
+    webhookUrl: "",
+    webhookSecret: "",
+  };
+}
+
+/** "" clears an optional number (sent in the mask without a value); anything else must be a whole number. */
+const numberOrClear = (value: string): number | undefined => (value.trim() === "" ? undefined : Number(value));
+
+export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSaved: () => void }) {
+  const { client } = useSession();
+  const [form, setForm] = useState<Form>(() => formOf(channel));
+  const [saved, setSaved] = useState(false);
+  const set = <K extends keyof Form>(key: K, value: Form[K]) => {
+    setSaved(false);
+    setForm({ ...form, [key]: value });
+  };
+  const save = useAction(async () => {
+    const before = formOf(channel);
+    const paths: string[] = [];
+    const update: Record<string, unknown> = {};
+    const change = (path: string, field: string, value: unknown) => {
+      paths.push(path);
+      if (value !== undefined) update[field] = value;
+    };
+    if (form.name !== before.name) change("name", "name", form.name);
+    if (form.description !== before.description) change("description", "description", form.description);
+    if (form.mode !== before.mode) change("mode", "mode", form.mode);
+    if (form.access !== before.access) change("access", "access", form.access);
+    if (form.discoverable !== before.discoverable) change("discoverable", "discoverable", form.discoverable);
+    if (form.retentionDays !== before.retentionDays) change("retention_days", "retentionDays", numberOrClear(form.retentionDays));
+    if (form.maxMessages !== before.maxMessages) change("max_messages", "maxMessages", numberOrClear(form.maxMessages));
+    if (form.maxWritesPerMinute !== before.maxWritesPerMinute) change("max_writes_per_minute", "maxWritesPerMinute", numberOrClear(form.maxWritesPerMinute));
+    if (form.maxDeliveries !== before.maxDeliveries) change("max_deliveries", "maxDeliveries", numberOrClear(form.maxDeliveries));
+    if (form.deadLetterChannel !== before.deadLetterChannel) change("dead_letter_channel", "deadLetterChannel", form.deadLetterChannel || undefined);
+    if (form.webhookUrl !== "") change("webhook_url", "webhookUrl", form.webhookUrl);
+    if (form.webhookSecret !== "") change("webhook_secret", "webhookSecret", form.webhookSecret);
+    if (paths.length === 0) {
+      setSaved(true);
+      return;
+    }
+    await client.channels.updateChannel({ identifier: channel.id, channel: update, updateMask: { paths } });
+    setSaved(true);
+    onSaved();
+  });
+  return (
+    <form
+      class="card settings"
+      aria-label="Channel settings"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run();
+      }}
+    >
+      <Field label="Name">
+        <input name="name" required maxLength={128} value={form.name} onInput={(e) => set("name", e.currentTarget.value)} />
+      </Field>
+      <Field label="Description">
+        <input name="description" maxLength={2000} value={form.description} onInput={(e) => set("description", e.currentTarget.value)} />
+      </Field>
+      <div class="grid">
+        <Field label="Mode">
+          <select name="mode" value={String(form.mode)} onChange={(e) => set("mode", Number(e.currentTarget.value) as ChannelMode)}>
+            <option value={String(ChannelMode.CLAIMABLE)}>claimable</option>
+            <option value={String(ChannelMode.BROADCAST)}>broadcast</option>
+          </select>
+        </Field>
+        <Field label="Access">
+          <select name="access" value={String(form.access)} onChange={(e) => set("access", Number(e.currentTarget.value) as ChannelAccess)}>
+            <option value={String(ChannelAccess.OPEN)}>open</option>
+            <option value={String(ChannelAccess.RESTRICTED)}>restricted</option>
+          </select>
+        </Field>
+        <label class="field checkbox">
+          <input type="checkbox" name="discoverable" checked={form.discoverable} onChange={(e) => set("discoverable", e.currentTarget.checked)} />
+          <span class="label">Listed under Discover</span>
+        </label>
+      </div>
+      <div class="grid">
+        <Field label="Message TTL" hint="Set when the channel is created.">
+          <input name="ttl" value={`${channel.ttlSeconds} s`} readOnly />
+        </Field>
+        <Field label="History kept (days)">
+          <input name="retention-days" type="number" min={1} value={form.retentionDays} onInput={(e) => set("retentionDays", e.currentTarget.value)} />
+        </Field>
+        <Field label="Most messages kept" hint="Empty: no limit.">
+          <input name="max-messages" type="number" min={1} value={form.maxMessages} onInput={(e) => set("maxMessages", e.currentTarget.value)} />
+        </Field>
+        <Field label="Writes per minute" hint="Empty: no limit.">
+          <input name="max-writes" type="number" min={1} value={form.maxWritesPerMinute} onInput={(e) => set("maxWritesPerMinute", e.currentTarget.value)} />
+        </Field>
+        <Field label="Max deliveries" hint="Then to the dead-letter channel. Empty: no limit.">
+          <input name="max-deliveries" type="number" min={1} value={form.maxDeliveries} onInput={(e) => set("maxDeliveries", e.currentTarget.value)} />
+        </Field>
+        <Field label="Dead-letter channel" hint="Id, alias or name of one of your channels.">
+          <input name="dead-letter-channel" value={form.deadLetterChannel} onInput={(e) => set("deadLetterChannel", e.currentTarget.value)} />
+        </Field>
+      </div>
+      <div class="grid">
+        <Field label="Webhook URL" hint="Leave empty to keep the current one.">
+          <input name="webhook-url" type="url" value={form.webhookUrl} onInput={(e) => set("webhookUrl", e.currentTarget.value)} />
+        </Field>
+        <Field label="Webhook secret" hint="Write-only: never shown again.">
+          <input name="webhook-secret" type="password" autoComplete="off" value={form.webhookSecret} onInput={(e) => set("webhookSecret", e.currentTarget.value)} />
+        </Field>
+      </div>
+      <div class="row">
+        <button type="submit" disabled={save.busy}>
+          Save settings
+        </button>
+        {saved ? (
+          <span class="ok" role="status">
+            Saved.
+          </span>
+        ) : null}
+      </div>
+      <ProblemBox problem={save.problem} />
+    </form>
+  );
+}

@@ -1,0 +1,189 @@
+/** My channels (owned and member of), creating one, and discovering public ones. */
+import { useState } from "preact/hooks";
+import { ChannelAccess, ChannelMode, type ChannelSummary } from "../../../gen/agentbus/v1/channel_pb.js";
+import { AccessRequestOutcome } from "../../../gen/agentbus/v1/channel_service_pb.js";
+import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
+import { accessName, modeName, toDate } from "../format.js";
+import { navigate } from "../router.js";
+import { useAction, useLoaded, useSession } from "../session.js";
+
+interface Page {
+  data: ChannelSummary[];
+  nextCursor: string | undefined;
+}
+
+function ChannelTable({ channels, action }: { channels: ChannelSummary[]; action?: (c: ChannelSummary) => preact.ComponentChildren }) {
+  return (
+    <table class="list">
+      <thead>
+        <tr>
+          <th scope="col">Channel</th>
+          <th scope="col">Mode</th>
+          <th scope="col">Access</th>
+          <th scope="col">Created</th>
+          {action ? <th scope="col"><span class="visually-hidden">Actions</span></th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {channels.map((c) => (
+          <tr key={c.id}>
+            <td>
+              <a href={`#/channels/${encodeURIComponent(c.id)}`}>{c.name}</a>
+              {c.description ? <div class="muted small">{c.description}</div> : null}
+            </td>
+            <td>
+              <Badge kind={modeName(c.mode)}>{modeName(c.mode)}</Badge>
+            </td>
+            <td>{accessName(c.access)}</td>
+            <td>
+              <Time date={toDate(c.createdAt)} />
+            </td>
+            {action ? <td>{action(c)}</td> : null}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function MyChannels() {
+  const { client } = useSession();
+  const [pages, setPages] = useState<Page[]>([]);
+  const first = useLoaded(async () => {
+    const res = await client.channels.listMyChannels({ limit: 50 });
+    setPages([{ data: res.data, nextCursor: res.nextCursor }]);
+    return true;
+  }, []);
+  const more = useAction(async () => {
+    const cursor = pages.at(-1)?.nextCursor;
+    const res = await client.channels.listMyChannels({ limit: 50, cursor });
+    setPages([...pages, { data: res.data, nextCursor: res.nextCursor }]);
+  });
+  const channels = pages.flatMap((p) => p.data);
+  return (
+    <main>
+      <h1>My channels</h1>
+      <CreateChannel />
+      <ProblemBox problem={first.problem} />
+      {first.value === undefined && first.problem === undefined ? <p class="muted">Loading…</p> : null}
+      {first.value !== undefined && channels.length === 0 ? (
+        <Empty>You have no channels yet. Create one above, or find a public one under Discover.</Empty>
+      ) : null}
+      {channels.length > 0 ? <ChannelTable channels={channels} /> : null}
+      {pages.at(-1)?.nextCursor ? (
+        <button type="button" onClick={() => void more.run()} disabled={more.busy}>
+          Load more
+        </button>
+      ) : null}
+      <ProblemBox problem={more.problem} />
+    </main>
+  );
+}
+
+function CreateChannel() {
+  const { client } = useSession();
+  const [open, setOpen] = useState(false);
+  const [name, setName] = useState("");
+  const [mode, setMode] = useState<ChannelMode>(ChannelMode.CLAIMABLE);
+  const [access, setAccess] = useState<ChannelAccess>(ChannelAccess.OPEN);
+  const [description, setDescription] = useState("");
+  const create = useAction(async () => {
+    const channel = await client.channels.createChannel({ name, mode, access, ...(description ? { description } : {}) });
+    navigate(`/channels/${channel.id}`);
+  });
+  if (!open) {
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        New channel
+      </button>
+    );
+  }
+  return (
+    <form
+      class="card"
+      aria-label="New channel"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void create.run();
+      }}
+    >
+      <h2>New channel</h2>
+      <Field label="Name">
+        <input name="channel-name" required maxLength={128} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </Field>
+      <Field label="Mode" hint="Claimable: a work queue, each message to one worker. Broadcast: every reader sees every message.">
+        <select name="channel-mode" value={String(mode)} onChange={(e) => setMode(Number(e.currentTarget.value) as ChannelMode)}>
+          <option value={String(ChannelMode.CLAIMABLE)}>claimable</option>
+          <option value={String(ChannelMode.BROADCAST)}>broadcast</option>
+        </select>
+      </Field>
+      <Field label="Access" hint="Restricted: only you and the members you admit.">
+        <select name="channel-access" value={String(access)} onChange={(e) => setAccess(Number(e.currentTarget.value) as ChannelAccess)}>
+          <option value={String(ChannelAccess.OPEN)}>open</option>
+          <option value={String(ChannelAccess.RESTRICTED)}>restricted</option>
+        </select>
+      </Field>
+      <Field label="Description (optional)">
+        <input name="channel-description" maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      </Field>
+      <div class="row">
+        <button type="submit" disabled={create.busy}>
+          Create channel
+        </button>
+        <button type="button" class="secondary" onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+      <ProblemBox problem={create.problem} />
+    </form>
+  );
+}
+
+export function Discover() {
+  const { client } = useSession();
+  const [pages, setPages] = useState<Page[]>([]);
+  const [requested, setRequested] = useState<Record<string, string>>({});
+  const first = useLoaded(async () => {
+    const res = await client.channels.discoverChannels({ limit: 50 });
+    setPages([{ data: res.data, nextCursor: res.nextCursor }]);
+    return true;
+  }, []);
+  const more = useAction(async () => {
+    const res = await client.channels.discoverChannels({ limit: 50, cursor: pages.at(-1)?.nextCursor });
+    setPages([...pages, { data: res.data, nextCursor: res.nextCursor }]);
+  });
+  const ask = useAction(async (channel: ChannelSummary) => {
+    const res = await client.channels.createAccessRequest({ identifier: channel.id });
+    const note =
+      res.status === AccessRequestOutcome.PENDING ? "Requested: the owner decides." : res.status === AccessRequestOutcome.ALREADY_MEMBER ? "You are a member." : "Open: no request needed.";
+    setRequested({ ...requested, [channel.id]: note });
+  });
+  const channels = pages.flatMap((p) => p.data);
+  return (
+    <main>
+      <h1>Discover channels</h1>
+      <p class="muted">Channels their owners made discoverable, newest first. Open ones you can read and post to at once; ask for access to restricted ones.</p>
+      <ProblemBox problem={first.problem ?? ask.problem} />
+      {first.value !== undefined && channels.length === 0 ? <Empty>No discoverable channels yet.</Empty> : null}
+      {channels.length > 0 ? (
+        <ChannelTable
+          channels={channels}
+          action={(c) =>
+            requested[c.id] ? (
+              <span class="muted">{requested[c.id]}</span>
+            ) : c.access === ChannelAccess.RESTRICTED && !c.isMember ? (
+              <button type="button" class="small" onClick={() => void ask.run(c)}>
+                Request access
+              </button>
+            ) : null
+          }
+        />
+      ) : null}
+      {pages.at(-1)?.nextCursor ? (
+        <button type="button" onClick={() => void more.run()} disabled={more.busy}>
+          Load more
+        </button>
+      ) : null}
+    </main>
+  );
+}

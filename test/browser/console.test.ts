@@ -1,0 +1,218 @@
+/**
+ * The web console (issue 18) in a real browser: the Chromium the PDF jobs
+ * use, driven with puppeteer-core, against a real service. Every test fails
+ * on any error the page logs or throws. Screenshots of the main views go to
+ * test-artifacts/console/ (not committed).
+ */
+import { mkdirSync } from "node:fs";
+import { launch, type Browser, type BrowserContext, type Page } from "puppeteer-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { prepareChromium } from "../../src/pdf/chromium.js";
+import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+
+const ARTIFACTS = "test-artifacts/console";
+const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+
+let server: TestServer;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+/** What each page logged as an error or threw, by page. */
+const pageErrors = new Map<Page, string[]>();
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = await startTestServer({ AGENTBUS_WORKERS: "true" });
+  const chromium = await prepareChromium({ executablePath: process.env.AGENTBUS_CHROMIUM_PATH });
+  browser = await launch({
+    executablePath: chromium.executablePath,
+    env: { ...process.env, ...chromium.env },
+    headless: true,
+    pipe: true,
+    args: process.getuid?.() === 0 ? ["--no-sandbox"] : [],
+  });
+}, 120_000);
+
+afterEach(async () => {
+  await Promise.all(contexts.splice(0).map((c) => c.close()));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** A fresh browser profile (its own sessionStorage) on the console, watched for errors. */
+async function openConsole(hash = "", viewport = { width: 1200, height: 900 }): Promise<Page> {
+  const context = await browser.createBrowserContext();
+  contexts.push(context);
+  const page = await context.newPage();
+  await page.setViewport(viewport);
+  const errors: string[] = [];
+  pageErrors.set(page, errors);
+  page.on("console", (msg) => {
+    if (msg.type() === "error") errors.push(`console: ${msg.text()}`);
+  });
+  page.on("pageerror", (err) => errors.push(`page: ${err instanceof Error ? err.message : String(err)}`));
+  await page.goto(`${server.url}/${hash}`, { waitUntil: "networkidle0" });
+  return page;
+}
+
+function expectNoPageErrors(page: Page): void {
+  expect(pageErrors.get(page) ?? []).toEqual([]);
+}
+
+/**
+ * Waits until `expression` is true in the page. The page's code is given as
+ * text: this suite is compiled for Node, without the DOM's types.
+ */
+async function until(page: Page, expression: string, timeout = 5_000): Promise<void> {
+  await page.waitForFunction(expression, { timeout });
+}
+
+const bodyHas = (text: string) => `document.body.textContent.includes(${JSON.stringify(text)})`;
+
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.locator('input[name="api-key"]').fill(key);
+  await page.locator("button[type=submit]").click();
+  await page.waitForSelector("header.top");
+}
+
+async function textOf(page: Page, selector: string): Promise<string> {
+  return page.$eval(selector, (el) => el.textContent ?? "");
+}
+
+async function createRestricted(key: string): Promise<string> {
+  const res = await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: unique("work"), mode: "claimable", access: "restricted" } });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+describe("the console", () => {
+  it("mints a key, creates a channel and shows a message posted through the API within a second", async () => {
+    const page = await openConsole();
+    await page.screenshot({ path: `${ARTIFACTS}/sign-in.png` });
+    await page.locator('input[name="agent-label"]').fill(unique("person"));
+    await page.locator("button ::-p-text(Mint a key)").click();
+    const key = await (await page.waitForSelector("code.secret"))!.evaluate((el) => el.textContent ?? "");
+    expect(key).toMatch(/^ak_[\w-]+\.[\w-]+$/);
+    await page.locator("button ::-p-text(Continue with this key)").click();
+    await page.waitForSelector("header.top");
+    await until(page, bodyHas("You have no channels yet"));
+
+    await page.locator("button ::-p-text(New channel)").click();
+    const name = unique("queue");
+    await page.locator('input[name="channel-name"]').fill(name);
+    await page.locator("button ::-p-text(Create channel)").click();
+    await until(page, `document.querySelector("h1")?.textContent === ${JSON.stringify(name)}`);
+    const channelId = decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
+    await page.waitForSelector("h2 .live");
+
+    const posted = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channelId}/messages`, { key, body: { content: "<b>not bold</b> hello" } });
+    expect(posted.status).toBe(201);
+    const started = Date.now();
+    await page.waitForSelector(`[data-message-id="${posted.body.message.id}"]`, { timeout: 1_000 });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // Content is text, never markup.
+    expect(await textOf(page, `[data-message-id="${posted.body.message.id}"] .content`)).toBe("<b>not bold</b> hello");
+    expect(await page.$(`[data-message-id="${posted.body.message.id}"] .content b`)).toBeNull();
+    // The key is in neither the address nor the server's logs.
+    expect(page.url()).not.toContain(key.split(".")[1]);
+    expect(server.rawLogs.some((line) => line.includes(key.split(".")[1] as string))).toBe(false);
+    expectNoPageErrors(page);
+  });
+
+  it("follows a task from ready through in flight to acknowledged, with its worker and result", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const worker = await mintKey(server.url, unique("worker"));
+    const channel = await createRestricted(owner);
+    await rest(server.url, "POST", `/v1/channels/${channel}/members`, { key: owner, body: { key_id: worker.split(".")[0] } });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector("section.queue");
+    const posted = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "resize the images" } });
+    const item = `[data-message-id="${posted.body.message.id}"]`;
+    await page.waitForSelector(`${item}.state-ready`, { timeout: 3_000 });
+
+    const received = await rest<{ data: Array<{ message: { id: string }; lease_token: string }> }>(server.url, "POST", `/v1/channels/${channel}/messages:receive`, {
+      key: worker,
+      body: { max_messages: 1, lease_seconds: 60 },
+    });
+    expect(received.body.data[0]?.message.id).toBe(posted.body.message.id);
+    await page.waitForSelector(`${item}.state-in-flight`, { timeout: 5_000 });
+    expect(await textOf(page, item)).toContain("lease ends");
+    await page.screenshot({ path: `${ARTIFACTS}/channel-in-flight.png`, fullPage: true });
+
+    const acked = await rest(server.url, "POST", `/v1/messages/${posted.body.message.id}/ack`, { key: worker, body: { result: "42 images resized" } });
+    expect(acked.status).toBe(200);
+    await page.waitForSelector(`${item}.state-acknowledged`, { timeout: 5_000 });
+    expect(await textOf(page, item)).toContain("42 images resized");
+    await until(page, `document.querySelector(".figure-acknowledged .figure-value")?.textContent === "1"`);
+    await page.screenshot({ path: `${ARTIFACTS}/channel.png`, fullPage: true });
+    expectNoPageErrors(page);
+  });
+
+  it("lets the owner approve an access request, after which the requester is a member", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const requester = await mintKey(server.url, unique("asker"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/people`);
+    await signIn(page, owner);
+    await page.waitForSelector("#requests-heading");
+    const asked = await rest(server.url, "POST", `/v1/channels/${channel}/access-requests`, { key: requester, body: { reason: "I run the nightly build" } });
+    expect(asked.status).toBe(202);
+    const approve = `button[aria-label="Approve ${requester.split(".")[0]}"]`;
+    await page.waitForSelector(approve, { timeout: 5_000 });
+    expect(await page.$eval("body", (el) => el.textContent)).toContain("I run the nightly build");
+    await page.screenshot({ path: `${ARTIFACTS}/people.png`, fullPage: true });
+    await page.locator(approve).click();
+    await until(page, bodyHas("No one is waiting for access"));
+    const read = await rest(server.url, "GET", `/v1/channels/${channel}`, { key: requester });
+    expect(read.status).toBe(200);
+    expectNoPageErrors(page);
+  });
+
+  it("brings a person without a key from an invitation link to the channel", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const invitation = await rest<{ id: string }>(server.url, "POST", `/v1/channels/${channel}/invitations`, { key: owner, body: {} });
+    // Without a key the API answers 401 and points a person at the console.
+    const keyless = await rest<{ error: string; redirect_to: string }>(server.url, "GET", `/v1/channel-invitations/${invitation.body.id}`);
+    expect(keyless.status).toBe(401);
+    expect(keyless.body).toMatchObject({ error: "api_key_required", redirect_to: `${server.url}/#/invitations/${invitation.body.id}` });
+
+    const page = await openConsole(new URL(keyless.body.redirect_to).hash);
+    expect(await page.$eval("body", (el) => el.textContent)).toContain("You were invited to a channel");
+    await page.locator('input[name="agent-label"]').fill(unique("guest"));
+    await page.locator("button ::-p-text(Mint a key)").click();
+    await page.locator("button ::-p-text(Continue with this key)").click();
+    await until(page, `location.hash === ${JSON.stringify(`#/channels/${channel}`)}`);
+    await page.waitForSelector("h2 .live");
+    expectNoPageErrors(page);
+  });
+
+  it("makes a PDF from Markdown, previews it and offers it for download", async () => {
+    const key = await mintKey(server.url, unique("writer"));
+    const page = await openConsole("#/pdf");
+    await signIn(page, key);
+    await page.locator("button ::-p-text(Make PDF)").click();
+    await page.waitForSelector("a[download]", { timeout: 60_000 });
+    expect(await page.$eval("a[download]", (a) => a.getAttribute("href"))).toMatch(/^blob:/);
+    expect(await page.$("iframe.pdf-preview")).not.toBeNull();
+    await page.screenshot({ path: `${ARTIFACTS}/pdf.png` });
+    expectNoPageErrors(page);
+  }, 90_000);
+
+  it("lists my channels and discoverable ones, and fits a narrow window", async () => {
+    const key = await mintKey(server.url, unique("narrow"));
+    for (const name of ["alpha", "beta"]) await rest(server.url, "POST", "/v1/channels", { key, body: { name: unique(name), mode: "broadcast" } });
+    const page = await openConsole("", { width: 380, height: 800 });
+    await signIn(page, key);
+    await page.waitForSelector("table.list");
+    expect(await page.$$eval("table.list tbody tr", (rows) => rows.length)).toBe(2);
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await page.screenshot({ path: `${ARTIFACTS}/channels-narrow.png`, fullPage: true });
+    await page.goto(`${server.url}/#/discover`, { waitUntil: "networkidle0" });
+    await page.waitForSelector("table.list");
+    expectNoPageErrors(page);
+  });
+});
