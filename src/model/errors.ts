@@ -47,7 +47,7 @@ export const errorCatalog = {
   invalid_protobuf: spec(400, "invalid_argument", "The request is not a valid protobuf message of the method's request type", "Encode the request with the message types in /proto (or from gRPC reflection); strings must be valid UTF-8."),
   // 401
   unauthorized: spec(401, "unauthenticated", "Missing or invalid API key", "Send X-API-Key: <key> (gRPC metadata x-api-key). Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}."),
-  api_key_required: spec(401, "unauthenticated", "Resolving an invitation needs an API key", "Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}, then repeat this request with X-API-Key."),
+  api_key_required: spec(401, "unauthenticated", "Resolving an invitation needs an API key", "Mint a key with POST /v1/keys {\"agent_label\":\"my-agent\"}, then repeat this request with X-API-Key. A person can open redirect_to in a browser: the web console asks for a key or mints one, then joins."),
   admin_unauthorized: spec(401, "unauthenticated", "Missing or wrong admin token", "Send the operator token in X-Admin-Token."),
   // 403
   channel_access_denied: spec(403, "permission_denied", "You are not a member of this channel", "Ask the owner for access with POST /v1/channels/{identifier}/access-requests, or resolve an invitation."),

@@ -190,6 +190,42 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("saves changed settings through the update mask and leaves the others alone", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector('input[name="max-deliveries"]');
+    await page.locator('input[name="description"]').fill("Images to resize");
+    await page.locator('input[name="max-deliveries"]').fill("3");
+    await page.locator("button ::-p-text(Save settings)").click();
+    await page.waitForSelector(".ok");
+    const read = await rest<{ description: string; max_deliveries: number; access: string }>(server.url, "GET", `/v1/channels/${channel}`, { key: owner });
+    expect(read.body).toMatchObject({ description: "Images to resize", max_deliveries: 3, access: "restricted" });
+    await page.screenshot({ path: `${ARTIFACTS}/settings.png`, fullPage: true });
+    await page.goto(`${server.url}/#/channels/${channel}/deliveries`, { waitUntil: "networkidle0" });
+    await until(page, bodyHas("No deliveries yet"));
+    expectNoPageErrors(page);
+  });
+
+  it("asks for access to a restricted channel found under Discover", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const created = await rest<{ id: string; name: string }>(server.url, "POST", "/v1/channels", {
+      key: owner,
+      body: { name: unique("public-work"), mode: "claimable", access: "restricted", discoverable: true },
+    });
+    const visitor = await mintKey(server.url, unique("visitor"));
+    const page = await openConsole("#/discover");
+    await signIn(page, visitor);
+    await page.waitForSelector("table.list");
+    const row = `::-p-xpath(//tr[.//a[text()=${JSON.stringify(created.body.name)}]]//button)`;
+    await page.locator(row).click();
+    await until(page, bodyHas("Requested: the owner decides."));
+    const pending = await rest<{ data: Array<{ requester_key_id: string }> }>(server.url, "GET", `/v1/channels/${created.body.id}/access-requests`, { key: owner });
+    expect(pending.body.data.map((r) => r.requester_key_id)).toEqual([visitor.split(".")[0]]);
+    expectNoPageErrors(page);
+  });
+
   it("makes a PDF from Markdown, previews it and offers it for download", async () => {
     const key = await mintKey(server.url, unique("writer"));
     const page = await openConsole("#/pdf");
