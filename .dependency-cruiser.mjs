@@ -25,7 +25,8 @@
  * each one reaches. The transport and the domain get adapters only as objects
  * the entry passes in; handlers may use the renderers and the outbound client
  * (their input rules live there), never the store or the bus. No cycles,
- * between modules or between folders.
+ * between modules or between folders. The web console (console/) is a
+ * browser application: it imports the browser client and gen/, never src/.
  */
 const layers = {
   entry: "^src/[^/]+\\.ts$",
@@ -99,6 +100,13 @@ export default {
       scope: "folder",
       from: {},
       to: { circular: true },
+    },
+    {
+      name: "console-through-the-client",
+      comment: "The web console runs in a browser: it reaches the service through the browser client and gen/, never src/.",
+      severity: "error",
+      from: { path: "^console/" },
+      to: { path: "^src/" },
     },
     {
       name: "not-to-unresolvable",

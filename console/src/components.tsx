@@ -40,9 +40,9 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
 
-export function Field({ label, hint, children }: { label: string; hint?: string; children: ComponentChildren }) {
+export function Field({ label, hint, narrow, children }: { label: string; hint?: string; narrow?: boolean; children: ComponentChildren }) {
   return (
-    <label class="field">
+    <label class={narrow ? "field narrow" : "field"}>
       <span class="label">{label}</span>
       {children}
       {hint ? <span class="hint">{hint}</span> : null}

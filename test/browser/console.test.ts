@@ -151,6 +151,31 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("shows a busy queue at a glance: ready, delayed, in flight and acknowledged work with its figures", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const worker = await mintKey(server.url, unique("resizer"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "image-resize", mode: "claimable", description: "Thumbnails for the product catalogue" } })).body.id;
+    const post = (content: string, extra: Record<string, unknown> = {}) => rest(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content, ...extra } });
+    for (const sku of ["sku-1041", "sku-1042", "sku-1043"]) await post(`Resize ${sku}.jpg to 640×480`, { actor_label: "planner" });
+    await post("Resize sku-1044.jpg after the import", { actor_label: "planner", delay_seconds: 600 });
+    await post("Resize sku-1045.jpg to 640×480", { actor_label: "planner" });
+    const received = await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${channel}/messages:receive`, {
+      key: worker,
+      body: { max_messages: 2, lease_seconds: 120 },
+    });
+    const [first] = received.body.data;
+    await rest(server.url, "POST", `/v1/messages/${first!.message.id}/ack`, { key: worker, body: { result: "sku-1041.jpg: 640×480, 38 KB" } });
+    const page = await openConsole(`#/channels/${channel}`, { width: 1100, height: 780 });
+    await signIn(page, owner);
+    await until(page, `document.querySelector(".figure-acknowledged .figure-value")?.textContent === "1"`);
+    await page.waitForSelector(".message.state-acknowledged");
+    await page.screenshot({ path: `${ARTIFACTS}/overview.png` });
+    expect(await page.$$eval(".message.state-ready", (els) => els.length)).toBe(2);
+    expect(await page.$$eval(".message.state-delayed", (els) => els.length)).toBe(1);
+    expect(await page.$$eval(".message.state-in-flight", (els) => els.length)).toBe(1);
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requester = await mintKey(server.url, unique("asker"));

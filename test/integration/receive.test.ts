@@ -52,6 +52,15 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     expect(Date.parse(got!.lease_expires_at) - Date.parse(got!.message.claimed_at!)).toBe(300_000);
   });
 
+  it("shows the lease's end and the posting key on the message itself, as readers list it", async () => {
+    const ch = await createChannel(url(), owner);
+    const [a] = await postAll(ch, ["a"]);
+    expect(a).toMatchObject({ author_key_id: owner.split(".")[0], lease_expires_at: null });
+    const [got] = (await receive(worker, ch, { lease_seconds: 60 })).body.data;
+    const listed = (await listMessages(url(), owner, ch)).data.find((m) => m.id === a!.id) as MessageJson & { lease_expires_at: string | null };
+    expect(listed.lease_expires_at).toBe(got!.lease_expires_at);
+  });
+
   it("leases up to max_messages, oldest first, each with a distinct lease token", async () => {
     const ch = await createChannel(url(), owner);
     const posted = await postAll(ch, ["1", "2", "3", "4"]);

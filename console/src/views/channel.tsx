@@ -3,6 +3,7 @@
  * with who posted, who holds it and until when, who acknowledged it and the
  * result; the queue state; posting; and the owner's pages.
  */
+import { Fragment } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ChannelMode, type Channel } from "../../../gen/agentbus/v1/channel_pb.js";
 import type { Message } from "../../../gen/agentbus/v1/message_pb.js";
@@ -153,7 +154,6 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
     <>
       {claimable ? <QueueState channel={channel} /> : null}
       <PostMessage channel={channel} />
-      {owner ? <OwnerActions channel={channel} /> : null}
       <ProblemBox problem={problem} />
       <section aria-labelledby="messages-heading">
         <h2 id="messages-heading">
@@ -169,6 +169,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
           </ol>
         )}
       </section>
+      {owner ? <OwnerActions channel={channel} /> : null}
     </>
   );
 }
@@ -218,13 +219,13 @@ function MessageItem({ message, claimable }: { message: Message; claimable: bool
             </dd>
           </>
         ) : null}
-        {message.acknowledgedBy.map((a) => (
-          <>
+        {message.acknowledgedBy.map((a, i) => (
+          <Fragment key={`${a.id}-${i}`}>
             <dt>Acknowledged by</dt>
             <dd>
               {a.name || a.id} <Time date={toDate(a.occurredAt)} />
             </dd>
-          </>
+          </Fragment>
         ))}
         {message.result !== undefined ? (
           <>
@@ -255,7 +256,7 @@ function QueueState({ channel }: { channel: Channel }) {
       {figure("delayed", s?.delayed, "delayed")}
       {figure("in flight", s?.inFlight, "in-flight")}
       {figure("acknowledged", s?.acknowledged, "acknowledged")}
-      {figure("dead-lettered", s?.deadLettered, "dead")}
+      {figure("dead-lettered", s?.deadLettered, s?.deadLettered ? "dead" : "dead-none")}
       <div class="figure">
         <span class="figure-value">{s?.oldestReadyAgeSeconds !== undefined ? `${Math.round(s.oldestReadyAgeSeconds)} s` : "—"}</span>
         <span class="figure-label">oldest ready</span>
@@ -284,12 +285,12 @@ function PostMessage({ channel }: { channel: Channel }) {
         void post.run();
       }}
     >
-      <Field label="New message">
-        <textarea name="message-content" rows={3} required value={content} onInput={(e) => setContent(e.currentTarget.value)} />
-      </Field>
       <div class="row">
-        <Field label="Delay (seconds, optional)">
-          <input name="message-delay" type="number" min={0} max={86400} inputMode="numeric" value={delay} onInput={(e) => setDelay(e.currentTarget.value)} />
+        <Field label="New message">
+          <textarea name="message-content" rows={2} required value={content} onInput={(e) => setContent(e.currentTarget.value)} />
+        </Field>
+        <Field label="Delay (s)" narrow>
+          <input name="message-delay" type="number" min={0} max={86400} inputMode="numeric" placeholder="0" value={delay} onInput={(e) => setDelay(e.currentTarget.value)} />
         </Field>
         <button type="submit" disabled={post.busy}>
           Post
