@@ -131,6 +131,20 @@ describe("GET /v1/channel-invitations/{invitation_id}", () => {
     expect(body.suggestion).toContain("POST /v1/keys");
   });
 
+  it("points a person without a key at the web console's page for the invitation (redirect_to), over REST and gRPC", async () => {
+    const owner = await mintKey(url());
+    const invitation = await createInvitation(url(), owner, await createChannel(url(), owner));
+    const body = expectError(await resolveInvitation(url(), undefined, invitation.id, freshAddress()), 401, "api_key_required");
+    expect(body.redirect_to).toBe(`${url()}/#/invitations/${invitation.id}`);
+    const client = createClient(ChannelService, createGrpcTransport({ baseUrl: url() }));
+    const err = await client.resolveInvitation({ invitationId: invitation.id }, { headers: { "x-forwarded-for": freshAddress() } }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.Unauthenticated);
+    expect(err?.findDetails(ErrorDetailSchema)[0]?.details).toMatchObject({ redirect_to: `${url()}/#/invitations/${invitation.id}` });
+  });
+
   it("resolves: 200 Invitation, and the key becomes a member granted via the invitation", async () => {
     const { owner, ch } = await restrictedChannel(url());
     const guest = await mintKey(url());

@@ -87,8 +87,17 @@ function CreateChannel() {
   const [mode, setMode] = useState<ChannelMode>(ChannelMode.CLAIMABLE);
   const [access, setAccess] = useState<ChannelAccess>(ChannelAccess.OPEN);
   const [description, setDescription] = useState("");
+  const [ttl, setTtl] = useState("");
+  const [retention, setRetention] = useState("");
   const create = useAction(async () => {
-    const channel = await client.channels.createChannel({ name, mode, access, ...(description ? { description } : {}) });
+    const channel = await client.channels.createChannel({
+      name,
+      mode,
+      access,
+      ...(description ? { description } : {}),
+      ...(ttl.trim() ? { ttlSeconds: Number(ttl) } : {}),
+      ...(retention.trim() ? { retentionDays: Number(retention) } : {}),
+    });
     navigate(`/channels/${channel.id}`);
   });
   if (!open) {
@@ -126,6 +135,15 @@ function CreateChannel() {
       <Field label="Description (optional)">
         <input name="channel-description" maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
       </Field>
+      <div class="grid">
+        <Field label="Message TTL (seconds)" hint="How long a message stays live; fixed once created. Empty: the default.">
+          <input name="channel-ttl" type="number" min={300} max={2592000} value={ttl} onInput={(e) => setTtl(e.currentTarget.value)} />
+        </Field>
+        <Field label="History kept (days)" hint="Expired messages stay readable this long. Empty: the default.">
+          <input name="channel-retention" type="number" min={1} value={retention} onInput={(e) => setRetention(e.currentTarget.value)} />
+        </Field>
+      </div>
+      <p class="muted small">Limits, webhook and dead letters are under the channel's Settings once it exists.</p>
       <div class="row">
         <button type="submit" disabled={create.busy}>
           Create channel
