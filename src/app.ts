@@ -290,7 +290,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     metrics.gauge("agentbus_db_pool_idle_connections", "Idle database connections.", () => pool.idleCount);
     metrics.gauge("agentbus_db_pool_waiting_requests", "Queries waiting for a connection.", () => pool.waitingCount);
     if (isRedisBus(bus)) {
-      metrics.gauge("agentbus_wake_redis_connected", "1 while wake-ups arrive over Redis, 0 while they fall back.", () => (bus.connected ? 1 : 0));
+      metrics.gauge("agentbus_wake_redis_connected", "1 while wake-ups go out and arrive over Redis, 0 while some fall back.", () => (bus.connected ? 1 : 0));
     }
 
     // In-process workers unless AGENTBUS_WORKERS=false. Registered after the

@@ -109,9 +109,14 @@ export class RedisBus implements WakeBus {
     return this.ready;
   }
 
-  /** Whether wake-ups from other processes currently arrive over Redis. */
+  /**
+   * Whether wake-ups travel over Redis both ways: ours go out on it (the
+   * publisher is ready) and the other processes' arrive on it (subscribed).
+   * After an outage the two connections come back at their own pace; until
+   * both have, some wake-ups still take the fallback.
+   */
   get connected(): boolean {
-    return this.subscribed;
+    return this.subscribed && this.publisher.status === "ready";
   }
 
   get subscriptions(): number {
