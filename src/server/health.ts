@@ -56,6 +56,27 @@ export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): P
   };
 }
 
+/**
+ * /health for everyone at once: requests that arrive while a check runs get
+ * that check's answer instead of starting their own, so a flood of
+ * unauthenticated probes costs the database one query at a time, and every
+ * answer is still as fresh as the request (none is kept after it finished).
+ */
+export function sharedHealth(check: () => Promise<HealthReport>): () => Promise<HealthReport> {
+  let running: Promise<HealthReport> | undefined;
+  return () => {
+    if (running === undefined) {
+      const started = check();
+      running = started;
+      const done = () => {
+        if (running === started) running = undefined;
+      };
+      started.then(done, done);
+    }
+    return running;
+  };
+}
+
 /** The database's state as the health check's query finds it. */
 export async function databaseState(pool: pg.Pool, timeoutMs = 2000): Promise<ComponentState> {
   return (await pingDatabase(pool, timeoutMs)).ok ? "ok" : "down";

@@ -19,7 +19,7 @@ import { buildOpenApiDocument, type OpenApiDocument } from "./docs/openapi.js";
 import { landing, LANDING_CSP, renderLandingHtml, wantsHtml } from "./docs/landing.js";
 import { CONSOLE_CSP, loadConsoleAssets, type ConsoleAsset, type ConsoleAssets } from "./console.js";
 import { renderLlmsTxt } from "./docs/llms.js";
-import { checkHealth, type HealthOptions } from "./health.js";
+import { checkHealth, sharedHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { baseUrlKey, clientAddressKey, requestIdKey } from "../protocol/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
@@ -122,6 +122,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
   });
   const currentStatus = options.status === undefined ? undefined : sharedStatus(options.status);
   const consoleAssets: ConsoleAssets | undefined = loadConsoleAssets();
+  const currentHealth = sharedHealth(() => checkHealth(options.pool, options.health));
   const procedures = new Set<string>();
   for (const service of services) for (const m of service.methods) procedures.add(`/${service.typeName}/${m.name}`);
 
@@ -215,7 +216,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       if (req.method === "GET" || req.method === "HEAD") {
         if (path === "/health") {
           route = "/health";
-          checkHealth(options.pool, options.health).then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report), fail);
+          currentHealth().then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report), fail);
           return;
         }
         if (path === "/metrics") {
