@@ -138,7 +138,7 @@ export interface DomainDependencies {
  */
 export function createKeys(db: Db, clock: Clock, cacheTtlMs: number): { keys: Keys; audit: SecurityAudit } {
   const audit = new SecurityAudit(new PgAuditLog(db), clock);
-  return { audit, keys: new Keys(new PgKeyStore(db), audit, { clock, cacheTtlMs }) };
+  return { audit, keys: new Keys(new PgKeyStore(db), audit, { clock, cacheTtlMs, afterCommit: (fn) => db.afterCommit(fn) }) };
 }
 
 /** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */

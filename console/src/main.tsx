@@ -90,13 +90,14 @@ function App() {
 function Page({ route }: { route: Route }) {
   switch (route.page) {
     case "channel":
-      return <ChannelPage id={route.id} tab={route.tab} />;
+      // One instance per channel: nothing loaded for one channel is shown, or saved, for another.
+      return <ChannelPage key={route.id} id={route.id} tab={route.tab} />;
     case "discover":
       return <Discover />;
     case "pdf":
       return <PdfPage />;
     case "invitation":
-      return <InvitationPage id={route.id} />;
+      return <InvitationPage key={route.id} id={route.id} />;
     case "channels":
       return <MyChannels />;
   }

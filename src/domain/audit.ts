@@ -48,17 +48,21 @@ export class SecurityAudit {
     });
   }
 
-  /** The caller's owner's events, newest first. */
+  /**
+   * The events that concern the caller's key, newest first: by key, not by
+   * label, so a key minted later with a freed label sees none of the old
+   * key's (as with channels, docs/decisions.md#channel-names).
+   */
   listForOwner(caller: Caller, listing: AuditListing): Promise<AuditPage> {
-    return this.page(caller.ownerId, listing);
+    return this.page({ ownerKeyId: caller.keyId }, listing);
   }
 
-  /** Every event, or one owner's (the operator's view). */
+  /** Every event, or those of keys with one label (the operator's view). */
   listAll(ownerId: string | undefined, listing: AuditListing): Promise<AuditPage> {
-    return this.page(ownerId === "" ? undefined : ownerId, listing);
+    return this.page(ownerId === undefined || ownerId === "" ? {} : { ownerId }, listing);
   }
 
-  private async page(ownerId: string | undefined, listing: AuditListing): Promise<AuditPage> {
+  private async page(filter: { ownerKeyId?: string; ownerId?: string }, listing: AuditListing): Promise<AuditPage> {
     const limit = validatePageLimit(listing.limit);
     const cursor = listing.cursor === "" ? undefined : listing.cursor;
     if (cursor !== undefined && !CURSOR.test(cursor)) {
@@ -67,7 +71,7 @@ export class SecurityAudit {
         suggestion: "Pass next_cursor from the previous page as it came, or leave cursor out for the newest events.",
       });
     }
-    const data = await this.log.list({ ...(ownerId === undefined ? {} : { ownerId }), ...(cursor === undefined ? {} : { beforeId: cursor }), limit });
+    const data = await this.log.list({ ...filter, ...(cursor === undefined ? {} : { beforeId: cursor }), limit });
     return { data, limit, nextCursor: data.length === limit ? (data[data.length - 1]?.id ?? null) : null };
   }
 }

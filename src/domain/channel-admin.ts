@@ -29,7 +29,7 @@ export class ChannelAdmin {
       () => this.channels.setPaused(identifier, paused),
       (found) =>
         found
-          ? [{ kind: paused ? "channel.paused" : "channel.resumed", ownerId: found.ownerId, actorKeyId: null, subject: found.id, details: { channel_name: found.name } }]
+          ? [{ kind: paused ? "channel.paused" : "channel.resumed", ownerKeyId: found.createdByKeyId, ownerId: found.ownerId, actorKeyId: null, subject: found.id, details: { channel_name: found.name } }]
           : [],
     );
     if (!channel) throw new ApiError("channel_not_found", `Channel '${identifier}' not found`);

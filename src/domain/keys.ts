@@ -56,6 +56,8 @@ export interface KeysOptions {
    */
   cacheTtlMs: number;
   cacheSize?: number;
+  /** Runs fn after the current transaction commits (at once outside one); at once by default. */
+  afterCommit?: (fn: () => void) => void;
 }
 
 export class Keys {
@@ -81,7 +83,7 @@ export class Keys {
       () => this.store.insert({ keyId, secretHash: hashSecret(secret), agentLabel, ownerId: agentLabel, labelKey: nameKey(agentLabel), scopes }),
       (result) =>
         result === "inserted"
-          ? [{ kind: "key.issued", ownerId: agentLabel, actorKeyId: options.via === "admin" ? null : keyId, subject: keyId, details: { via: options.via, agent_label: agentLabel, scopes: scopes && [...scopes] } }]
+          ? [{ kind: "key.issued", ownerKeyId: keyId, ownerId: agentLabel, actorKeyId: options.via === "admin" ? null : keyId, subject: keyId, details: { via: options.via, agent_label: agentLabel, scopes: scopes && [...scopes] } }]
           : [],
     );
     if (outcome === "label_in_use") {
@@ -116,9 +118,9 @@ export class Keys {
   async revoke(caller: Caller): Promise<void> {
     await this.audit.change(
       () => this.store.revoke(caller.keyId),
-      (revoked) => (revoked ? [{ kind: "key.revoked", ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: {} }] : []),
+      (revoked) => (revoked ? [{ kind: "key.revoked", ownerKeyId: caller.keyId, ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: {} }] : []),
     );
-    this.cache.delete(caller.keyId);
+    this.forget(caller.keyId);
   }
 
   /**
@@ -150,10 +152,20 @@ export class Keys {
         await this.store.setScopes(caller.keyId, next);
         return current.scopes;
       },
-      (before) => [{ kind: "key.scopes_changed", ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: { before: before && [...before], after: next } }],
+      (before) => [{ kind: "key.scopes_changed", ownerKeyId: caller.keyId, ownerId: caller.ownerId, actorKeyId: caller.keyId, subject: caller.keyId, details: { before: before && [...before], after: next } }],
     );
-    this.cache.delete(caller.keyId);
+    this.forget(caller.keyId);
     return this.describe(caller);
+  }
+
+  /**
+   * Drops the key's cached record now and again once the change commits:
+   * inside a caller's transaction (an Idempotency-Key), a lookup in between
+   * would otherwise cache the record as it was before.
+   */
+  private forget(keyId: string): void {
+    this.cache.delete(keyId);
+    (this.options.afterCommit ?? ((fn) => fn()))(() => this.cache.delete(keyId));
   }
 
   private async lookup(keyId: string): Promise<KeyRecord | undefined> {

@@ -141,16 +141,16 @@ export function parseInvitationsCursor(cursor: string | undefined): { createdAt:
 /** A new invitation id: 18 random bytes as url-safe base64 (24 characters), the link's secret. */
 export const newInvitationId = (): string => randomBytes(18).toString("base64url");
 
-/** A channel.member_added or channel.member_removed audit event, in the channel owner's audit. */
+/** A channel.member_added or channel.member_removed audit event, in the channel owner key's audit. */
 function memberEvent(
   kind: "channel.member_added" | "channel.member_removed",
-  channel: { id: string; ownerId: string },
+  channel: { id: string; ownerId: string; createdByKeyId: string },
   caller: Caller,
   memberKeyId: string,
   via: "owner" | "invitation" | "access_request",
   extra: Record<string, string> = {},
 ): NewAuditEvent {
-  return { kind, ownerId: channel.ownerId, actorKeyId: caller.keyId, subject: channel.id, details: { member_key_id: memberKeyId, via, ...extra } };
+  return { kind, ownerKeyId: channel.createdByKeyId, ownerId: channel.ownerId, actorKeyId: caller.keyId, subject: channel.id, details: { member_key_id: memberKeyId, via, ...extra } };
 }
 
 // ---------------------------------------------------------------------------
@@ -250,9 +250,9 @@ export class Membership {
     const found = await this.findInvitation(invitationId);
     const at = this.changeTime();
     const now = at.now;
-    // The audit belongs to the channel's owner, who may not be the invitation's creator.
+    // The audit belongs to the channel's owner key, which may not be the invitation's creator.
     const view = await this.channels.findView(found.channel.id, caller.keyId);
-    const channelOwner = view && !isAmbiguous(view) ? view.ownerId : found.ownerId;
+    const channelOwner = { id: found.channel.id, createdByKeyId: found.channelOwnerKeyId, ownerId: view && !isAmbiguous(view) ? view.ownerId : found.ownerId };
     const resolve = () => this.store.resolveInvitation(found.channel.id, invitationId, caller.keyId, at, (invitation) => {
       if (invitation.revokedAt !== null) {
         throw new ApiError("invitation_revoked", undefined, { details: { invitation_id: invitation.id } });
@@ -269,7 +269,8 @@ export class Membership {
     });
     const resolved = await this.audit.change(resolve, (result) =>
       result?.created
-        ? [memberEvent("channel.member_added", { id: found.channel.id, ownerId: channelOwner }, caller, caller.keyId, "invitation", { invitation_id: invitationId })]
+        ? // Not the invitation's id: it is the link's secret, and the audit is readable with channels:read.
+          [memberEvent("channel.member_added", channelOwner, caller, caller.keyId, "invitation", { invited_by_key_id: found.createdByKeyId })]
         : [],
     );
     if (!resolved) throw invitationNotFound();
@@ -348,7 +349,7 @@ export class Membership {
     const result = await this.audit.change(
       () => this.store.decideRequest(channel.id, requestId, { status, byKeyId: caller.keyId, at: this.changeTime() }),
       (outcome) =>
-        status === "approved" && typeof outcome === "object" && "decided" in outcome
+        typeof outcome === "object" && "decided" in outcome && outcome.memberAdded
           ? [memberEvent("channel.member_added", channel, caller, outcome.decided.requesterKeyId, "access_request", { access_request_id: outcome.decided.id })]
           : [],
     );

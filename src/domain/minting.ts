@@ -24,7 +24,7 @@ export class PublicMinting {
     // Service-wide: no owner, so only the operator's audit listing shows it.
     await this.audit.change(
       () => this.store.setPublicMinting(enabled),
-      () => [{ kind: "minting.switched", ownerId: null, actorKeyId: null, subject: "public_minting", details: { enabled } }],
+      () => [{ kind: "minting.switched", ownerKeyId: null, ownerId: null, actorKeyId: null, subject: "public_minting", details: { enabled } }],
     );
     return enabled;
   }

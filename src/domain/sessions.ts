@@ -1,8 +1,10 @@
 /**
  * Shared sessions (issue 17, docs/decisions.md#sessions): a small JSON state
- * agents coordinate through. The owner of the key that created a session
- * owns it and may share it with other keys; owner and members read and
- * change the state, only the owner deletes it or changes who shares it.
+ * agents coordinate through. The key that created a session owns it (as
+ * with channels, the key and not its label: a key minted later with a freed
+ * label gets nothing) and may share it with other keys; owner and members
+ * read and change the state, only the owner deletes it or changes who
+ * shares it.
  * Every change adds one to the version, which callers may name to make a
  * change compare-and-set. A session lives ttl_seconds after its last change.
  */
@@ -77,6 +79,7 @@ export class Sessions {
     const now = this.options.clock.now();
     const session = {
       id: this.newId(),
+      ownerKeyId: caller.keyId,
       ownerId: caller.ownerId,
       name,
       state,
@@ -87,7 +90,7 @@ export class Sessions {
       expiresAt: expiry(now, ttlSeconds),
     };
     if ((await this.store.insert(session, now, SESSION_LIMITS.maxPerOwner)) === "limit_reached") {
-      throw new ApiError("too_many_sessions", `An owner may keep at most ${SESSION_LIMITS.maxPerOwner} live sessions`, {
+      throw new ApiError("too_many_sessions", `A key may own at most ${SESSION_LIMITS.maxPerOwner} live sessions`, {
         details: { limit: SESSION_LIMITS.maxPerOwner },
       });
     }
@@ -97,7 +100,7 @@ export class Sessions {
   async list(caller: Caller, query: { cursor: string | undefined; limit: number | undefined }): Promise<SessionsPage> {
     const limit = validatePageLimit(query.limit);
     const after = parseSessionsCursor(query.cursor);
-    const data = await this.store.list(caller.ownerId, caller.keyId, this.options.clock.now(), after, limit);
+    const data = await this.store.list(caller.keyId, this.options.clock.now(), after, limit);
     const last = data.at(-1);
     return { data, limit, nextCursor: data.length === limit && last ? `${last.createdAt}.${last.id}` : null };
   }
@@ -157,10 +160,11 @@ export class Sessions {
     const outcome = await this.audit.change(
       () => this.store.addMember(session.id, keyId, this.options.clock.now(), SESSION_LIMITS.maxMembers),
       (result) =>
-        result !== "limit_reached" && result.created
-          ? [{ kind: "session.member_added", ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: keyId } }]
+        typeof result === "object" && result.created
+          ? [{ kind: "session.member_added", ownerKeyId: session.ownerKeyId, ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: keyId } }]
           : [],
     );
+    if (outcome === "gone") throw notFound(id);
     if (outcome === "limit_reached") {
       throw new ApiError("too_many_session_members", `A session may be shared with at most ${SESSION_LIMITS.maxMembers} keys`, {
         details: { limit: SESSION_LIMITS.maxMembers },
@@ -176,22 +180,22 @@ export class Sessions {
     await this.audit.change(
       () => this.store.removeMember(session.id, keyId),
       (removed) =>
-        removed ? [{ kind: "session.member_removed", ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: keyId } }] : [],
+        removed ? [{ kind: "session.member_removed", ownerKeyId: session.ownerKeyId, ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: keyId } }] : [],
     );
   }
 
-  /** The session when the caller's owner owns it or the caller's key shares it; 404 otherwise, as if it did not exist. */
+  /** The session when the caller's key owns it or was given it; 404 otherwise, as if it did not exist. */
   private async visible(caller: Caller, id: string, lock = false): Promise<SessionView> {
     if (!isUuid(id)) throw notFound(id);
     const session = await this.store.find(id, caller.keyId, this.options.clock.now(), lock);
-    if (!session || (session.ownerId !== caller.ownerId && !session.callerIsMember)) throw notFound(id);
+    if (!session || (session.ownerKeyId !== caller.keyId && !session.callerIsMember)) throw notFound(id);
     return session;
   }
 
   private async owned(caller: Caller, id: string): Promise<SessionView> {
     const session = await this.visible(caller, id);
-    if (session.ownerId !== caller.ownerId) {
-      throw new ApiError("forbidden", "Only the session's owner may do this", { suggestion: "Use a key of the owner that created the session." });
+    if (session.ownerKeyId !== caller.keyId) {
+      throw new ApiError("forbidden", "Only the session's owner may do this", { suggestion: "Use the key that created the session." });
     }
     return session;
   }
@@ -221,7 +225,7 @@ function checkStateSize(state: JsonObject): JsonObject {
 function parseSessionsCursor(cursor: string | undefined): { createdAt: Micros; id: string } | null {
   if (cursor === undefined || cursor === "") return null;
   const match = CURSOR.exec(cursor);
-  if (!match) {
+  if (!match || !isUuid(match[2] as string)) {
     throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page, unchanged", { details: { field: "cursor" } });
   }
   return { createdAt: Number(match[1]), id: match[2] as string };

@@ -16,7 +16,13 @@ export type AuditKind =
 
 export interface NewAuditEvent {
   kind: AuditKind;
-  /** Whose resources the event concerns; null for service-wide events (operator only). */
+  /**
+   * The key whose resources the event concerns (the key itself, the
+   * channel's or the session's owner key): the one that reads it. Null for
+   * service-wide events, which only the operator sees.
+   */
+  ownerKeyId: string | null;
+  /** That key's label (owner_id), for people and the operator's filter. */
   ownerId: string | null;
   /** The key that made the change; null when the operator did. */
   actorKeyId: string | null;

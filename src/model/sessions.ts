@@ -4,6 +4,9 @@ import type { Micros } from "./time.js";
 
 export interface SessionRecord {
   id: string;
+  /** The key that created it: the owner (a later key with the same label is not). */
+  ownerKeyId: string;
+  /** That key's label, shown. */
   ownerId: string;
   name: string;
   state: JsonObject;

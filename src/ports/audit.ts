@@ -3,7 +3,9 @@ import type { AuditEventRecord, NewAuditEvent } from "../model/audit.js";
 import type { Micros } from "../model/time.js";
 
 export interface AuditQuery {
-  /** Only this owner's events; every event when undefined (the operator's view). */
+  /** Only the events that concern this key (an owner's own view). */
+  ownerKeyId?: string;
+  /** Only the events of keys with this label (the operator's filter). */
   ownerId?: string;
   /** Only events older than this id (the previous page's last). */
   beforeId?: string;

@@ -70,7 +70,7 @@ export interface MembershipStore {
     channelId: string,
     requestId: string,
     decision: { status: "approved" | "denied"; byKeyId: string; at: ChangeTime },
-  ): Promise<{ decided: AccessRequestRecord } | { current: AccessRequestStatus } | "not_found" | "channel_gone">;
+  ): Promise<{ decided: AccessRequestRecord; memberAdded: boolean } | { current: AccessRequestStatus } | "not_found" | "channel_gone">;
 
   /** Live events of the channel created after `since` (everything when null), oldest first. */
   listEvents(channelId: string, since: Micros | null, limit: number, now: Micros): Promise<ChannelEventRecord[]>;

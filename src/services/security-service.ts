@@ -11,6 +11,7 @@ const renderAuditEvent = (e: AuditEventRecord) => ({
   occurredAt: toProtoTimestamp(e.occurredAt),
   kind: e.kind,
   ownerId: e.ownerId ?? "",
+  ownerKeyId: e.ownerKeyId ?? "",
   actorKeyId: e.actorKeyId ?? "",
   subject: e.subject,
   details: e.details,

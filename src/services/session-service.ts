@@ -14,6 +14,7 @@ const renderSession = (s: SessionView) => ({
   state: s.state,
   version: s.version,
   ownerId: s.ownerId,
+  ownerKeyId: s.ownerKeyId,
   ttlSeconds: s.ttlSeconds,
   createdAt: toProtoTimestamp(s.createdAt),
   updatedAt: toProtoTimestamp(s.updatedAt),

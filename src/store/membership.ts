@@ -500,22 +500,24 @@ export class PgMembershipStore implements MembershipStore {
     channelId: string,
     requestId: string,
     decision: { status: "approved" | "denied"; byKeyId: string; at: ChangeTime },
-  ): Promise<{ decided: AccessRequestRecord } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
+  ): Promise<{ decided: AccessRequestRecord; memberAdded: boolean } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
     return this.changed(this.db.transaction(async () => {
       if (!(await lockMembership(this.db, channelId))) return "channel_gone";
       const now = decision.at.now;
       const result = await decideRequest(this.db, channelId, requestId, { status: decision.status, byKeyId: decision.byKeyId, at: now });
       if (result === "not_found" || "current" in result) return result;
+      let memberAdded = false;
       if (decision.status === "approved") {
         const requester = result.decided.requesterKeyId;
         const { created } = await insertMember(this.db, channelId, requester, now, null);
+        memberAdded = created;
         if (created) {
           await this.record(channelId, "member_added", decision.byKeyId, requester, null, decision.at);
           // The channel's webhook hears of the approval; queued in this transaction.
           await enqueueMemberAdded(this.db, { channelId, memberKeyId: requester, approvedByKeyId: decision.byKeyId }, now);
         }
       }
-      return result;
+      return { ...result, memberAdded };
     }));
   }
 

@@ -7,6 +7,7 @@ import type { Db } from "./db.js";
 
 interface SessionRow {
   id: string;
+  owner_key_id: string;
   owner_id: string;
   name: string;
   state: JsonObject;
@@ -25,11 +26,12 @@ interface MemberRow {
 }
 
 /** $2: the key the session is seen by. */
-const SESSION_FIELDS = `s.id, s.owner_id, s.name, s.state, s.version, s.ttl_seconds, s.created_at, s.updated_at, s.expires_at,
+const SESSION_FIELDS = `s.id, s.owner_key_id, s.owner_id, s.name, s.state, s.version, s.ttl_seconds, s.created_at, s.updated_at, s.expires_at,
   EXISTS (SELECT 1 FROM session_members m WHERE m.session_id = s.id AND m.key_id = $2) AS is_member`;
 
 const toView = (r: SessionRow): SessionView => ({
   id: r.id,
+  ownerKeyId: r.owner_key_id,
   ownerId: r.owner_id,
   name: r.name,
   state: r.state,
@@ -53,17 +55,18 @@ export class PgSessionStore implements SessionStore {
   insert(session: SessionRecord, now: Micros, maxPerOwner: number): Promise<"inserted" | "limit_reached"> {
     return this.db.transaction(async () => {
       // One owner's creates queue here, so the count below cannot be stale.
-      await this.db.query("SELECT pg_advisory_xact_lock(hashtextextended('sessions:' || $1, 0))", [session.ownerId]);
+      await this.db.query("SELECT pg_advisory_xact_lock(hashtextextended('sessions:' || $1, 0))", [session.ownerKeyId]);
       const { rows } = await this.db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM sessions WHERE owner_id = $1 AND expires_at > $2",
-        [session.ownerId, formatTimestamp(now)],
+        "SELECT count(*)::int AS n FROM sessions WHERE owner_key_id = $1 AND expires_at > $2",
+        [session.ownerKeyId, formatTimestamp(now)],
       );
       if ((rows[0]?.n ?? 0) >= maxPerOwner) return "limit_reached";
       await this.db.query(
-        `INSERT INTO sessions (id, owner_id, name, state, version, ttl_seconds, created_at, updated_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        `INSERT INTO sessions (id, owner_key_id, owner_id, name, state, version, ttl_seconds, created_at, updated_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
         [
           session.id,
+          session.ownerKeyId,
           session.ownerId,
           session.name,
           JSON.stringify(session.state),
@@ -86,14 +89,19 @@ export class PgSessionStore implements SessionStore {
     return rows[0] && toView(rows[0]);
   }
 
-  async list(ownerId: string, keyId: string, now: Micros, after: { createdAt: Micros; id: string } | null, limit: number): Promise<SessionView[]> {
+  async list(keyId: string, now: Micros, after: { createdAt: Micros; id: string } | null, limit: number): Promise<SessionView[]> {
+    // Two indexed branches, each already in page order (owned: sessions_by_owner;
+    // shared: session_members_by_key), merged and cut to the page.
+    // $2 is the key, as SESSION_FIELDS expects.
+    const page = `s.expires_at > $1 AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3::timestamptz, $4::uuid))`;
     const { rows } = await this.db.query<SessionRow>(
-      `SELECT ${SESSION_FIELDS} FROM sessions s
-        WHERE (s.owner_id = $1 OR s.id IN (SELECT session_id FROM session_members WHERE key_id = $2))
-          AND s.expires_at > $3
-          AND ($4::timestamptz IS NULL OR (s.created_at, s.id) < ($4::timestamptz, $5::uuid))
-        ORDER BY s.created_at DESC, s.id DESC LIMIT $6`,
-      [ownerId, keyId, formatTimestamp(now), after ? formatTimestamp(after.createdAt) : null, after?.id ?? null, limit],
+      `SELECT * FROM (
+         (SELECT ${SESSION_FIELDS} FROM sessions s WHERE s.owner_key_id = $2 AND ${page} ORDER BY s.created_at DESC, s.id DESC LIMIT $5)
+         UNION
+         (SELECT ${SESSION_FIELDS} FROM session_members m JOIN sessions s ON s.id = m.session_id
+           WHERE m.key_id = $2 AND ${page} ORDER BY s.created_at DESC, s.id DESC LIMIT $5)
+       ) both_kinds ORDER BY created_at DESC, id DESC LIMIT $5`,
+      [formatTimestamp(now), keyId, after ? formatTimestamp(after.createdAt) : null, after?.id ?? null, limit],
     );
     return rows.map(toView);
   }
@@ -126,10 +134,11 @@ export class PgSessionStore implements SessionStore {
     return rows.map(toMember);
   }
 
-  addMember(sessionId: string, keyId: string, at: Micros, maxMembers: number): Promise<{ member: SessionMemberRecord; created: boolean } | "limit_reached"> {
+  addMember(sessionId: string, keyId: string, at: Micros, maxMembers: number): Promise<{ member: SessionMemberRecord; created: boolean } | "limit_reached" | "gone"> {
     return this.db.transaction(async () => {
-      // The session row is the lock that serialises its member changes.
-      await this.db.query("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", [sessionId]);
+      // The session row is the lock that serialises its member changes; deleted or expired since it was read, it is gone.
+      const locked = await this.db.query("SELECT 1 FROM sessions WHERE id = $1 AND expires_at > $2 FOR UPDATE", [sessionId, formatTimestamp(at)]);
+      if (locked.rows.length === 0) return "gone";
       const existing = await this.db.query<MemberRow>("SELECT session_id, key_id, added_at FROM session_members WHERE session_id = $1 AND key_id = $2", [
         sessionId,
         keyId,

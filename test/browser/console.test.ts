@@ -210,6 +210,8 @@ describe("the console", () => {
     await page.locator('input[name="agent-label"]').fill(unique("guest"));
     await page.locator("button ::-p-text(Mint a key)").click();
     await page.locator("button ::-p-text(Continue with this key)").click();
+    // Joining is asked for, never done by opening a link.
+    await page.locator("button ::-p-text(Join the channel)").click();
     await until(page, `location.hash === ${JSON.stringify(`#/channels/${channel}`)}`);
     await page.waitForSelector("h2 .live");
     expectNoPageErrors(page);

@@ -31,6 +31,7 @@ interface AuditEventJson {
   id: string;
   occurred_at: string;
   kind: string;
+  owner_key_id: string;
   owner_id: string;
   actor_key_id: string;
   subject: string;
@@ -146,6 +147,8 @@ describe("channel events", () => {
     expect((await rest(server.url, "POST", `/v1/channels/${channel}/access-requests/${request.body.request_id}/approve`, { key: owner.key, body: {} })).status).toBe(200);
     expect((await rest(server.url, "DELETE", `/v1/channels/${channel}/members/${direct.keyId}`, { key: owner.key })).status).toBe(200);
     const events = (await ownAudit(owner.key)).data.filter((e) => e.subject === channel);
+    // Never an invitation's id: it is the link's secret.
+    expect(JSON.stringify(events)).not.toContain(invitation.body.id);
     expect(events.map((e) => [e.kind, e.details.member_key_id, e.details.via])).toEqual([
       ["channel.member_removed", direct.keyId, "owner"],
       ["channel.member_added", requester.keyId, "access_request"],
@@ -177,11 +180,20 @@ describe("session and service events", () => {
 });
 
 describe("reading the audit", () => {
+  it("shows a key minted later with a freed label none of the old key's events", async () => {
+    const first = await agent("reused");
+    await rest(server.url, "PUT", "/v1/keys/me/scopes", { key: first.key, body: { scopes: ["channels:read"] } });
+    expect((await rest(server.url, "DELETE", "/v1/keys/me", { key: first.key })).status).toBe(200);
+    const again = await rest<{ key: string; key_id: string }>(server.url, "POST", "/v1/keys", { body: { agent_label: first.label } });
+    const events = (await ownAudit(again.body.key)).data;
+    expect(events.map((e) => [e.kind, e.subject])).toEqual([["key.issued", again.body.key_id]]);
+  });
+
   it("shows an owner only its own events", async () => {
     const a = await agent();
     const b = await agent();
     const seen = (await ownAudit(b.key)).data;
-    expect(seen.every((e) => e.owner_id === b.label)).toBe(true);
+    expect(seen.every((e) => e.owner_id === b.label && e.owner_key_id === b.keyId)).toBe(true);
     expect(seen.some((e) => e.subject === a.keyId)).toBe(false);
   });
 

@@ -198,6 +198,24 @@ describe("sharing", () => {
   });
 });
 
+describe("ownership", () => {
+  it("belongs to the key, not its label: a key minted later with a freed label gets none of the old key's sessions", async () => {
+    const label = `planner-${Math.random().toString(36).slice(2, 8)}`;
+    const first = await mintKey(server.url, label);
+    const session = await createSession(first);
+    expect(session.owner_id).toBe(label);
+    expect((await rest(server.url, "DELETE", "/v1/keys/me", { key: first })).status).toBe(200);
+    const second = await mintKey(server.url, label);
+    expectError(await rest(server.url, "GET", `/v1/sessions/${session.id}`, { key: second }), 404, "session_not_found");
+    expect((await rest<{ data: SessionJson[] }>(server.url, "GET", "/v1/sessions", { key: second })).body.data).toEqual([]);
+  });
+
+  it("refuses a cursor that is not one it gave (422 invalid_cursor), not a 500", async () => {
+    const key = await mintKey(server.url);
+    expectError(await rest(server.url, "GET", `/v1/sessions?cursor=1.${"-".repeat(36)}`, { key }), 422, "invalid_cursor");
+  });
+});
+
 describe("DELETE /v1/sessions/{id}", () => {
   it("deletes the session (204); it is gone for owner and members", async () => {
     const key = await mintKey(server.url);

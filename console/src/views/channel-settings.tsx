@@ -1,6 +1,7 @@
 /** The owner's settings form: only what changed is sent, named in the update mask. */
 import { useState } from "preact/hooks";
-import { ChannelAccess, ChannelMode, type Channel } from "../../../gen/agentbus/v1/channel_pb.js";
+import type { Channel, ChannelAccess, ChannelMode } from "../../../gen/agentbus/v1/channel_pb.js";
+import { AccessField, ModeField } from "../channel-fields.js";
 import { Field, ProblemBox } from "../components.js";
 import { useAction, useSession } from "../session.js";
 
@@ -93,18 +94,8 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
         <input name="description" maxLength={2000} value={form.description} onInput={(e) => set("description", e.currentTarget.value)} />
       </Field>
       <div class="grid">
-        <Field label="Mode">
-          <select name="mode" value={String(form.mode)} onChange={(e) => set("mode", Number(e.currentTarget.value) as ChannelMode)}>
-            <option value={String(ChannelMode.CLAIMABLE)}>claimable</option>
-            <option value={String(ChannelMode.BROADCAST)}>broadcast</option>
-          </select>
-        </Field>
-        <Field label="Access">
-          <select name="access" value={String(form.access)} onChange={(e) => set("access", Number(e.currentTarget.value) as ChannelAccess)}>
-            <option value={String(ChannelAccess.OPEN)}>open</option>
-            <option value={String(ChannelAccess.RESTRICTED)}>restricted</option>
-          </select>
-        </Field>
+        <ModeField name="mode" value={form.mode} onChange={(mode) => set("mode", mode)} />
+        <AccessField name="access" value={form.access} onChange={(access) => set("access", access)} />
         <label class="field checkbox">
           <input type="checkbox" name="discoverable" checked={form.discoverable} onChange={(e) => set("discoverable", e.currentTarget.checked)} />
           <span class="label">Listed under Discover</span>

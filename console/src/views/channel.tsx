@@ -37,7 +37,8 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
   }
   const c = channel.value;
   if (!c) return <main class="muted">Loading…</main>;
-  const owner = c.ownerId === me.ownerId;
+  // The key that created the channel owns it (a later key with the same label does not).
+  const owner = c.createdByKeyId === me.keyId;
   const tabs: Array<[ChannelTab, string]> = owner
     ? [
         ["messages", "Messages"],
@@ -69,7 +70,7 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         </nav>
       ) : null}
       {tab === "settings" && owner ? (
-        <ChannelSettings channel={c} onSaved={channel.reload} />
+        <ChannelSettings key={c.id} channel={c} onSaved={channel.reload} />
       ) : tab === "people" && owner ? (
         <People channel={c} />
       ) : tab === "deliveries" && owner ? (

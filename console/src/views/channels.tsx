@@ -2,6 +2,7 @@
 import { useState } from "preact/hooks";
 import { ChannelAccess, ChannelMode, type ChannelSummary } from "../../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome } from "../../../gen/agentbus/v1/channel_service_pb.js";
+import { AccessField, ModeField } from "../channel-fields.js";
 import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
 import { accessName, modeName, toDate } from "../format.js";
 import { navigate } from "../router.js";
@@ -120,18 +121,8 @@ function CreateChannel() {
       <Field label="Name">
         <input name="channel-name" required maxLength={128} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </Field>
-      <Field label="Mode" hint="Claimable: a work queue, each message to one worker. Broadcast: every reader sees every message.">
-        <select name="channel-mode" value={String(mode)} onChange={(e) => setMode(Number(e.currentTarget.value) as ChannelMode)}>
-          <option value={String(ChannelMode.CLAIMABLE)}>claimable</option>
-          <option value={String(ChannelMode.BROADCAST)}>broadcast</option>
-        </select>
-      </Field>
-      <Field label="Access" hint="Restricted: only you and the members you admit.">
-        <select name="channel-access" value={String(access)} onChange={(e) => setAccess(Number(e.currentTarget.value) as ChannelAccess)}>
-          <option value={String(ChannelAccess.OPEN)}>open</option>
-          <option value={String(ChannelAccess.RESTRICTED)}>restricted</option>
-        </select>
-      </Field>
+      <ModeField name="channel-mode" value={mode} onChange={setMode} />
+      <AccessField name="channel-access" value={access} onChange={setAccess} />
       <Field label="Description (optional)">
         <input name="channel-description" maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
       </Field>

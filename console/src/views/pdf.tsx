@@ -1,5 +1,5 @@
 /** Markdown to PDF: submit a job, follow it, then preview and download the file. */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { JobStatus } from "../../../gen/agentbus/v1/job_pb.js";
 import { PdfFormat } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { ProblemError } from "../api.js";
@@ -8,6 +8,8 @@ import { useAction, useSession } from "../session.js";
 
 const EXAMPLE = "# Weekly report\n\n- 42 tasks done\n- 0 dead letters\n\n> Made by agentbus.";
 const POLL_MS = 500;
+/** How long the page follows a job before it gives up (the job itself goes on). */
+const FOLLOW_MS = 120_000;
 
 export function PdfPage() {
   const { client } = useSession();
@@ -15,12 +17,26 @@ export function PdfPage() {
   const [status, setStatus] = useState<string | undefined>(undefined);
   const [pdfUrl, setPdfUrl] = useState<string | undefined>(undefined);
   useEffect(() => () => (pdfUrl ? URL.revokeObjectURL(pdfUrl) : undefined), [pdfUrl]);
+  // Leaving the page stops following the job.
+  const leaving = useRef(new AbortController());
+  useEffect(() => () => leaving.current.abort(), []);
   const render = useAction(async () => {
     setPdfUrl(undefined);
     setStatus("Queued…");
-    const { jobId } = await client.jobs.createPdfJob({ content: markdown, format: PdfFormat.MARKDOWN });
+    const signal = leaving.current.signal;
+    const { jobId } = await client.jobs.createPdfJob({ content: markdown, format: PdfFormat.MARKDOWN }, { signal });
+    const giveUpAt = Date.now() + FOLLOW_MS;
     for (;;) {
-      const job = await client.jobs.getJob({ jobId });
+      if (signal.aborted) return;
+      if (Date.now() > giveUpAt) {
+        setStatus(undefined);
+        throw new ProblemError({
+          code: "still_running",
+          message: `The PDF was not ready within ${FOLLOW_MS / 1000} s`,
+          suggestion: `The job goes on: fetch it later with GET /v1/jobs/${jobId}.`,
+        });
+      }
+      const job = await client.jobs.getJob({ jobId }, { signal });
       if (job.status === JobStatus.COMPLETED) break;
       if (job.status === JobStatus.FAILED) {
         setStatus(undefined);
@@ -33,7 +49,7 @@ export function PdfPage() {
       setStatus(job.status === JobStatus.PROCESSING ? "Rendering…" : "Queued…");
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
-    const body = await client.jobs.downloadPdf({ jobId });
+    const body = await client.jobs.downloadPdf({ jobId }, { signal });
     const data = new Uint8Array(body.data);
     setPdfUrl(URL.createObjectURL(new Blob([data], { type: "application/pdf" })));
     setStatus(`Ready: ${Math.ceil(data.byteLength / 1024)} KiB.`);

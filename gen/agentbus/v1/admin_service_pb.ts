@@ -25,7 +25,7 @@ export const file_agentbus_v1_admin_service: GenFile = /*@__PURE__*/
  */
 export type ListAuditEventsRequest = Message<"agentbus.v1.ListAuditEventsRequest"> & {
   /**
-   * Only this owner's events.
+   * Only the events of keys with this label (owner_id).
    *
    * @generated from field: optional string owner_id = 1;
    */

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/audit.proto.
  */
 export const file_agentbus_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudGJ1cy92MS9hdWRpdC5wcm90bxILYWdlbnRidXMudjEiugEKCkF1ZGl0RXZlbnQSCgoCaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGtpbmQYAyABKAkSEAoIb3duZXJfaWQYBCABKAkSFAoMYWN0b3Jfa2V5X2lkGAUgASgJEg8KB3N1YmplY3QYBiABKAkSKAoHZGV0YWlscxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChdhZ2VudGJ1cy92MS9hdWRpdC5wcm90bxILYWdlbnRidXMudjEi0AEKCkF1ZGl0RXZlbnQSCgoCaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGtpbmQYAyABKAkSEAoIb3duZXJfaWQYBCABKAkSFAoMYWN0b3Jfa2V5X2lkGAUgASgJEg8KB3N1YmplY3QYBiABKAkSKAoHZGV0YWlscxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMb3duZXJfa2V5X2lkGAggASgJYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One security-relevant change, written in the transaction that made it and
@@ -43,8 +43,8 @@ export type AuditEvent = Message<"agentbus.v1.AuditEvent"> & {
   kind: string;
 
   /**
-   * Whose resources the event concerns; empty for service-wide events
-   * (minting.switched), which only the operator sees.
+   * The label of the key whose resources the event concerns; empty for
+   * service-wide events (minting.switched), which only the operator sees.
    *
    * @generated from field: string owner_id = 4;
    */
@@ -71,6 +71,15 @@ export type AuditEvent = Message<"agentbus.v1.AuditEvent"> & {
    * @generated from field: google.protobuf.Struct details = 7;
    */
   details?: JsonObject | undefined;
+
+  /**
+   * The key whose resources the event concerns (the key itself, or the
+   * channel's or session's owner key): the key GET /v1/security/audit shows
+   * it to.
+   *
+   * @generated from field: string owner_key_id = 8;
+   */
+  ownerKeyId: string;
 };
 
 /**

@@ -76,7 +76,9 @@ export const ListSecurityAuditResponseSchema: GenMessage<ListSecurityAuditRespon
  */
 export const SecurityService: GenService<{
   /**
-   * The events that concern the caller's owner, newest first.
+   * The events that concern the caller's key, newest first: its own
+   * issue, narrowing and revocation, and the changes to its channels and
+   * sessions.
    *
    * @generated from rpc agentbus.v1.SecurityService.ListSecurityAudit
    */

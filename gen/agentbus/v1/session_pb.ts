@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/session.proto.
  */
 export const file_agentbus_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9zZXNzaW9uLnByb3RvEgthZ2VudGJ1cy52MSKTAgoHU2Vzc2lvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBXN0YXRlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd2ZXJzaW9uGAQgASgFEhAKCG93bmVyX2lkGAUgASgJEhMKC3R0bF9zZWNvbmRzGAYgASgFEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImEKDVNlc3Npb25NZW1iZXISEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkSLAoIYWRkZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9zZXNzaW9uLnByb3RvEgthZ2VudGJ1cy52MSKpAgoHU2Vzc2lvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBXN0YXRlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd2ZXJzaW9uGAQgASgFEhAKCG93bmVyX2lkGAUgASgJEhMKC3R0bF9zZWNvbmRzGAYgASgFEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDG93bmVyX2tleV9pZBgKIAEoCSJhCg1TZXNzaW9uTWVtYmVyEhIKCnNlc3Npb25faWQYASABKAkSDgoGa2V5X2lkGAIgASgJEiwKCGFkZGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A small piece of shared state (a plan, a progress record) that agents keep
@@ -47,7 +47,8 @@ export type Session = Message<"agentbus.v1.Session"> & {
   version: number;
 
   /**
-   * The owner of the key that created it.
+   * The label of the key that created it. That key owns the session: a key
+   * minted later with the same label does not.
    *
    * @generated from field: string owner_id = 5;
    */
@@ -74,6 +75,13 @@ export type Session = Message<"agentbus.v1.Session"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 9;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The key that created it, its owner.
+   *
+   * @generated from field: string owner_key_id = 10;
+   */
+  ownerKeyId: string;
 };
 
 /**

@@ -259,8 +259,8 @@ export const RemoveSessionMemberRequestSchema: GenMessage<RemoveSessionMemberReq
 
 /**
  * Shared state for agents that coordinate a hand-off (docs/decisions.md#sessions).
- * A session belongs to the owner of the key that created it and can be
- * shared with other keys. A session the caller may not see answers 404
+ * A session belongs to the key that created it and can be shared with other
+ * keys. A session the caller may not see answers 404
  * session_not_found, as one that does not exist.
  *
  * @generated from service agentbus.v1.SessionService
@@ -275,8 +275,7 @@ export const SessionService: GenService<{
     output: typeof SessionSchema;
   },
   /**
-   * The sessions the caller's owner created or the caller's key was given,
-   * newest first.
+   * The sessions the caller's key created or was given, newest first.
    *
    * @generated from rpc agentbus.v1.SessionService.ListSessions
    */

@@ -151,18 +151,20 @@ export class FakeMembershipStore implements MembershipStore {
     channelId: string,
     requestId: string,
     decision: { status: "approved" | "denied"; byKeyId: string; at: ChangeTime },
-  ): Promise<{ decided: AccessRequestRecord } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
+  ): Promise<{ decided: AccessRequestRecord; memberAdded: boolean } | { current: AccessRequestStatus } | "not_found" | "channel_gone"> {
     if (!this.channels.channels.has(channelId)) return "channel_gone";
     const request = this.requests.get(requestId);
     if (!request || request.channelId !== channelId) return "not_found";
     if (request.status !== "pending") return { current: request.status };
     const decided = { ...request, status: decision.status };
     this.requests.set(requestId, decided);
+    let memberAdded = false;
     if (decision.status === "approved") {
       const { created } = this.insertMember(channelId, request.requesterKeyId, decision.at.now, null);
+      memberAdded = created;
       if (created) this.record(channelId, "member_added", decision.byKeyId, request.requesterKeyId, null, decision.at);
     }
-    return { decided };
+    return { decided, memberAdded };
   }
 
   async listEvents(channelId: string, since: Micros | null, limit: number, now: Micros): Promise<ChannelEventRecord[]> {

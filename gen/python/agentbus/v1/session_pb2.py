@@ -15,7 +15,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentbus/v1/session.proto\x12\x0b\x61gentbus.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x02\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07version\x18\x04 \x01(\x05\x12\x10\n\x08owner_id\x18\x05 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x06 \x01(\x05\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"a\n\rSessionMember\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12,\n\x08\x61\x64\x64\x65\x64_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestampb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentbus/v1/session.proto\x12\x0b\x61gentbus.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa9\x02\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07version\x18\x04 \x01(\x05\x12\x10\n\x08owner_id\x18\x05 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x06 \x01(\x05\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cowner_key_id\x18\n \x01(\t\"a\n\rSessionMember\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12,\n\x08\x61\x64\x64\x65\x64_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestampb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.session_pb2', globals())
@@ -23,7 +23,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _SESSION._serialized_start=106
-  _SESSION._serialized_end=381
-  _SESSIONMEMBER._serialized_start=383
-  _SESSIONMEMBER._serialized_end=480
+  _SESSION._serialized_end=403
+  _SESSIONMEMBER._serialized_start=405
+  _SESSIONMEMBER._serialized_end=502
 # @@protoc_insertion_point(module_scope)
