@@ -229,6 +229,14 @@ export function buildProgram(io: Io): Command {
           continue;
         }
         const id = String(task.message.id);
+        // Ctrl-C between the lease and the command's start: the command would
+        // not hear it (it did not exist yet) and would run to its end. Hand
+        // the task back at once instead.
+        if (stop.signal.aborted) {
+          await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: 0 });
+          io.err(`${id}: stopping; released without running the command`);
+          break;
+        }
         const outcome = await runTask(command, String(task.message.content ?? ""), () => {
           void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);
         }, (opts.lease * 1000) / 3);
