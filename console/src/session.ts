@@ -76,3 +76,34 @@ export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], refreshMs 
   }, [...deps, generation]);
   return { value, problem, reload: () => setGeneration((g) => g + 1) };
 }
+
+/** One page of a listing with next_cursor. */
+export interface Page<T> {
+  data: T[];
+  nextCursor?: string;
+}
+
+/**
+ * A paged listing: the first page when `deps` change, then more on request.
+ * `items` are every page's, in order; `hasMore` while the last page had a
+ * next_cursor.
+ */
+export function usePages<T>(load: (cursor: string | undefined) => Promise<Page<T>>, deps: unknown[]) {
+  const [pages, setPages] = useState<Page<T>[]>([]);
+  const first = useLoaded(async () => {
+    const page = await load(undefined);
+    setPages([page]);
+    return true;
+  }, deps);
+  const more = useAction(async () => {
+    const page = await load(pages.at(-1)?.nextCursor);
+    setPages([...pages, page]);
+  });
+  return {
+    items: pages.flatMap((p) => p.data),
+    loaded: first.value !== undefined,
+    problem: first.problem ?? more.problem,
+    hasMore: pages.at(-1)?.nextCursor !== undefined,
+    more,
+  };
+}

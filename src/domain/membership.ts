@@ -15,7 +15,7 @@ import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
 import { parseCursor } from "./messages.js";
-import { validatePageLimit } from "./paging.js";
+import { formatTimeIdCursor, parseTimeIdCursor, validatePageLimit, type TimeIdCursor } from "./paging.js";
 import { FixedWindowLimiter } from "./rate-limit.js";
 import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
@@ -103,6 +103,21 @@ export function validateKeyIdField(value: string | undefined): string {
   return value;
 }
 
+/**
+ * A member to add must be an active key (422 invalid_key_id otherwise):
+ * channels and sessions alike. Checked after the caller's right to add, so
+ * a stranger learns nothing about which keys exist.
+ */
+export async function requireActiveKeyId(keyId: string, isActiveKey: (keyId: string) => Promise<boolean>): Promise<string> {
+  if (keyId.length > MAX_KEY_ID_LENGTH || keyId.includes("\u0000") || !(await isActiveKey(keyId))) {
+    throw new ApiError("invalid_key_id", `No active API key has key_id '${keyId.slice(0, MAX_KEY_ID_LENGTH)}'`, {
+      details: { field: "key_id" },
+      suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
+    });
+  }
+  return keyId;
+}
+
 /** An optional access-request reason: default "", stored verbatim (docs/decisions.md#strings-verbatim), at most MAX_REASON_LENGTH characters. */
 export function validateReason(value: string | undefined): string {
   if (value === undefined) return "";
@@ -121,22 +136,13 @@ export const validateEventsLimit = (limit: number | undefined): number => valida
 /** limit of the invitations page: 1..100, default 50 (422 invalid_limit). */
 export const validateInvitationsLimit = (limit: number | undefined): number => validatePageLimit(limit, INVITATIONS_PAGE);
 
+const INVITATION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** The invitations cursor: "<created_at in µs>.<id>" of the previous page's last item. */
-const INVITATIONS_CURSOR = /^([0-9]{1,17})\.([A-Za-z0-9_-]{1,64})$/;
+export const formatInvitationsCursor = (invitation: InvitationRecord): string => formatTimeIdCursor(invitation);
 
-export const formatInvitationsCursor = (invitation: InvitationRecord): string => `${invitation.createdAt}.${invitation.id}`;
-
-export function parseInvitationsCursor(cursor: string | undefined): { createdAt: Micros; id: string } | null {
-  if (cursor === undefined || cursor === "") return null;
-  const match = INVITATIONS_CURSOR.exec(cursor);
-  if (!match) {
-    throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page of invitations", {
-      details: { field: "cursor" },
-      suggestion: "Pass next_cursor from the previous page unchanged, or leave cursor out for the newest invitations.",
-    });
-  }
-  return { createdAt: Number(match[1]), id: match[2] as string };
-}
+export const parseInvitationsCursor = (cursor: string | undefined): TimeIdCursor | null =>
+  parseTimeIdCursor(cursor, (id) => INVITATION_ID.test(id), "invitations");
 
 /** A new invitation id: 18 random bytes as url-safe base64 (24 characters), the link's secret. */
 export const newInvitationId = (): string => randomBytes(18).toString("base64url");
@@ -180,14 +186,9 @@ export class Membership {
    * a member. member_added is recorded only when a row is created.
    */
   async addMember(caller: Caller, identifier: string, keyId: string | undefined): Promise<MemberRecord> {
-    const valid = validateKeyIdField(keyId);
+    const given = validateKeyIdField(keyId);
     const channel = await this.ownedChannel(caller, identifier);
-    if (valid.length > MAX_KEY_ID_LENGTH || valid.includes("\u0000") || !(await this.store.isActiveKey(valid))) {
-      throw new ApiError("invalid_key_id", `No active API key has key_id '${valid.slice(0, MAX_KEY_ID_LENGTH)}'`, {
-        details: { field: "key_id" },
-        suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
-      });
-    }
+    const valid = await requireActiveKeyId(given, (id) => this.store.isActiveKey(id));
     const added = await this.audit.change(
       () => this.store.addMember(channel.id, valid, caller.keyId, this.changeTime()),
       (result) => (result?.created ? [memberEvent("channel.member_added", channel, caller, valid, "owner")] : []),
@@ -251,8 +252,7 @@ export class Membership {
     const at = this.changeTime();
     const now = at.now;
     // The audit belongs to the channel's owner key, which may not be the invitation's creator.
-    const view = await this.channels.findView(found.channel.id, caller.keyId);
-    const channelOwner = { id: found.channel.id, createdByKeyId: found.channelOwnerKeyId, ownerId: view && !isAmbiguous(view) ? view.ownerId : found.ownerId };
+    const channelOwner = { id: found.channel.id, createdByKeyId: found.channelOwnerKeyId, ownerId: found.channelOwnerId };
     const resolve = () => this.store.resolveInvitation(found.channel.id, invitationId, caller.keyId, at, (invitation) => {
       if (invitation.revokedAt !== null) {
         throw new ApiError("invitation_revoked", undefined, { details: { invitation_id: invitation.id } });

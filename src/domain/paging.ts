@@ -1,5 +1,6 @@
 /** Page sizes shared by the listings. */
 import { ApiError } from "../model/errors.js";
+import type { Micros } from "../model/time.js";
 
 export interface PageBounds {
   readonly min: number;
@@ -17,4 +18,32 @@ export function validatePageLimit(limit: number | undefined, bounds: PageBounds 
     throw new ApiError("invalid_limit", `'limit' must be an integer from ${bounds.min} to ${bounds.max}`, { details: { field: "limit" } });
   }
   return value;
+}
+
+/** A listing ordered newest first by (created_at, id): the page continues after this item. */
+export interface TimeIdCursor {
+  createdAt: Micros;
+  id: string;
+}
+
+/** "<created_at in µs>.<id>" of the previous page's last item. */
+export const formatTimeIdCursor = (last: TimeIdCursor): string => `${last.createdAt}.${last.id}`;
+
+const TIME_ID_CURSOR = /^([0-9]{1,17})\.(.{1,64})$/;
+
+/**
+ * The cursor formatTimeIdCursor made, or null for the first page; 422
+ * invalid_cursor for anything else, including an id `isId` refuses (one
+ * that could not be compared with the id column without a cast error).
+ */
+export function parseTimeIdCursor(cursor: string | undefined, isId: (id: string) => boolean, what: string): TimeIdCursor | null {
+  if (cursor === undefined || cursor === "") return null;
+  const match = TIME_ID_CURSOR.exec(cursor);
+  if (!match || !isId(match[2] as string)) {
+    throw new ApiError("invalid_cursor", `'cursor' must be the next_cursor of a previous page of ${what}`, {
+      details: { field: "cursor" },
+      suggestion: `Pass next_cursor from the previous page unchanged, or leave cursor out for the newest ${what}.`,
+    });
+  }
+  return { createdAt: Number(match[1]), id: match[2] as string };
 }

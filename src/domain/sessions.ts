@@ -19,7 +19,8 @@ import type { SessionStore } from "../ports/sessions.js";
 import type { SecurityAudit } from "./audit.js";
 import { validateText } from "./channels.js";
 import { displayName } from "./labels.js";
-import { validatePageLimit } from "./paging.js";
+import { requireActiveKeyId, validateKeyIdField } from "./membership.js";
+import { formatTimeIdCursor, parseTimeIdCursor, validatePageLimit } from "./paging.js";
 
 export const SESSION_LIMITS = {
   /** The state serialised as JSON. */
@@ -55,8 +56,6 @@ export interface SessionsPage {
   limit: number;
   nextCursor: string | null;
 }
-
-const CURSOR = /^([0-9]{1,17})\.([0-9a-f-]{36})$/i;
 
 const notFound = (id: string) =>
   new ApiError("session_not_found", `Session '${id.slice(0, 64)}' not found`, { details: { session_id: id.slice(0, 64) } });
@@ -99,10 +98,10 @@ export class Sessions {
 
   async list(caller: Caller, query: { cursor: string | undefined; limit: number | undefined }): Promise<SessionsPage> {
     const limit = validatePageLimit(query.limit);
-    const after = parseSessionsCursor(query.cursor);
+    const after = parseTimeIdCursor(query.cursor, isUuid, "sessions");
     const data = await this.store.list(caller.keyId, this.options.clock.now(), after, limit);
     const last = data.at(-1);
-    return { data, limit, nextCursor: data.length === limit && last ? `${last.createdAt}.${last.id}` : null };
+    return { data, limit, nextCursor: data.length === limit && last ? formatTimeIdCursor(last) : null };
   }
 
   async get(caller: Caller, id: string): Promise<SessionView> {
@@ -147,21 +146,14 @@ export class Sessions {
 
   /** Shares the session with an active key (owner only); the existing row when it already is a member. */
   async addMember(caller: Caller, id: string, keyId: string | undefined): Promise<SessionMemberRecord> {
-    if (keyId === undefined || keyId.trim() === "") {
-      throw new ApiError("missing_field", "'key_id' is required: the key_id of the key to share the session with", { details: { field: "key_id" } });
-    }
+    const given = validateKeyIdField(keyId);
     const session = await this.owned(caller, id);
-    if (keyId.length > 256 || keyId.includes("\u0000") || !(await this.store.isActiveKey(keyId))) {
-      throw new ApiError("invalid_key_id", `No active API key has key_id '${keyId.slice(0, 256)}'`, {
-        details: { field: "key_id" },
-        suggestion: "Send the key_id of an active key: the part of the key before the dot, as GET /v1/keys/me shows it.",
-      });
-    }
+    const member = await requireActiveKeyId(given, (k) => this.store.isActiveKey(k));
     const outcome = await this.audit.change(
-      () => this.store.addMember(session.id, keyId, this.options.clock.now(), SESSION_LIMITS.maxMembers),
+      () => this.store.addMember(session.id, member, this.options.clock.now(), SESSION_LIMITS.maxMembers),
       (result) =>
         typeof result === "object" && result.created
-          ? [{ kind: "session.member_added", ownerKeyId: session.ownerKeyId, ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: keyId } }]
+          ? [{ kind: "session.member_added", ownerKeyId: session.ownerKeyId, ownerId: session.ownerId, actorKeyId: caller.keyId, subject: session.id, details: { member_key_id: member } }]
           : [],
     );
     if (outcome === "gone") throw notFound(id);
@@ -220,13 +212,4 @@ function checkStateSize(state: JsonObject): JsonObject {
     });
   }
   return state;
-}
-
-function parseSessionsCursor(cursor: string | undefined): { createdAt: Micros; id: string } | null {
-  if (cursor === undefined || cursor === "") return null;
-  const match = CURSOR.exec(cursor);
-  if (!match || !isUuid(match[2] as string)) {
-    throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page, unchanged", { details: { field: "cursor" } });
-  }
-  return { createdAt: Number(match[1]), id: match[2] as string };
 }

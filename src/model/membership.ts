@@ -28,6 +28,8 @@ export interface InvitationRecord {
   channel: InvitationChannel;
   /** created_by_key_id of the channel (its owner key): may revoke. Not rendered. */
   channelOwnerKeyId: string;
+  /** owner_id of the channel (its owner key's label), for the audit. Not rendered. */
+  channelOwnerId: string;
   /** Keys that became members through it. */
   uses: number;
   /** Its creator may still invite: an active key that can use the channel. Not rendered (see state). */

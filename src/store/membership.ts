@@ -135,6 +135,7 @@ interface InvitationRow {
   channel_mode: ChannelMode;
   channel_description: string;
   channel_owner_key_id: string;
+  channel_owner_id: string;
   uses: number;
   creator_may_invite: boolean;
 }
@@ -147,6 +148,7 @@ interface InvitationRow {
  */
 const INVITATION_COLUMNS = `i.id, i.channel_id, i.owner_id, i.created_by_key_id, i.created_at, i.expires_at, i.revoked_at, i.uses,
   c.name AS channel_name, c.mode AS channel_mode, c.description AS channel_description, c.created_by_key_id AS channel_owner_key_id,
+  c.owner_id AS channel_owner_id,
   (EXISTS (SELECT 1 FROM api_keys k WHERE k.key_id = i.created_by_key_id AND k.revoked_at IS NULL)
    AND (c.access = 'open' OR c.created_by_key_id = i.created_by_key_id
         OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = i.created_by_key_id))) AS creator_may_invite`;
@@ -160,6 +162,7 @@ const toInvitation = (r: InvitationRow): InvitationRecord => ({
   revokedAt: r.revoked_at,
   channel: { id: r.channel_id, name: r.channel_name, mode: r.channel_mode, description: r.channel_description },
   channelOwnerKeyId: r.channel_owner_key_id,
+  channelOwnerId: r.channel_owner_id,
   uses: r.uses,
   creatorMayInvite: r.creator_may_invite,
 });
@@ -175,7 +178,7 @@ export async function insertInvitation(
 ): Promise<InvitationRecord | undefined> {
   const { rows } = await db.query<InvitationRow>(
     `WITH c AS (
-       SELECT id, name, mode, access, description, created_by_key_id FROM channels WHERE id = $2 FOR KEY SHARE
+       SELECT id, name, mode, access, description, created_by_key_id, owner_id FROM channels WHERE id = $2 FOR KEY SHARE
      ), i AS (
        INSERT INTO channel_invitations (id, channel_id, owner_id, created_by_key_id, created_at, expires_at)
        SELECT $1, c.id, $3, $4, $5, $6 FROM c

@@ -4,6 +4,7 @@ import type { SessionMemberRecord, SessionRecord, SessionView } from "../model/s
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { SessionStore } from "../ports/sessions.js";
 import type { Db } from "./db.js";
+import { isActiveKey } from "./membership.js";
 
 interface SessionRow {
   id: string;
@@ -121,9 +122,8 @@ export class PgSessionStore implements SessionStore {
     await this.db.query("DELETE FROM sessions WHERE id = $1", [id]);
   }
 
-  async isActiveKey(keyId: string): Promise<boolean> {
-    const { rows } = await this.db.query("SELECT 1 FROM api_keys WHERE key_id = $1 AND revoked_at IS NULL", [keyId]);
-    return rows.length > 0;
+  isActiveKey(keyId: string): Promise<boolean> {
+    return isActiveKey(this.db, keyId);
   }
 
   async listMembers(sessionId: string): Promise<SessionMemberRecord[]> {

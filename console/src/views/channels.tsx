@@ -6,12 +6,7 @@ import { AccessField, ModeField } from "../channel-fields.js";
 import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
 import { accessName, modeName, toDate } from "../format.js";
 import { navigate } from "../router.js";
-import { useAction, useLoaded, useSession } from "../session.js";
-
-interface Page {
-  data: ChannelSummary[];
-  nextCursor: string | undefined;
-}
+import { useAction, usePages, useSession } from "../session.js";
 
 function ChannelTable({ channels, action }: { channels: ChannelSummary[]; action?: (c: ChannelSummary) => preact.ComponentChildren }) {
   return (
@@ -49,34 +44,16 @@ function ChannelTable({ channels, action }: { channels: ChannelSummary[]; action
 
 export function MyChannels() {
   const { client } = useSession();
-  const [pages, setPages] = useState<Page[]>([]);
-  const first = useLoaded(async () => {
-    const res = await client.channels.listMyChannels({ limit: 50 });
-    setPages([{ data: res.data, nextCursor: res.nextCursor }]);
-    return true;
-  }, []);
-  const more = useAction(async () => {
-    const cursor = pages.at(-1)?.nextCursor;
-    const res = await client.channels.listMyChannels({ limit: 50, cursor });
-    setPages([...pages, { data: res.data, nextCursor: res.nextCursor }]);
-  });
-  const channels = pages.flatMap((p) => p.data);
+  const list = usePages((cursor) => client.channels.listMyChannels({ limit: 50, cursor }), []);
   return (
     <main>
       <h1>My channels</h1>
       <CreateChannel />
-      <ProblemBox problem={first.problem} />
-      {first.value === undefined && first.problem === undefined ? <p class="muted">Loading…</p> : null}
-      {first.value !== undefined && channels.length === 0 ? (
-        <Empty>You have no channels yet. Create one above, or find a public one under Discover.</Empty>
-      ) : null}
-      {channels.length > 0 ? <ChannelTable channels={channels} /> : null}
-      {pages.at(-1)?.nextCursor ? (
-        <button type="button" onClick={() => void more.run()} disabled={more.busy}>
-          Load more
-        </button>
-      ) : null}
-      <ProblemBox problem={more.problem} />
+      <ProblemBox problem={list.problem} />
+      {!list.loaded && list.problem === undefined ? <p class="muted">Loading…</p> : null}
+      {list.loaded && list.items.length === 0 ? <Empty>You have no channels yet. Create one above, or find a public one under Discover.</Empty> : null}
+      {list.items.length > 0 ? <ChannelTable channels={list.items} /> : null}
+      <LoadMore list={list} />
     </main>
   );
 }
@@ -150,30 +127,21 @@ function CreateChannel() {
 
 export function Discover() {
   const { client } = useSession();
-  const [pages, setPages] = useState<Page[]>([]);
+  const list = usePages((cursor) => client.channels.discoverChannels({ limit: 50, cursor }), []);
   const [requested, setRequested] = useState<Record<string, string>>({});
-  const first = useLoaded(async () => {
-    const res = await client.channels.discoverChannels({ limit: 50 });
-    setPages([{ data: res.data, nextCursor: res.nextCursor }]);
-    return true;
-  }, []);
-  const more = useAction(async () => {
-    const res = await client.channels.discoverChannels({ limit: 50, cursor: pages.at(-1)?.nextCursor });
-    setPages([...pages, { data: res.data, nextCursor: res.nextCursor }]);
-  });
   const ask = useAction(async (channel: ChannelSummary) => {
     const res = await client.channels.createAccessRequest({ identifier: channel.id });
     const note =
       res.status === AccessRequestOutcome.PENDING ? "Requested: the owner decides." : res.status === AccessRequestOutcome.ALREADY_MEMBER ? "You are a member." : "Open: no request needed.";
     setRequested({ ...requested, [channel.id]: note });
   });
-  const channels = pages.flatMap((p) => p.data);
+  const channels = list.items;
   return (
     <main>
       <h1>Discover channels</h1>
       <p class="muted">Channels their owners made discoverable, newest first. Open ones you can read and post to at once; ask for access to restricted ones.</p>
-      <ProblemBox problem={first.problem ?? ask.problem} />
-      {first.value !== undefined && channels.length === 0 ? <Empty>No discoverable channels yet.</Empty> : null}
+      <ProblemBox problem={list.problem ?? ask.problem} />
+      {list.loaded && channels.length === 0 ? <Empty>No discoverable channels yet.</Empty> : null}
       {channels.length > 0 ? (
         <ChannelTable
           channels={channels}
@@ -188,11 +156,16 @@ export function Discover() {
           }
         />
       ) : null}
-      {pages.at(-1)?.nextCursor ? (
-        <button type="button" onClick={() => void more.run()} disabled={more.busy}>
-          Load more
-        </button>
-      ) : null}
+      <LoadMore list={list} />
     </main>
+  );
+}
+
+function LoadMore({ list }: { list: { hasMore: boolean; more: { run: () => Promise<void>; busy: boolean } } }) {
+  if (!list.hasMore) return null;
+  return (
+    <button type="button" onClick={() => void list.more.run()} disabled={list.more.busy}>
+      Load more
+    </button>
   );
 }

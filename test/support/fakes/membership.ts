@@ -37,6 +37,7 @@ export class FakeMembershipStore implements MembershipStore {
       revokedAt: stored.revokedAt,
       channel: { id: channel.id, name: channel.name, mode: channel.mode, description: channel.description },
       channelOwnerKeyId: channel.createdByKeyId,
+      channelOwnerId: channel.ownerId,
       uses: stored.uses,
       creatorMayInvite:
         this.activeKeys.has(creator) && (channel.access === "open" || channel.createdByKeyId === creator || this.channels.isMember(channel.id, creator)),
