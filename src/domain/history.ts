@@ -5,8 +5,8 @@
  */
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, namedChannel } from "./channel.js";
-import { ApiError } from "../model/errors.js";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseCursor } from "./messages.js";
+import { parseCursor } from "./message-rules.js";
+import { validatePageLimit } from "./paging.js";
 import { formatTimestamp } from "../model/time.js";
 import type { HistoryRecord } from "../model/history.js";
 import type { ChannelStore } from "../ports/channels.js";
@@ -32,10 +32,7 @@ export class ChannelHistory {
   ) {}
 
   async list(caller: Caller, identifier: string, query: HistoryQuery): Promise<HistoryPage> {
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-      throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
-    }
+    const limit = validatePageLimit(query.limit);
     const before = parseCursor("cursor", query.cursor);
     const channel = namedChannel(await this.channels.findView(identifier, caller.keyId), identifier);
     assertCanUse(channel, caller);

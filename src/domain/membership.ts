@@ -14,7 +14,7 @@ import { isAmbiguous, type ChannelView } from "../model/channels.js";
 import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
-import { parseCursor } from "./messages.js";
+import { parseCursor } from "./message-rules.js";
 import { formatTimeIdCursor, parseTimeIdCursor, validatePageLimit, type TimeIdCursor } from "./paging.js";
 import { FixedWindowLimiter } from "./rate-limit.js";
 import { formatTimestamp, MICROS_PER_SECOND, type Clock, type Micros } from "../model/time.js";

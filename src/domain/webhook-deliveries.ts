@@ -8,7 +8,7 @@ import type { Caller } from "../model/caller.js";
 import { assertOwner, namedChannel } from "./channel.js";
 import type { ChannelLookup, ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./messages.js";
+import { validatePageLimit } from "./paging.js";
 import type { DeliveryLogRecord } from "../model/webhooks.js";
 import type { WebhookStore } from "../ports/webhooks.js";
 
@@ -31,10 +31,7 @@ export class WebhookDeliveryLog {
   ) {}
 
   async list(caller: Caller, identifier: string, query: { cursor: string | undefined; limit: number | undefined }): Promise<DeliveryLogPage> {
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-      throw new ApiError("invalid_limit", `'limit' must be an integer from 1 to ${MAX_PAGE_SIZE}`, { details: { field: "limit" } });
-    }
+    const limit = validatePageLimit(query.limit);
     const cursor = query.cursor === undefined || query.cursor === "" ? null : query.cursor;
     if (cursor !== null && !CURSOR.test(cursor)) {
       throw new ApiError("invalid_cursor", "'cursor' must be the next_cursor of a previous page of this log", {

@@ -1,0 +1,156 @@
+/**
+ * Holding one message: claims (first claim wins), leases and their
+ * heartbeats, giving a claim back (release, with back-off), and retracting
+ * unclaimed work (docs/decisions.md#claims).
+ */
+import type { ActorRef } from "../model/actors.js";
+import type { Caller } from "../model/caller.js";
+import { isAmbiguous } from "../model/channels.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import { effectiveClaim, type MessageRecord } from "../model/messages.js";
+import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
+import type { DeadLetters } from "./dead-letters.js";
+import type { MessageContext } from "./message-context.js";
+import {
+  assertMessageId,
+  checkBatchSize,
+  checkDelaySeconds,
+  checkLeaseSeconds,
+  eachOnItsOwn,
+  newLeaseToken,
+  type BatchItemResult,
+} from "./message-rules.js";
+
+export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
+
+export class MessageClaims {
+  constructor(
+    private readonly ctx: MessageContext,
+    private readonly deadLetters: DeadLetters,
+  ) {}
+
+  async claim(caller: Caller, messageId: string, actorRef: string | undefined, metadata: { [key: string]: JsonValue } | undefined): Promise<{ status: ClaimStatus; message: MessageRecord }> {
+    assertMessageId(messageId);
+    const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
+    const now = this.ctx.clock.now();
+    const claimed = await this.ctx.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken: null, leaseExpiresAt: null }, now);
+    if (claimed) {
+      this.ctx.countDelivered([claimed], false);
+      return { status: "claimed", message: claimed };
+    }
+    const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
+    const claim = effectiveClaim(found.message, now);
+    if (!claim) await this.deadLetters.refuseUnavailable(caller, found.message, now);
+    if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
+      return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
+    }
+    throw new ApiError("already_claimed");
+  }
+
+  async claimWithLease(
+    caller: Caller,
+    messageId: string,
+    actorRef: string | undefined,
+    leaseSeconds: number | undefined,
+    metadata: { [key: string]: JsonValue } | undefined,
+  ): Promise<{ leaseToken: string; expiresAt: Micros; message: MessageRecord }> {
+    assertMessageId(messageId);
+    const seconds = checkLeaseSeconds(leaseSeconds);
+    const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
+    const now = this.ctx.clock.now();
+    const leaseToken = newLeaseToken();
+    const expiresAt = now + seconds * MICROS_PER_SECOND;
+    const claimed = await this.ctx.store.claim(messageId, { keyId: caller.keyId, actor, metadata: metadata ?? null, leaseToken, leaseExpiresAt: expiresAt }, now);
+    if (claimed) {
+      this.ctx.countDelivered([claimed], false);
+      return { leaseToken, expiresAt, message: claimed };
+    }
+    const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
+    if (!effectiveClaim(found.message, now)) await this.deadLetters.refuseUnavailable(caller, found.message, now);
+    // A lease is exclusive: asking again while any claim holds is a conflict.
+    throw new ApiError("already_claimed");
+  }
+
+  async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
+    const seconds = checkLeaseSeconds(leaseSeconds);
+    const now = this.ctx.clock.now();
+    const extended = await this.ctx.store.heartbeat(leaseToken, caller.keyId, now + seconds * MICROS_PER_SECOND, now);
+    if (extended) return extended;
+    const holder = await this.ctx.store.leaseHolder(leaseToken);
+    if (holder !== undefined && holder.keyId !== caller.keyId) {
+      // A stranger to a restricted channel learns nothing more than that.
+      await this.ctx.inspect(holder.messageId, caller, now);
+      throw new ApiError("forbidden", "This lease is held by another key", {
+        suggestion: "Only the key that claimed the message with this lease may extend it.",
+      });
+    }
+    throw new ApiError("lease_expired");
+  }
+
+  /** Gives the claim up; with delaySeconds the message is open work again only that much later (a retry with back-off). */
+  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number): Promise<MessageRecord> {
+    assertMessageId(messageId);
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
+    return this.releaseAs(caller, messageId, await this.ctx.actors.resolveForClaim(caller, actorRef), delay);
+  }
+
+  /**
+   * Releases each id on its own, as release() would, in the order given (a
+   * repeated id is judged again). The actor is resolved once: a bad actor
+   * refuses the whole request, since it applies to every item.
+   */
+  async releaseBatch(
+    caller: Caller,
+    messageIds: readonly string[],
+    actorRef: string | undefined,
+    delaySeconds?: number,
+  ): Promise<Array<BatchItemResult<"released">>> {
+    checkBatchSize("message_ids", messageIds.length);
+    const delay = checkDelaySeconds(delaySeconds, Infinity);
+    const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
+    return eachOnItsOwn(messageIds, async (messageId) => {
+      assertMessageId(messageId);
+      await this.releaseAs(caller, messageId, actor, delay);
+      return "released" as const;
+    });
+  }
+
+  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef, delaySeconds: number): Promise<MessageRecord> {
+    const now = this.ctx.clock.now();
+    let availableAt: Micros | null = null;
+    if (delaySeconds > 0) {
+      // The bound is the TTL of the message's channel, known only once the message is found.
+      const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
+      const channel = await this.ctx.channels.findView(found.message.channelId, caller.keyId);
+      checkDelaySeconds(delaySeconds, channel && !isAmbiguous(channel) ? channel.ttlSeconds : Infinity);
+      availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
+    }
+    const released = await this.ctx.store.release(messageId, caller.keyId, actor, now, availableAt);
+    if (released) {
+      // Open work again: wake whoever waits for unclaimed messages.
+      this.ctx.announce(released.channelId);
+      return released;
+    }
+    const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
+    const claim = effectiveClaim(found.message, now);
+    if (!claim) throw new ApiError("not_claimed");
+    throw new ApiError("forbidden", "Only the key and actor holding the claim may release it", {
+      suggestion: "Release with the same key and actor that claimed the message.",
+    });
+  }
+
+  async retract(caller: Caller, messageId: string): Promise<void> {
+    assertMessageId(messageId);
+    const now = this.ctx.clock.now();
+    const found = await this.ctx.inspect(messageId, caller, now);
+    const isAuthor = found.message.authorKeyId === caller.keyId;
+    if (!isAuthor && found.channelOwnerKeyId !== caller.keyId) {
+      throw new ApiError("forbidden", "Only the message's author or the channel owner may retract it");
+    }
+    if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
+    if (!(await this.ctx.store.retract(found.message, now))) throw new ApiError("message_claimed");
+    // A producer waiting on GET /v1/messages/{id}?wait= gets the archived copy at once.
+    this.ctx.announce(found.message.channelId);
+  }
+}

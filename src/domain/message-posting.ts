@@ -1,0 +1,109 @@
+/**
+ * Posting messages, one or a batch: size limits, the channel's metadata
+ * schema, mentions, delays; pause, throttle and the ring buffer are the
+ * store's write function's (docs/decisions.md#channels-and-messages).
+ */
+import type { Caller } from "../model/caller.js";
+import type { ChannelView } from "../model/channels.js";
+import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
+import type { MessageRecord, NewMessage } from "../model/messages.js";
+import { formatTimestamp } from "../model/time.js";
+import { violationsOffThread } from "./json-schema-thread.js";
+import type { MessageContext } from "./message-context.js";
+import { atIndex, atIndexAsync, byteLength, checkBatchSize, checkDelaySeconds, checkMetadataSize, refusal, withIndex } from "./message-rules.js";
+
+export interface NewMessageInput {
+  content: string | undefined;
+  actor: string | undefined;
+  actorLabel: string | undefined;
+  metadata: { [key: string]: JsonValue } | undefined;
+  mentions: readonly string[];
+  /** Seconds before the message is open work (docs/decisions.md#delays); 0..the channel's TTL. */
+  delaySeconds?: number | undefined;
+}
+
+/** A message body that passed the checks needing no channel. */
+interface CheckedBody {
+  content: string;
+  metadata: { [key: string]: JsonValue };
+}
+
+export class MessagePosting {
+  constructor(private readonly ctx: MessageContext) {}
+
+  async create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
+    // The body is judged before the channel is looked up: a bad request is a
+    // bad request whichever channel it names.
+    const body = this.checkBody(input);
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    const result = await this.ctx.store.create(await this.prepare(caller, channel, input, body));
+    if (result.outcome !== "created") throw refusal(result, channel);
+    this.ctx.announce(channel.id);
+    return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
+  }
+
+  /**
+   * Posts a batch: every item is judged as create() judges one message, and
+   * an item's error carries its `index`. All are stored, in order, or none:
+   * the store rolls the batch back when the channel refuses any item (pause,
+   * write limit). Long-polls are woken once, for the whole batch.
+   */
+  async createBatch(caller: Caller, identifier: string, inputs: readonly NewMessageInput[]): Promise<{ messages: MessageRecord[]; nextCursor: string }> {
+    checkBatchSize("messages", inputs.length);
+    const bodies = inputs.map((input, index) => atIndex(index, () => this.checkBody(input)));
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    const drafts: NewMessage[] = [];
+    for (const [index, input] of inputs.entries()) {
+      drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!)));
+    }
+    const result = await this.ctx.store.createAll(channel.id, drafts);
+    if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
+    this.ctx.announce(channel.id);
+    const last = result.messages[result.messages.length - 1]!;
+    return { messages: result.messages, nextCursor: formatTimestamp(last.createdAt) };
+  }
+
+  /** The checks of a message body that need no channel. */
+  private checkBody(input: NewMessageInput): CheckedBody {
+    const content = input.content;
+    if (content === undefined) throw new ApiError("missing_field", "'content' is required", { details: { field: "content" } });
+    if (content.trim() === "") throw new ApiError("invalid_string", "'content' must contain a non-whitespace character", { details: { field: "content" } });
+    const contentBytes = byteLength(content);
+    const maxContentBytes = this.ctx.options.maxContentBytes;
+    if (contentBytes > maxContentBytes) {
+      throw new ApiError("content_too_large", `'content' is ${contentBytes} bytes; the limit is ${maxContentBytes}`, {
+        details: { max_content_bytes: maxContentBytes, received_bytes: contentBytes },
+      });
+    }
+    const metadata = input.metadata ?? {};
+    checkMetadataSize(metadata);
+    if (input.mentions.some((m) => m.trim() === "")) {
+      throw new ApiError("invalid_mentions", "'mentions' entries must be non-empty actor ids or aliases", { details: { field: "mentions" } });
+    }
+    return { content, metadata };
+  }
+
+  /** The checks against the channel (metadata schema), then the message to store with its actor and mentions resolved. */
+  private async prepare(caller: Caller, channel: ChannelView, input: NewMessageInput, { content, metadata }: CheckedBody): Promise<NewMessage> {
+    const problems = await violationsOffThread(channel.metadataSchema, metadata);
+    if (problems.length > 0) {
+      throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
+        details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },
+      });
+    }
+    const delaySeconds = checkDelaySeconds(input.delaySeconds, channel.ttlSeconds);
+    const actor = input.actor === undefined ? null : await this.ctx.actors.resolveOwn(caller, input.actor);
+    const mentions = input.mentions.length === 0 ? [] : await this.ctx.actors.resolveMentions(input.mentions, channel);
+    return {
+      delaySeconds,
+      channelId: channel.id,
+      authorKeyId: caller.keyId,
+      actor,
+      actorLabel: input.actorLabel ?? null,
+      content,
+      metadata,
+      mentions,
+    };
+  }
+}

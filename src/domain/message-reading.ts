@@ -1,0 +1,207 @@
+/**
+ * Reading live messages: pages by cursor (with long-poll), following a
+ * channel as messages are committed, one message by id (waiting for its
+ * acknowledgement), and the channel's queue state
+ * (docs/decisions.md#long-poll, #watch, #results, #queue-stats).
+ */
+import type { Caller } from "../model/caller.js";
+import type { ChannelView } from "../model/channels.js";
+import { ApiError } from "../model/errors.js";
+import type { FoundMessage, ListFilter, MessageRecord, QueueStats } from "../model/messages.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
+import { nextWake, readOrWait } from "./long-poll.js";
+import type { MessageContext } from "./message-context.js";
+import { assertMessageId, checkWait, MAX_PAGE_SIZE, parseCursor } from "./message-rules.js";
+import { validatePageLimit } from "./paging.js";
+
+export interface ListInput {
+  since: string | undefined;
+  cursor: string | undefined;
+  limit: number | undefined;
+  status: ListFilter;
+  /** Long-poll seconds; capped by the server. */
+  wait?: number | undefined;
+  /** Ends a long-poll early: the client went away or the server is stopping. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface GetInput {
+  /** Long-poll seconds to wait for an acknowledgement; capped by the server. */
+  wait?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface Page {
+  data: MessageRecord[];
+  limit: number;
+  nextCursor: string | null;
+  /**
+   * The page came from a re-read shared by the long-polls one wake-up
+   * released: they all get this same page (and `data` array).
+   */
+  shared: boolean;
+}
+
+export interface OpenedWatch {
+  /** Where the stream starts: resuming from it later misses nothing written since. */
+  cursor: string;
+  messages: AsyncGenerator<MessageRecord>;
+  /** Gives back the watch's waiter slot; idempotent. Also done when `messages` ends or the signal aborts. */
+  close: () => void;
+}
+
+/** How often an idle watch re-reads and re-checks the caller's access. */
+const WATCH_RECHECK_MS = 15_000;
+
+export class MessageReading {
+  constructor(private readonly ctx: MessageContext) {}
+
+  async list(caller: Caller, identifier: string, input: ListInput): Promise<Page> {
+    const limit = validatePageLimit(input.limit);
+    // `cursor` is accepted as another name for `since`.
+    const [field, given] = input.since !== undefined ? (["since", input.since] as const) : (["cursor", input.cursor] as const);
+    const since = parseCursor(field, given);
+    const wait = checkWait(input.wait);
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    let sharedRead = false;
+    const read = (delivery?: number) => {
+      sharedRead = delivery !== undefined;
+      return this.ctx.readPage(channel.id, since, limit, input.status, delivery);
+    };
+    // Delayed messages are listed at once unless the filter is open work.
+    const data = await readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, input.status === "unclaimed"));
+    const last = data[data.length - 1];
+    // An empty page echoes the caller's own cursor text, so only a non-empty one is the same for all.
+    return { data, limit, nextCursor: last ? formatTimestamp(last.createdAt) : (given ?? null), shared: sharedRead && last !== undefined };
+  }
+
+  /**
+   * Opens a watch: checks access, then settles where the stream starts —
+   * after `since`, or (absent) after the channel's newest message, i.e. only
+   * messages written from now on. The returned `cursor` names that start, so
+   * a client that loses the stream before any message arrives can resume
+   * from it instead of from a later "now" (which would skip what was written
+   * in between). `messages` then yields the messages after it, and each new
+   * one as it is committed, following the same cursor as list(): a client
+   * that resumes from the last cursor it saw gets no gap and no duplicate.
+   */
+  async openWatch(caller: Caller, identifier: string, since: string | undefined, signal?: AbortSignal): Promise<OpenedWatch> {
+    const given = parseCursor("since", since);
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    const start = since === undefined ? await this.ctx.store.channelHead(channel.id) : given;
+    // An empty channel starts at "0", which replays exactly what comes later.
+    const cursor = since ?? (start === null ? "0" : formatTimestamp(start));
+    // A watch holds a wake-up subscription for as long as it is open: it
+    // counts against the key's waiter slots, and past them it is refused
+    // before the stream opens (a stream has no "answer at once").
+    const release = this.ctx.waiterSlots.take(caller.keyId);
+    if (!release) {
+      const max = this.ctx.options.longPollMaxWaitersPerKey;
+      throw new ApiError("too_many_waiters", `This key already holds ${max} open watches and long-polls on this server`, {
+        details: { max_waiters_per_key: max },
+      });
+    }
+    signal?.addEventListener("abort", release, { once: true });
+    return { cursor, messages: this.follow(caller, channel, start, signal, release), close: release };
+  }
+
+  private async *follow(
+    caller: Caller,
+    opened: ChannelView,
+    start: Micros | null,
+    signal: AbortSignal | undefined,
+    release: () => void,
+  ): AsyncGenerator<MessageRecord> {
+    try {
+      yield* this.followChannel(caller, opened, start, signal);
+    } finally {
+      release();
+    }
+  }
+
+  private async *followChannel(caller: Caller, opened: ChannelView, start: Micros | null, signal?: AbortSignal): AsyncGenerator<MessageRecord> {
+    const { clock, options } = this.ctx;
+    let channel = opened;
+    let cursor = start;
+    let lastCheck = clock.monotonicMs();
+    // The wake-up that caused the next read: watchers woken together on one
+    // cursor share that read, like long-polls (readPage).
+    let delivery: number | undefined;
+    while (!signal?.aborted) {
+      let wake!: (delivery?: number) => void;
+      const woken = new Promise<number | undefined>((resolve) => (wake = resolve));
+      const unsubscribe = options.bus.subscribe(channel.id, wake);
+      try {
+        const page = await this.ctx.readPage(channel.id, cursor, MAX_PAGE_SIZE, "all", delivery);
+        delivery = undefined;
+        for (const message of page) {
+          yield message;
+          cursor = message.createdAt;
+        }
+        if (page.length === MAX_PAGE_SIZE) continue;
+        delivery = await nextWake(woken, wake, clock, WATCH_RECHECK_MS, signal);
+      } finally {
+        unsubscribe();
+      }
+      // A member removed while watching stops receiving within the recheck interval.
+      // By the id it opened: a name (or a re-taken alias) may name another channel by now.
+      if (clock.monotonicMs() - lastCheck >= WATCH_RECHECK_MS) {
+        channel = await this.ctx.usableChannel(caller, channel.id);
+        lastCheck = clock.monotonicMs();
+      }
+    }
+  }
+
+  /**
+   * One message by id, for anyone who may read its channel: live, or its
+   * archived copy once it moved to history (docs/decisions.md#results). With
+   * `wait`, waits until the message is acknowledged (or stops being live),
+   * then answers with it as it is then; a wait that runs out answers with
+   * the message unacknowledged.
+   */
+  async get(caller: Caller, messageId: string, input: GetInput = {}): Promise<FoundMessage> {
+    assertMessageId(messageId);
+    const wait = checkWait(input.wait);
+    const found = await this.readable(caller, messageId);
+    if (wait === 0 || this.settled(found)) return found;
+    let latest = found;
+    // The first read was just done above: readOrWait's own first read can
+    // answer "nothing yet" without a query; the re-read after subscribing
+    // (which no wake-up can slip past) does query.
+    let readBefore = true;
+    const read = async (): Promise<FoundMessage[]> => {
+      if (readBefore) {
+        readBefore = false;
+        return [];
+      }
+      // Gone meanwhile (its history purged): answer with what was last seen.
+      const current = await this.ctx.store.find(messageId, caller.keyId);
+      if (current === undefined) return [latest];
+      latest = current;
+      return this.settled(current) ? [current] : [];
+    };
+    await readOrWait(read, this.ctx.longPoll(caller, found.message.channelId, wait, input.signal, false));
+    return latest;
+  }
+
+  /** The channel's queue state now (docs/decisions.md#queue-stats); anyone who can read the channel. */
+  async stats(caller: Caller, identifier: string): Promise<QueueStats> {
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    return this.ctx.store.stats(channel.id, this.ctx.clock.now());
+  }
+
+  /** Nothing more will happen to the message that a waiter waits for. */
+  private settled(found: FoundMessage): boolean {
+    return found.archivedAt !== null || found.message.acknowledgedBy.length > 0 || found.message.expiresAt <= this.ctx.clock.now();
+  }
+
+  /** The message live or archived, when the caller may read its channel (404, then 403, like the other reads). */
+  private async readable(caller: Caller, messageId: string): Promise<FoundMessage> {
+    const found = await this.ctx.store.find(messageId, caller.keyId);
+    if (!found) throw new ApiError("message_not_found");
+    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
+      throw new ApiError("channel_access_denied");
+    }
+    return found;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * A worker's receive (docs/decisions.md#receive): lease up to max_messages of
+ * a claimable channel's oldest open work, waiting for some when there is
+ * none, and acknowledge what it finished in the same request.
+ */
+import type { ActorRef } from "../model/actors.js";
+import type { Caller } from "../model/caller.js";
+import { ApiError } from "../model/errors.js";
+import type { MessageRecord } from "../model/messages.js";
+import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
+import type { DeadLetters } from "./dead-letters.js";
+import { readOrWait } from "./long-poll.js";
+import type { AckStatus, MessageAcks } from "./message-acks.js";
+import type { MessageContext } from "./message-context.js";
+import {
+  atIndex,
+  checkAckExtras,
+  checkBatchSize,
+  checkLeaseSeconds,
+  checkMaxMessages,
+  checkWait,
+  newLeaseToken,
+  RECEIVE_MAX_MESSAGES,
+  type BatchItemResult,
+} from "./message-rules.js";
+
+export interface ReceiveInput {
+  maxMessages: number | undefined;
+  leaseSeconds: number | undefined;
+  /** Long-poll seconds; capped by the server. */
+  wait: number | undefined;
+  actor: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A task the caller finished, acknowledged before its next receive. */
+export interface CompletedTask {
+  messageId: string;
+  result?: string | undefined;
+}
+
+/** A message received under a lease of its own. */
+export interface ReceivedLease {
+  message: MessageRecord;
+  leaseToken: string;
+  leaseExpiresAt: Micros;
+}
+
+export class MessageReceiving {
+  constructor(
+    private readonly ctx: MessageContext,
+    private readonly acks: MessageAcks,
+    private readonly deadLetters: DeadLetters,
+  ) {}
+
+  /**
+   * Leases up to maxMessages of the channel's open work to the caller, oldest
+   * first (docs/decisions.md#receive). Finding none, it waits for a wake-up
+   * on the channel (a post or a release, from any replica) and tries again
+   * until the wait ends.
+   */
+  async receive(caller: Caller, identifier: string, input: ReceiveInput): Promise<ReceivedLease[]> {
+    return (await this.prepare(caller, identifier, input)).receive();
+  }
+
+  /**
+   * Acknowledges the tasks the caller finished, each on its own as
+   * ackBatch() would, and receives as receive() does: a worker's loop in one
+   * round trip per task (docs/decisions.md#receive). Everything the receive
+   * is refused for is judged first, and every result, so a refused request
+   * acknowledges nothing. The two run side by side (a request waits for one
+   * database round trip, not two); a finished task whose lease had lapsed
+   * can be leased again by the receive before its acknowledgement lands, and
+   * is then left out of the answer (acknowledged, it is no longer work).
+   * When the acknowledgements fail, what the receive leased is released:
+   * the caller never sees those leases.
+   */
+  async completeAndReceive(
+    caller: Caller,
+    identifier: string,
+    input: ReceiveInput,
+    complete: readonly CompletedTask[],
+  ): Promise<{ completed: Array<BatchItemResult<AckStatus>>; leases: ReceivedLease[] }> {
+    if (complete.length === 0) return { completed: [], leases: await this.receive(caller, identifier, input) };
+    checkBatchSize("complete", complete.length, 0);
+    const acks = complete.map((task, index) => ({ messageId: task.messageId, ...atIndex(index, () => checkAckExtras({ result: task.result }), "complete") }));
+    const prepared = await this.prepare(caller, identifier, input);
+    const [completed, leased] = await Promise.allSettled([this.acks.acknowledgeEach(caller, prepared.actor, acks), prepared.receive()]);
+    if (completed.status === "rejected") {
+      if (leased.status === "fulfilled") await this.giveBack(caller, prepared.actor, leased.value);
+      throw completed.reason;
+    }
+    if (leased.status === "rejected") throw leased.reason;
+    const done = new Set(completed.value.flatMap((r, i) => ("status" in r && r.status === "acknowledged" ? [acks[i]!.messageId.toLowerCase()] : [])));
+    return { completed: completed.value, leases: leased.value.filter((l) => !done.has(l.message.id)) };
+  }
+
+  /** Releases leases the caller will never see; a failure leaves them to run out. */
+  private async giveBack(caller: Caller, actor: ActorRef, leases: readonly ReceivedLease[]): Promise<void> {
+    const now = this.ctx.clock.now();
+    for (const { message } of leases) await this.ctx.store.release(message.id, caller.keyId, actor, now).catch(() => undefined);
+    if (leases.length > 0) this.ctx.announce(leases[0]!.message.channelId);
+  }
+
+  /** Judges a receive and resolves its channel and actor; `receive` then leases (or waits for) work. */
+  private async prepare(caller: Caller, identifier: string, input: ReceiveInput): Promise<{ actor: ActorRef; receive: () => Promise<ReceivedLease[]> }> {
+    const max = checkMaxMessages(input.maxMessages, RECEIVE_MAX_MESSAGES, ".");
+    const seconds = checkLeaseSeconds(input.leaseSeconds);
+    const wait = checkWait(input.wait);
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    if (channel.mode !== "claimable") throw new ApiError("channel_not_claimable");
+    const actor = await this.ctx.actors.resolveForClaim(caller, input.actor);
+    const read = async (): Promise<ReceivedLease[]> => {
+      const now = this.ctx.clock.now();
+      const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
+      const leaseTokens = Array.from({ length: max }, newLeaseToken);
+      if (channel.maxDeliveries !== null) await this.deadLetters.moveOut(channel.id, now);
+      const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
+      this.ctx.countDelivered(leased, true);
+      return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
+    };
+    return { actor, receive: () => readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, true)) };
+  }
+}
