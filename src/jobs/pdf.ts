@@ -10,8 +10,9 @@ import { asyncJobKind } from "./async-job.js";
 
 export const pdfJob = asyncJobKind({
   kind: "pdf",
-  // As many Agenda runs as the renderer takes at once, so queued jobs stay
-  // unlocked for other workers rather than waiting here.
+  // As many Agenda runs as the renderer takes at once (the runner adds the
+  // reserved slot, and so does the renderer), so queued jobs stay unlocked
+  // for other workers rather than waiting here.
   concurrency: (deps) => deps.pdf?.concurrency ?? 1,
   async process(input: PdfInput, { jobId, signal }, { pdf }) {
     if (!pdf) throw new JobFailure("pdf_renderer_unavailable", "This worker has no PDF renderer", true);

@@ -15,8 +15,10 @@
  * CLI exits explicitly once everything is closed.
  */
 import { AsyncResource } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Agenda, type AgendaBackend, type Job, type JobId } from "agenda";
+import { Agenda, Job, type AgendaBackend, type JobId, type JobStateNotification } from "agenda";
+import { RESERVED_RUN_SLOTS } from "../model/jobs.js";
 import { errorFields, LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import type { FairScheduling } from "../ports/jobs.js";
@@ -38,12 +40,21 @@ export interface JobRunnerOptions {
   intervals?: Readonly<Record<string, string>>;
   /** Longest stop() waits for running jobs; default 10 s. */
   stopTimeoutMs?: number;
-  /** Recorded in agenda_jobs.last_modified_by; default host:pid. */
+  /**
+   * This worker in agenda_jobs.last_modified_by, where the fair claim counts
+   * its running jobs: unique per runner. Default host:pid:random (two
+   * containers may share host name and pid, e.g. pid 1 on host networking).
+   */
   name?: string;
   /** Jobs of one key and fair kind running at once across all workers (AGENTBUS_JOBS_MAX_RUNNING_PER_KEY); default 2. */
   maxRunningPerKey?: number;
   /** Where failures that repeat during a database outage go; default: one of its own. */
   outageLog?: LogLimiter;
+}
+
+/** A kind's runs at once per worker process, as it declares them (for a fair kind, without the reserved slots). */
+function concurrencyOf(kind: Pick<JobKind, "concurrency">, deps: JobDependencies): number {
+  return typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1);
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 5_000;
@@ -68,8 +79,9 @@ export class JobRunner {
   static async start(options: JobRunnerOptions): Promise<JobRunner> {
     const logger = options.deps.logger.child({ component: "jobs" });
     const kinds = options.kinds ?? jobKinds;
-    const fairNames = new Set(kinds.filter((k) => k.fair).map((k) => k.name));
-    const backend = options.backend({ names: fairNames, maxRunningPerKey: options.maxRunningPerKey ?? DEFAULT_MAX_RUNNING_PER_KEY });
+    const slots = new Map(kinds.filter((k) => k.fair).map((k) => [k.name, concurrencyOf(k, options.deps)]));
+    const runs = (kind: Pick<JobKind, "name" | "fair" | "concurrency">) => concurrencyOf(kind, options.deps) + (kind.fair ? RESERVED_RUN_SLOTS : 0);
+    const backend = options.backend({ slots, maxRunningPerKey: options.maxRunningPerKey ?? DEFAULT_MAX_RUNNING_PER_KEY });
     await backend.connect();
     // An 'error' event without a listener would crash the process (e.g. when
     // the LISTEN connection drops; the channel reconnects by itself).
@@ -77,22 +89,34 @@ export class JobRunner {
     backend.notificationChannel?.on("error", (err: unknown) => outageLog.warn("job notification channel error", err));
     const agenda = new Agenda({
       backend,
-      name: options.name ?? `${hostname()}:${process.pid}`,
+      name: options.name ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
       processEvery: options.processEveryMs ?? DEFAULT_PROCESS_EVERY_MS,
+      // Agenda's own cap on runs across kinds (20 unless told) must never be
+      // the one that binds: a fair job claimed but kept waiting by it would
+      // hold a slot, or the reserve, without running.
+      maxConcurrency: kinds.reduce((sum, k) => sum + runs(k), 0),
       removeOnComplete: true,
     });
-    const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, backend, fairNames);
+    const runner = new JobRunner(agenda, logger, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS, backend, new Set(slots.keys()));
     // Agenda reports every failed poll of the jobs table here: once per
     // processEvery while the database is down.
     agenda.on("error", (err: unknown) => outageLog.error("job runner error", err));
-    agenda.on("fail", (err: unknown, job: Job) => {
-      if (err instanceof AttemptLogged) return;
+    // Agenda also re-emits the job events other workers announce (remote:
+    // true, with a notification in place of the job). Those are theirs to
+    // log, and no run of this process: counting them as running here would
+    // hold up stop(), and reading them as jobs would throw.
+    agenda.on("fail", (err: unknown, job: Job | JobStateNotification, remote?: boolean) => {
+      if (remote === true || !(job instanceof Job) || err instanceof AttemptLogged) return;
       logger.error({ ...errorFields(err), job: job.attrs.name }, "job failed");
     });
-    agenda.on("start", (job: Job) => runner.running.add(job));
-    agenda.on("complete", (job: Job) => runner.finished(job));
+    agenda.on("start", (job: Job | JobStateNotification, remote?: boolean) => {
+      if (remote !== true && job instanceof Job) runner.running.add(job);
+    });
+    agenda.on("complete", (job: Job | JobStateNotification, remote?: boolean) => {
+      if (remote !== true && job instanceof Job) runner.finished(job);
+    });
 
-    for (const kind of kinds) runner.define(kind, options.deps);
+    for (const kind of kinds) runner.define(kind, options.deps, runs(kind));
     await agenda.start();
     try {
       for (const kind of kinds) {
@@ -127,7 +151,8 @@ export class JobRunner {
     return this.stopping;
   }
 
-  private define<Data>(kind: JobKind<Data>, deps: JobDependencies): void {
+  /** `concurrency`: the kind's runs at once here; for a fair kind, its concurrency plus the reserved slots. */
+  private define<Data>(kind: JobKind<Data>, deps: JobDependencies, concurrency: number): void {
     const logger = this.logger.child({ job: kind.name });
     // Bound to the runner's own async context: Agenda may start a job from
     // whatever context enqueued it, and a job must never join a request's
@@ -136,7 +161,6 @@ export class JobRunner {
       if (this.shutdown.signal.aborted) return;
       await kind.run({ data: job.attrs.data, signal: this.shutdown.signal, touch: () => job.touch(), logger }, deps);
     });
-    const concurrency = typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1);
     this.agenda.define<Data>(
       kind.name,
       handler,
@@ -145,7 +169,8 @@ export class JobRunner {
         concurrency,
         // A fair kind locks only what it can run now: a job locked here but
         // waiting would be out of the other workers' reach and out of the
-        // fair order (Agenda runs its local queue oldest first).
+        // fair order (Agenda runs its local queue oldest first). Which key
+        // may take the reserved slot is the claim statement's to decide.
         ...(kind.fair ? { lockLimit: concurrency } : {}),
         ...(kind.backoff ? { backoff: kind.backoff } : {}),
       },

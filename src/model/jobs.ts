@@ -52,6 +52,15 @@ export interface NewJob {
   now: Micros;
 }
 
+/**
+ * Run slots a worker process keeps per fair job kind beyond the kind's
+ * concurrency, for a key with no job of that kind running anywhere
+ * (docs/decisions.md#job-fairness): however many slots one key holds,
+ * another key's first job starts at once. Keys already running a job of the
+ * kind share the other `concurrency` slots.
+ */
+export const RESERVED_RUN_SLOTS = 1;
+
 /** How long a result (and a PDF) is kept after the job ended (24 hours: docs/decisions.md#job-record). */
 export const RESULT_TTL_SECONDS = 24 * 60 * 60;
 /** How long an expired job is remembered (410 on download) before it is deleted (404). */

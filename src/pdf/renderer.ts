@@ -10,12 +10,15 @@
  * render, started again on the next render after it died (crash, OOM kill),
  * and closed by close() at shutdown (killed if it does not close in time).
  *
- * Concurrency: at most `concurrency` renders at once; the rest wait their
- * turn. Each render gets a page of its own, closed afterwards. (Not a browser
- * context of its own: that costs about 110 ms, 40 % of a one-page render,
- * and isolates nothing here: with no JavaScript and no network a document
- * can neither write nor read cookies or storage, and request interception
- * turns the cache off.)
+ * Concurrency: at most `concurrency` + RESERVED_RUN_SLOTS renders at once;
+ * the rest wait their turn. That is as many pdf jobs as the job runner runs
+ * in this process, the reserved one only for a key with no pdf job running
+ * (docs/decisions.md#job-fairness), so a job never waits here for a slot the
+ * runner gave it. Each render gets a page of its own, closed afterwards.
+ * (Not a browser context of its own: that costs about 110 ms, 40 % of a
+ * one-page render, and isolates nothing here: with no JavaScript and no
+ * network a document can neither write nor read cookies or storage, and
+ * request interception turns the cache off.)
  *
  * The page is a sandbox of its own, not only Chromium's: Chromium's sandbox
  * is off when running as root (--no-sandbox is required there), so the page
@@ -43,6 +46,7 @@
 import type { Browser, HTTPRequest, Page, PuppeteerNode, TimeoutError } from "puppeteer-core";
 import type { Config } from "../platform/config.js";
 import { JobFailure } from "../model/job-failure.js";
+import { RESERVED_RUN_SLOTS } from "../model/jobs.js";
 import type { Logger } from "../platform/logger.js";
 import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";
@@ -134,7 +138,7 @@ export class PdfRenderer {
   }
 
   constructor(private readonly options: PdfRendererOptions) {
-    this.slots = new Semaphore(options.concurrency);
+    this.slots = new Semaphore(options.concurrency + RESERVED_RUN_SLOTS);
     this.markdown = new MarkdownConverter(options.timeoutMs);
     this.logger = options.logger.child({ component: "pdf-renderer" });
     this.state = { state: "starting", source: chromiumSource(options.chromium.executablePath) };
@@ -168,7 +172,7 @@ export class PdfRenderer {
     return this.state;
   }
 
-  /** Renders at once per process. */
+  /** Renders at once per process for keys already rendering (AGENTBUS_PDF_CONCURRENCY); the reserve comes on top. */
   get concurrency(): number {
     return this.options.concurrency;
   }

@@ -40,6 +40,11 @@ export interface JobStore {
 
 /** Which job runner kinds are taken fairly between keys (FAIR_NEXT_JOB_SQL), and how many of one key's run at once. */
 export interface FairScheduling {
-  names: ReadonlySet<string>;
+  /**
+   * The fair kinds by Agenda job name, each with its run slots per worker
+   * process for keys already running a job of it (the kind's concurrency);
+   * the process runs RESERVED_RUN_SLOTS more, for keys running none.
+   */
+  slots: ReadonlyMap<string, number>;
   maxRunningPerKey: number;
 }

@@ -37,9 +37,10 @@ import {
   type RemoveJobsOptions,
 } from "agenda";
 import pg from "pg";
-import { agendaJobName, type JobKindName } from "../model/jobs.js";
+import { agendaJobName, RESERVED_RUN_SLOTS, type JobKindName } from "../model/jobs.js";
 import type { FairScheduling } from "../ports/jobs.js";
 import type { Db } from "./db.js";
+import { withTransaction } from "./pool.js";
 
 /** pg's own parsers (timestamps → Date), for Agenda's queries on our pool. */
 const defaultTypes: pg.CustomTypesConfig = { getTypeParser: pg.types.getTypeParser };
@@ -61,11 +62,15 @@ export function agendaPoolView(pool: pg.Pool): pg.Pool {
 /**
  * Agenda's "find and lock the next job" for the fair kinds is
  * FAIR_NEXT_JOB_SQL: the choice between keys is made in the one statement
- * that locks, so it holds across worker processes. Every other call goes to
- * the PostgreSQL backend's own repository. This is a JobRepository of its
- * own (Agenda's backend interface), not a patch of the backend's.
+ * that locks, after FAIR_CLAIM_LOCK_SQL in the same transaction, so it holds
+ * across worker processes. Every other call goes to the PostgreSQL backend's
+ * own repository. This is a JobRepository of its own (Agenda's backend
+ * interface), not a patch of the backend's.
  */
 class FairJobRepository implements JobRepository {
+  /** The last claim of each fair kind this process has started (see getNextJobToRun). */
+  private readonly claiming = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly inner: JobRepository,
     private readonly pool: pg.Pool,
@@ -73,18 +78,39 @@ class FairJobRepository implements JobRepository {
   ) {}
 
   async getNextJobToRun(name: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
-    if (!this.fair.names.has(name)) return this.inner.getNextJobToRun(name, nextScanAt, lockDeadline, now, options);
-    const { rows } = await this.pool.query<{ id: string | number }>(FAIR_NEXT_JOB_SQL, [
-      now ?? new Date(),
-      name,
-      nextScanAt,
-      lockDeadline,
-      options?.lastModifiedBy ?? null,
-      this.fair.maxRunningPerKey,
-    ]);
-    if (rows[0] === undefined) return undefined;
+    const slots = this.fair.slots.get(name);
+    if (slots === undefined) return this.inner.getNextJobToRun(name, nextScanAt, lockDeadline, now, options);
+    // Agenda starts a claim per notification, so a burst of submissions
+    // starts many at once. They would take their turns on the claim lock
+    // anyway; taking them here first keeps the waiting off the pool, which
+    // holds one connection per claim of a kind at most.
+    const previous = this.claiming.get(name) ?? Promise.resolve();
+    const claim = previous.then(() => this.claim(name, slots, nextScanAt, lockDeadline, now, options));
+    this.claiming.set(name, claim.catch(() => undefined));
+    const id = await claim;
+    if (id === undefined) return undefined;
     // Locked by us now: read back through the backend's own row mapping.
-    return (await this.inner.getJobById(String(rows[0].id))) ?? undefined;
+    return (await this.inner.getJobById(String(id))) ?? undefined;
+  }
+
+  /** FAIR_NEXT_JOB_SQL after FAIR_CLAIM_LOCK_SQL, in one transaction; the locked Agenda job's id, if any. */
+  private claim(name: string, slots: number, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<string | undefined> {
+    return withTransaction(this.pool, async (client) => {
+      await client.query(FAIR_CLAIM_LOCK_SQL, [name]);
+      // The time is read once the claims before this one are done, so the
+      // dispatch stamps ("served least recently") follow the claim order.
+      const { rows } = await client.query<{ id: string }>(FAIR_NEXT_JOB_SQL, [
+        now ?? new Date(),
+        name,
+        nextScanAt,
+        lockDeadline,
+        options?.lastModifiedBy ?? null,
+        this.fair.maxRunningPerKey,
+        slots,
+        RESERVED_RUN_SLOTS,
+      ]);
+      return rows[0]?.id;
+    });
   }
 
   connect(): Promise<void> {
@@ -262,35 +288,73 @@ export const ORPHANED_JOBS_SQL = `SELECT j.id, j.kind FROM jobs j
   ORDER BY j.updated_at LIMIT $2`;
 
 /**
+ * Taken first in every fair claim's transaction, in a statement of its own:
+ * claims of one kind ($1, the Agenda job name) run one at a time across all
+ * workers. See FAIR_NEXT_JOB_SQL for why.
+ */
+export const FAIR_CLAIM_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtext('agentbus.fair-claim'), hashtext($1))";
+
+/**
  * Agenda's "find and lock the next job of name $2" (its getNextJobToRun),
- * made fair between keys for the async kinds. Of the due Agenda jobs (or
- * ones whose lock expired), it takes the job of the key that has the fewest
- * jobs of this kind running right now, then of the key served least
- * recently (a key never served first), then the oldest; keys already
- * running $6 jobs of this kind wait. "Running" is an Agenda job locked and
- * not expired, so the count covers every worker process. The same statement
- * stamps the job's dispatched_at, which is what "served least recently"
- * reads, so the turn order is shared by all workers too. Two workers
- * claiming in the same instant may both favour the same key (each skips the
- * other's uncommitted lock); the next claim evens it out.
+ * made fair between keys for the async kinds (docs/decisions.md#job-fairness).
+ *
+ * Who may take a job. "Running" is an Agenda job of this kind locked and not
+ * expired, so the counts cover every worker process, and a worker's own are
+ * those whose last_modified_by is its name ($5): the backend's claim, its
+ * run's saves and its touch() all stamp the worker's name there, and only a
+ * claim sets locked_at (an enqueue inserts the job unlocked). Keys already
+ * running $6 jobs of this kind wait. A worker runs $7 jobs (the kind's
+ * concurrency) for any keys, and $8 more only for a key with no job of this
+ * kind running anywhere: however many slots one key holds, another key's
+ * first job starts at once, and keys already running one never use more
+ * than $7 of a worker's slots.
+ *
+ * In which order. Of the due Agenda jobs (or ones whose lock expired) that
+ * may be taken: the job of the key that has the fewest jobs of this kind
+ * running right now, then of the key served least recently (a key never
+ * served first), then the oldest. The same statement stamps the job's
+ * dispatched_at, which is what "served least recently" reads, so the turn
+ * order is shared by all workers too.
+ *
+ * Exact under concurrency. Without more, two claims at the same instant
+ * would count from snapshots that miss each other's uncommitted lock: two
+ * workers could both give their reserved slot to one key's two jobs (then a
+ * third key waits), or both let a key past $6. So FAIR_CLAIM_LOCK_SQL comes
+ * first in the same transaction: claims of a kind are serialised, and as the
+ * claim is a statement of its own under READ COMMITTED (PostgreSQL's
+ * default, which the service never changes) its snapshot is taken after the
+ * lock was granted and holds every earlier claim, committed before that
+ * claim's transaction let go of the lock. Outside a claim the counts only
+ * fall (runs end, Agenda unlocks, locks expire; the one exception, a run that
+ * outlived its lock and touches it again, is a worker already past its lock
+ * lifetime), so what the statement counts is what is true when it locks. SKIP LOCKED still passes over rows
+ * that Agenda's own saves hold for a moment. The claims are short (one
+ * statement over the few Agenda rows of a kind), so taking them in turn costs
+ * a worker a few round trips, not throughput.
  *
  * Parameters as Agenda passes them: $1 lock time, $2 name, $3 next scan at,
  * $4 lock deadline (locks older than this have expired), $5 worker name;
- * then $6 the per-key running cap. Returns agenda_jobs rows.
+ * then $6 the per-key running cap, $7 the kind's concurrency and $8 the
+ * reserved slots per worker. Returns the locked Agenda job's id.
  */
-export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
-    SELECT j.owner_key_id, count(*) AS n
-    FROM agenda_jobs a JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
+export const FAIR_NEXT_JOB_SQL = `WITH running AS (
+    SELECT a.last_modified_by, j.owner_key_id
+    FROM agenda_jobs a LEFT JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
     WHERE a.name = $2 AND a.locked_at > $4
-    GROUP BY j.owner_key_id
+  ), busy AS (
+    SELECT owner_key_id, count(*) AS n FROM running WHERE owner_key_id IS NOT NULL GROUP BY owner_key_id
+  ), here AS (
+    SELECT count(*) AS n FROM running WHERE last_modified_by = $5
   ), picked AS (
     SELECT a.id, j.id AS job_id
     FROM agenda_jobs a
     JOIN jobs j ON j.id = (a.data->>'job_id')::bigint
     LEFT JOIN busy b ON b.owner_key_id = j.owner_key_id
+    CROSS JOIN here
     WHERE a.name = $2 AND a.disabled = FALSE
       AND ((a.locked_at IS NULL AND a.next_run_at <= $3) OR a.locked_at <= $4)
       AND coalesce(b.n, 0) < $6
+      AND (here.n < $7::int OR (here.n < $7::int + $8::int AND b.n IS NULL))
     ORDER BY coalesce(b.n, 0),
       (SELECT max(s.dispatched_at) FROM jobs s WHERE s.kind = j.kind AND s.owner_key_id = j.owner_key_id) ASC NULLS FIRST,
       a.next_run_at, a.priority DESC
@@ -301,4 +365,4 @@ export const FAIR_NEXT_JOB_SQL = `WITH busy AS (
   )
   UPDATE agenda_jobs SET locked_at = $1, last_modified_by = $5
   FROM picked WHERE agenda_jobs.id = picked.id
-  RETURNING agenda_jobs.*`;
+  RETURNING agenda_jobs.id`;

@@ -13,7 +13,7 @@
  *
  * It answers a canned completion whose content is `answer` (JSON-encoded
  * when it is not a string), or the statuses queued with failNext(), or
- * hangs for `delayMs`.
+ * hangs for `delayMs`, or until the test lets go of a hold().
  */
 import type http from "node:http";
 import { LoopbackServer, onBody } from "./http.js";
@@ -54,6 +54,8 @@ export class FakeOpenAI {
   expectInMessages: string[] = [];
   delayMs = 0;
   private failures: number[] = [];
+  private held: Promise<void> | undefined;
+  private releaseHeld: (() => void) | undefined;
   private server: LoopbackServer | undefined;
 
   constructor(
@@ -82,7 +84,18 @@ export class FakeOpenAI {
     this.failures = new Array<number>(1_000_000).fill(status);
   }
 
+  /**
+   * Answers nothing until the returned release() is called: every request
+   * from now on stays in flight (a slow model whose answers the test lets
+   * go, so the order of what happens meanwhile does not depend on timing).
+   */
+  hold(): () => void {
+    this.held ??= new Promise((resolve) => (this.releaseHeld = resolve));
+    return () => this.release();
+  }
+
   reset(): void {
+    this.release();
     this.requests.length = 0;
     this.violations.length = 0;
     this.failures = [];
@@ -93,7 +106,14 @@ export class FakeOpenAI {
   }
 
   close(): Promise<void> {
+    this.release();
     return this.server?.close() ?? Promise.resolve();
+  }
+
+  private release(): void {
+    this.releaseHeld?.();
+    this.held = undefined;
+    this.releaseHeld = undefined;
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -104,7 +124,8 @@ export class FakeOpenAI {
           res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
         };
         // Real time: a slow server for the client's real socket timeout.
-        if (this.delayMs > 0) setTimeout(send, this.delayMs);
+        if (this.held) void this.held.then(send);
+        else if (this.delayMs > 0) setTimeout(send, this.delayMs);
         else send();
       };
       if (req.method !== "POST" || req.url !== "/v1/chat/completions") {

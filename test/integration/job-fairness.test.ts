@@ -72,7 +72,9 @@ describe("one slot, interleaved", () => {
     await server?.close();
   });
 
-  it("runs the waiting key's job next when the slot frees, not the rest of the busy key's queue", async () => {
+  // The busy key holds the one slot; the other key's job takes the slot kept
+  // in reserve for a key with none running (docs/decisions.md#job-fairness).
+  it("runs the other key's job before the rest of the busy key's queue, when the busy key holds the one slot", async () => {
     const victim = await mintKey(server.url);
     const attacker = await mintKey(server.url);
     await render(server.url, victim, oneLine);

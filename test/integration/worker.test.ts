@@ -3,6 +3,7 @@
  * scheduled on Agenda, shutdown that leaves the shared pool open, and the
  * agenda_jobs schema against the installed backend's.
  */
+import { Writable } from "node:stream";
 import { getCreateIndexesSQL, getCreateTableSQL } from "@agendajs/postgres-backend";
 import { describe, expect, it } from "vitest";
 import { JobRunner } from "../../src/jobs/runner.js";
@@ -159,6 +160,51 @@ describe("JobRunner", () => {
       "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
     );
     expect(listening.rowCount).toBe(0);
+  });
+
+  it("takes another worker's announced job events for none of its own runs", async () => {
+    // Agenda re-emits every other worker's start, fail and complete here
+    // (remote, with a notification for the job): taking them as its own
+    // would throw, or leave a run that never ends to hold up stop().
+    const appDb = new Db(db.pool);
+    const deps = { jobs: new PgJobStore(appDb, "test"), purge: new PgPurgeStore(appDb), clock: new AdjustableClock(), logger: silent };
+    const ran: string[] = [];
+    const kind = (name: string, fails = false): JobKind => ({
+      name,
+      lockLifetimeMs: 5_000,
+      async run() {
+        ran.push(name);
+        if (fails) throw new Error(`${name} failed`);
+      },
+    });
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString("utf8"));
+        done();
+      },
+    });
+    const worker = await JobRunner.start({ backend: agendaBackend(db.pool), deps, kinds: [kind("done-probe"), kind("failing-probe", true)], name: "worker-a" });
+    const bystander = await JobRunner.start({
+      backend: agendaBackend(db.pool),
+      deps: { ...deps, logger: createLogger("warn", sink) },
+      kinds: [kind("marker")],
+      name: "worker-b",
+      stopTimeoutMs: 5_000,
+    });
+    try {
+      await worker.enqueue(kind("done-probe"), {});
+      await worker.enqueue(kind("failing-probe", true), {});
+      await eventually(async () => ran.includes("done-probe") && ran.includes("failing-probe"));
+      // Announced on the bystander's one LISTEN connection after both runs
+      // ended: once it ran this job, it has had their events.
+      await worker.enqueue(kind("marker"), {});
+      await eventually(async () => ran.includes("marker"));
+    } finally {
+      await worker.stop();
+    }
+    await bystander.stop();
+    expect(lines.join("")).toBe("");
   });
 
   it("gives Agenda a view of the pool that cannot end it and parses timestamps as Dates", async () => {
