@@ -26,6 +26,8 @@ export interface ActorOwner {
 export interface ClaimedDelivery {
   id: string;
   channelId: string;
+  /** The key owning the channel, or for a mention push the actor: whose share of the slots it takes. */
+  ownerKeyId: string;
   actorId: string | null;
   event: WebhookEvent;
   messageId: string | null;
@@ -49,6 +51,16 @@ export interface ClaimLimits {
   busy: ReadonlyMap<string, number>;
   /** Requests to any other destination. */
   perDestination: number;
+  /** Owning keys this dispatcher has served lately: requests in flight now, and when it last started one. */
+  owners: ReadonlyMap<string, OwnerLoad>;
+  /** Requests in flight per owning key, across its destinations. */
+  perOwner: number;
+}
+
+/** One owning key's use of a dispatcher's slots. */
+export interface OwnerLoad {
+  inFlight: number;
+  servedAt: Micros;
 }
 
 export interface AttemptRecord {

@@ -24,7 +24,7 @@ export interface WebhookStore {
   deleteActorWebhook(actorId: string): Promise<boolean>;
 
   // The sender's side
-  /** Leases up to `limit` due rows until `leaseUntil`, within the per-destination limits. */
+  /** Leases up to `limit` due rows until `leaseUntil`, within the per-destination and per-owner limits, owners taking turns. */
   claimDue(now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]>;
   /** A claimed row its destination's breaker holds back: logged deferred, due again at `until`, the claim not counted. */
   deferDelivery(d: Pick<AttemptRecord, "deliveryId" | "channelId" | "actorId" | "event" | "messageId" | "attempt">, now: Micros, until: Micros): Promise<void>;

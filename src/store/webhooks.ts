@@ -4,7 +4,8 @@
  *
  * Message events are enqueued by agentbus_create_messages in the message's
  * own transaction; member_added by enqueueMemberAdded in the approval's.
- * The dispatcher claims due rows with FOR UPDATE SKIP LOCKED and leases them
+ * The dispatcher claims due rows (store/webhook-claim.ts: fairly between
+ * owning keys) with FOR UPDATE SKIP LOCKED and leases them
  * (next_attempt_at moves to the end of the lease, attempts counts the claim)
  * in one committed statement, sends without holding any lock or connection,
  * then records the outcome and the log row in one statement that only
@@ -28,6 +29,7 @@ import type { WebhookStore } from "../ports/webhooks.js";
 import { findActorRef } from "./actors.js";
 import type { Db } from "./db.js";
 import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
+import { claimDue } from "./webhook-claim.js";
 
 // ---------------------------------------------------------------------------
 // Actor webhooks
@@ -75,7 +77,8 @@ async function deleteActorWebhook(db: Db, actorId: string): Promise<boolean> {
 /**
  * Queues a member_added push to the channel's webhook, when it has one, in
  * the caller's transaction; the body `{"channel_id", "member_key_id",
- * "approved_by"}` is fixed now. Returns whether a row was queued.
+ * "approved_by"}` is fixed now (the owning key is the trigger's to set, as
+ * for every outbox row). Returns whether a row was queued.
  */
 export async function enqueueMemberAdded(
   db: Db,
@@ -93,96 +96,6 @@ export async function enqueueMemberAdded(
 
 // ---------------------------------------------------------------------------
 // The dispatcher's side
-
-type ClaimRow = Partial<MessageRow> & {
-  o_id: string;
-  o_channel_id: string;
-  o_actor_id: string | null;
-  o_event: WebhookEvent;
-  o_message_id: string | null;
-  o_body: string | null;
-  o_attempts: number;
-  o_url: string | null;
-  o_secret: string | null;
-  o_destination: string | null;
-  o_open_until: Micros | null;
-};
-
-/**
- * $1 now, $2 how many, $3 end of the lease; $4/$5 destinations this
- * dispatcher has requests in flight to and how many more each may take,
- * $6 what any other destination may take, $7 how many due rows are looked
- * at. Due rows in due order (first attempts, at -infinity, before retries),
- * but at most the allowed number per destination
- * (docs/decisions.md#webhook-isolation: a slow receiver holds its share of
- * slots, never all), plus any number of rows of destinations
- * whose breaker is open (they are deferred, not sent). Rows another
- * dispatcher is claiming right now are skipped, not waited for.
- * `= ANY (ARRAY(…))` makes the update a primary-key lookup per claimed row.
- */
-export const CLAIM_SQL = `WITH due AS (
-    SELECT x.id, x.next_attempt_at,
-      agentbus_webhook_destination(CASE WHEN x.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination
-    FROM webhook_outbox x
-    JOIN channels ch ON ch.id = x.channel_id
-    LEFT JOIN actor_webhooks w ON w.actor_id = x.actor_id
-    WHERE x.next_attempt_at <= $1
-    ORDER BY x.next_attempt_at LIMIT $7
-  ), ranked AS (
-    SELECT d.id, d.next_attempt_at, d.destination, wd.open_until,
-      row_number() OVER (PARTITION BY d.destination ORDER BY d.next_attempt_at) AS n
-    FROM due d LEFT JOIN webhook_destinations wd ON wd.destination = d.destination
-  ), eligible AS (
-    SELECT r.id FROM ranked r
-    LEFT JOIN unnest($4::text[], $5::int[]) AS busy(destination, free) ON busy.destination = r.destination
-    WHERE r.destination IS NULL OR r.open_until > $1 OR r.n <= coalesce(busy.free, $6)
-  ), claimed AS (
-    UPDATE webhook_outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
-    WHERE o.id = ANY (ARRAY(
-      SELECT x.id FROM webhook_outbox x WHERE x.id = ANY (ARRAY(SELECT id FROM eligible)) AND x.next_attempt_at <= $1
-      ORDER BY x.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
-    ))
-    RETURNING o.id, o.channel_id, o.actor_id, o.event, o.message_id, o.body, o.attempts
-  )
-  SELECT c.id AS o_id, c.channel_id AS o_channel_id, c.actor_id AS o_actor_id, c.event AS o_event,
-    c.message_id AS o_message_id, c.body AS o_body, c.attempts AS o_attempts,
-    t.url AS o_url, t.secret AS o_secret, t.destination AS o_destination,
-    CASE WHEN wd.open_until > $1 THEN wd.open_until END AS o_open_until,
-    ${COLUMNS}
-  FROM claimed c
-  JOIN channels ch ON ch.id = c.channel_id
-  LEFT JOIN actor_webhooks w ON w.actor_id = c.actor_id
-  CROSS JOIN LATERAL (SELECT
-      CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS url,
-      CASE WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS secret,
-      agentbus_webhook_destination(CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination) t
-  LEFT JOIN webhook_destinations wd ON wd.destination = t.destination
-  LEFT JOIN messages m ON m.id = c.message_id AND c.body IS NULL`;
-
-/** How many due rows one claim looks at (bounds the per-destination ranking). */
-export const CLAIM_SCAN_ROWS = 1000;
-
-async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: Micros, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimRow>(
-    CLAIM_SQL,
-    [formatTimestamp(now), limit, formatTimestamp(leaseUntil), [...limits.busy.keys()], [...limits.busy.values()], limits.perDestination, CLAIM_SCAN_ROWS],
-    "webhook_claim",
-  );
-  return rows.map((r) => ({
-    id: r.o_id,
-    channelId: r.o_channel_id,
-    actorId: r.o_actor_id,
-    event: r.o_event,
-    messageId: r.o_message_id,
-    body: r.o_body,
-    attempt: r.o_attempts,
-    url: r.o_url,
-    secret: r.o_secret,
-    message: r.id === null || r.id === undefined ? null : toRecord(r as MessageRow),
-    destination: r.o_destination,
-    openUntil: r.o_open_until,
-  }));
-}
 
 /**
  * A claimed delivery its destination's breaker holds back: logged as

@@ -15,7 +15,12 @@
  *   sweep(): at start, whenever LISTEN reconnects, and on the Agenda job
  *   webhook-sweep (src/jobs/webhook-sweep.ts).
  *
- * Claims lease rows (store/webhooks.ts), so several dispatchers never send
+ * Slots are shared: at most destinationConcurrency requests per destination
+ * and ownerConcurrency per owning key (the key owning the channel, or the
+ * actor of a mention push), and owners take turns, fewest in flight first
+ * (docs/decisions.md#webhook-isolation).
+ *
+ * Claims lease rows (store/webhook-claim.ts), so several dispatchers never send
  * the same attempt; a sender that dies mid-request leaves its row to be
  * retried when the lease ends. Delivery is therefore at least once:
  * receivers de-duplicate on X-Service-Delivery.
@@ -27,10 +32,11 @@
  * timeout, is retried.
  */
 import type { Clock, Micros, Timer } from "../model/time.js";
+import { defaultWebhookOwnerConcurrency } from "../platform/config.js";
 import { LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
-import type { AttemptRecord, ClaimedDelivery } from "../model/webhooks.js";
+import type { AttemptRecord, ClaimedDelivery, OwnerLoad } from "../model/webhooks.js";
 import type { WebhookStore } from "../ports/webhooks.js";
 import { messageBody, webhookHeaders } from "./payload.js";
 
@@ -49,6 +55,13 @@ const MAX_IDLE_MS = 60_000;
 const RECHECK_MS = 250;
 /** After the database failed a claim. */
 const ERROR_RETRY_MS = 2_000;
+/**
+ * How long an owner with nothing in flight is remembered as served: within
+ * it, owners served longer ago go first. An owner forgotten after it counts
+ * as never served, which sorts the same way, so this only bounds the list
+ * each claim carries.
+ */
+const OWNER_MEMORY_MS = 60_000;
 
 const LISTEN_LOST = "webhook LISTEN connection failed or lost; reconnecting";
 const SWEEP_FAILED = "webhook sweep failed";
@@ -86,6 +99,8 @@ export interface WebhookDispatcherOptions {
   concurrency?: number;
   /** Of those, to one destination (host[:port]); default 2. */
   destinationConcurrency?: number;
+  /** Of those, for one owning key, whichever its destinations; default a quarter of concurrency, at least 1. */
+  ownerConcurrency?: number;
   /** Consecutive attempts without an answer that open a destination's breaker; 0 = no breaker. Default 3. */
   breakerThreshold?: number;
   /** First pause of an open breaker (doubles per trip); default 30 s. */
@@ -113,10 +128,13 @@ export class WebhookDispatcher {
   private readonly random: () => number;
 
   private readonly destinationConcurrency: number;
+  private readonly ownerConcurrency: number;
   private readonly breaker: { threshold: number; openMs: number; maxOpenMs: number };
   private readonly inFlight = new Set<Promise<void>>();
   /** Requests in flight per destination (only destinations with some). */
   private readonly perDestination = new Map<string, number>();
+  /** Per owning key: requests in flight and when one last started (owners served within OWNER_MEMORY_MS, or with some in flight). */
+  private readonly perOwner = new Map<string, OwnerLoad>();
   private readonly shutdown = new AbortController();
   private draining: Promise<void> | undefined;
   private wanted = false;
@@ -140,6 +158,7 @@ export class WebhookDispatcher {
     this.leaseMs = options.leaseMs ?? this.timeoutMs + 30_000;
     this.random = options.random ?? Math.random;
     this.destinationConcurrency = Math.min(options.destinationConcurrency ?? 2, this.concurrency);
+    this.ownerConcurrency = Math.min(options.ownerConcurrency ?? defaultWebhookOwnerConcurrency(this.concurrency), this.concurrency);
     this.breaker = { threshold: options.breakerThreshold ?? 3, openMs: options.breakerOpenMs ?? 30_000, maxOpenMs: options.breakerMaxOpenMs ?? 1_800_000 };
   }
 
@@ -222,12 +241,21 @@ export class WebhookDispatcher {
       }
       const now = this.clock.now();
       const busy = new Map([...this.perDestination].map(([dest, n]) => [dest, Math.max(this.destinationConcurrency - n, 0)]));
-      const claimed = await this.store.claimDue(now, free, now + this.leaseMs * 1000, { busy, perDestination: this.destinationConcurrency });
+      this.forgetOwnersServedBefore(now - OWNER_MEMORY_MS * 1000);
+      const claimed = await this.store.claimDue(now, free, now + this.leaseMs * 1000, {
+        busy,
+        perDestination: this.destinationConcurrency,
+        owners: this.perOwner,
+        perOwner: this.ownerConcurrency,
+      });
       this.backlog = claimed.length === free;
       if (this.backlog) this.wanted = true;
       for (const delivery of claimed) {
+        // Only a request holds a slot: a deferred or dropped delivery counts against neither limit.
         const destination = delivery.openUntil === null ? delivery.destination : null;
+        const owner = destination === null ? null : delivery.ownerKeyId;
         if (destination !== null) this.perDestination.set(destination, (this.perDestination.get(destination) ?? 0) + 1);
+        if (owner !== null) this.perOwner.set(owner, { inFlight: (this.perOwner.get(owner)?.inFlight ?? 0) + 1, servedAt: now });
         const sending: Promise<void> = this.send(delivery)
           .catch((err: unknown) => {
             // The outcome could not be recorded (database trouble): the lease
@@ -237,11 +265,14 @@ export class WebhookDispatcher {
           })
           .finally(() => {
             this.inFlight.delete(sending);
-            if (destination !== null) {
+            if (destination !== null && owner !== null) {
               const left = (this.perDestination.get(destination) ?? 1) - 1;
               if (left > 0) this.perDestination.set(destination, left);
               else this.perDestination.delete(destination);
-              // Rows of this destination may have been passed over for its cap.
+              // Kept with its servedAt for the turn order; forgotten later.
+              const load = this.perOwner.get(owner);
+              if (load) load.inFlight = Math.max(load.inFlight - 1, 0);
+              // Rows of this destination or owner may have been passed over for their caps.
               this.wanted = true;
               this.kick();
             }
@@ -249,6 +280,13 @@ export class WebhookDispatcher {
           });
         this.inFlight.add(sending);
       }
+    }
+  }
+
+  /** Drops owners with nothing in flight that were last served before `before` (they then count as never served). */
+  private forgetOwnersServedBefore(before: Micros): void {
+    for (const [owner, load] of this.perOwner) {
+      if (load.inFlight === 0 && load.servedAt < before) this.perOwner.delete(owner);
     }
   }
 
@@ -378,3 +416,4 @@ export class WebhookDispatcher {
     );
   }
 }
+

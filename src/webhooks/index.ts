@@ -33,6 +33,7 @@ export async function startWebhookDispatcher(deps: WebhookDispatcherDependencies
     retryScheduleMs: config.webhookRetryScheduleMs,
     concurrency: config.webhookConcurrency,
     destinationConcurrency: config.webhookDestinationConcurrency,
+    ownerConcurrency: config.webhookOwnerConcurrency,
     breakerThreshold: config.webhookBreakerThreshold,
     breakerOpenMs: config.webhookBreakerOpenMs,
     breakerMaxOpenMs: config.webhookBreakerMaxOpenMs,

@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries isolated per destination (docs/decisions.md#webhook-isolation), the circuit
+ * Webhook deliveries isolated per destination and per owning key (docs/decisions.md#webhook-isolation), the circuit
  * breaker for receivers that never answer, and replay-resistant signatures
  * (Standard Webhooks), against real receivers on 127.0.0.1. Latencies are
  * compared with a baseline measured in the same test.
@@ -13,12 +13,15 @@ import { eventually } from "../support/eventually.js";
 import { mintKey, rest, useTestServer, type SuiteServer } from "../support/server.js";
 import { forSuite } from "../support/suite.js";
 
-/** Accepts connections and never answers. */
+/** Accepts connections and never answers: a tarpit that holds each request until the sender's timeout. */
 class DeadReceiver {
   private readonly sockets = new Set<Socket>();
   private constructor(private readonly server: Server) {
     server.on("connection", (s) => {
       this.sockets.add(s);
+      // Read and discard the request: unread bytes would hide the sender's close, and the count would keep
+      // connections the sender has long given up.
+      s.resume();
       s.on("close", () => this.sockets.delete(s));
     });
   }
@@ -97,6 +100,80 @@ describe("per-destination slots", () => {
     // The dead receiver holds its one slot, never the others.
     expect(dead.connections).toBeLessThanOrEqual(1);
     expect(underAttack).toBeLessThan(Math.max(baseline, 25) * 10);
+  }, 60_000);
+});
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Push latencies (ms) one after another for `ms`, a post every 50 ms or so; `each` runs after every push. */
+async function pushLatenciesFor(ms: number, push: () => Promise<number>, each: () => void = () => {}): Promise<number[]> {
+  const latencies: number[] = [];
+  for (const until = performance.now() + ms; performance.now() < until; ) {
+    latencies.push(await push());
+    each();
+    // Real time: bounded load on a small machine, and the same pace with and without the attack.
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return latencies;
+}
+
+describe("per-owner slots", () => {
+  const tarpits = forSuite(
+    async () => Promise.all(Array.from({ length: 24 }, () => DeadReceiver.start())),
+    async (all) => {
+      await Promise.all(all.map((t) => t.close()));
+    },
+  );
+  const hook = useReceiver();
+  const server = useTestServer({
+    ...DELIVERING,
+    // Defaults otherwise: 16 slots, 2 per destination, 16 / 4 = 4 per owner.
+    AGENTBUS_WEBHOOK_TIMEOUT_MS: "2500",
+    // The owner's share alone: the breaker would end the attack after a few rounds of timeouts.
+    AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: "0",
+  });
+
+  it("delivers another key's webhook within 3× its idle latency while one key keeps posting to 24 channels at 24 tarpits", async () => {
+    const victim = await mintKey(server.url);
+    const attacker = await mintKey(server.url);
+    const channel = await createChannel(server.url, victim, { webhook_url: hook.url });
+    const push = () => pushLatency(server, victim, channel, hook);
+    for (let i = 0; i < 3; i++) await push(); // connections and prepared statements warm
+    const idle = median(await pushLatenciesFor(700, push));
+
+    const traps: string[] = [];
+    for (const tarpit of tarpits) traps.push(await createChannel(server.url, attacker, { webhook_url: tarpit.url }));
+    const held = () => tarpits.reduce((n, t) => n + t.connections, 0);
+    // A burst first, three posts per channel (eight at a time): the tarpits' requests start, and time out, together.
+    for (let i = 0; i < traps.length * 3; i += 8) {
+      await Promise.all(traps.slice(i % traps.length, (i % traps.length) + 8).map((trap, j) => postMessage(server.url, attacker, trap, { content: `burst ${i + j}` })));
+    }
+    let attacking = true;
+    const attack = (async () => {
+      // Round the 24 channels, each post a first attempt to a tarpit: about 40 a second, far more than the
+      // tarpits release, so its backlog only grows.
+      for (let i = 0; attacking; i++) {
+        await postMessage(server.url, attacker, traps[i % traps.length]!, { content: `into the tarpit ${i}` });
+        // Real time: the CPU stays with the service's dispatching on a small machine, not with this loop.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    try {
+      await eventually(async () => held() >= 4, 10_000);
+      // For longer than the timeout, so the attacker's slots also free and fill again meanwhile.
+      let most = 0;
+      const latencies = await pushLatenciesFor(3_500, push, () => (most = Math.max(most, held())));
+      const underAttack = median(latencies);
+      console.log(
+        `webhook latency p50: idle ${idle.toFixed(1)} ms; ${latencies.length} posts while one key's 24 tarpits held up to ${most} requests: ${underAttack.toFixed(1)} ms (max ${Math.max(...latencies).toFixed(1)} ms)`,
+      );
+      // The attacker holds its share of the slots (a quarter), never the rest.
+      expect(most).toBeLessThanOrEqual(4);
+      expect(underAttack).toBeLessThan(3 * idle);
+    } finally {
+      attacking = false;
+      await attack;
+    }
   }, 60_000);
 });
 

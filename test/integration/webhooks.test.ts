@@ -625,7 +625,7 @@ describe("the outbox", () => {
       const message = await postMessage(idle.url, key, ch, { content: "orphaned" });
       const db = new Db(idle.app.pool);
       // A worker claims the row and dies before sending or recording anything.
-      const [claimed] = await new PgWebhookStore(db).claimDue(clock.now(), 10, clock.now() + 40_000_000, { busy: new Map(), perDestination: 2 });
+      const [claimed] = await new PgWebhookStore(db).claimDue(clock.now(), 10, clock.now() + 40_000_000, { busy: new Map(), perDestination: 2, owners: new Map(), perOwner: 4 });
       expect(claimed).toMatchObject({ event: "message.created", attempt: 1, messageId: message.id, url: hook.url });
 
       const dispatcher = new WebhookDispatcher({ store: new PgWebhookStore(db), clock, logger: silent, http, leaseMs: 40_000 });

@@ -16,6 +16,14 @@ describe("webhook configuration", () => {
     expect(c.webhookConcurrency).toBe(16);
   });
 
+  it("gives one owning key a quarter of the webhook slots unless told otherwise, at least one", () => {
+    expect(loadConfig({}).webhookOwnerConcurrency).toBe(4);
+    expect(loadConfig({ AGENTBUS_WEBHOOK_CONCURRENCY: "40" }).webhookOwnerConcurrency).toBe(10);
+    expect(loadConfig({ AGENTBUS_WEBHOOK_CONCURRENCY: "3" }).webhookOwnerConcurrency).toBe(1);
+    expect(loadConfig({ AGENTBUS_WEBHOOK_OWNER_CONCURRENCY: "6" }).webhookOwnerConcurrency).toBe(6);
+    expect(() => loadConfig({ AGENTBUS_WEBHOOK_OWNER_CONCURRENCY: "0" })).toThrow(/AGENTBUS_WEBHOOK_OWNER_CONCURRENCY/);
+  });
+
   it("reads a schedule in ms, s, m and h, and names the variable when it is malformed", () => {
     expect(loadConfig({ AGENTBUS_WEBHOOK_RETRY_SCHEDULE: "150ms, 2s,1.5m,1h" }).webhookRetryScheduleMs).toEqual([150, 2_000, 90_000, 3_600_000]);
     expect(loadConfig({ AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" }).allowPrivateTargets).toBe(true);
