@@ -47,6 +47,13 @@ const schema = z.object({
   AGENTBUS_ADMIN_TOKEN: optionalString,
   // JSON bodies above this are refused with 413 before parsing.
   AGENTBUS_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
+  // What a request without a valid key may send (minting a key needs a few hundred bytes):
+  // anyone can make such requests, so they must be cheap (docs/operations.md#body-limits).
+  AGENTBUS_KEYLESS_MAX_BODY_BYTES: positiveInt.default(16 * 1024),
+  // Request-body bytes one key's requests may hold at once (three 10 MiB PDFs), and all
+  // requests together: uploads in parallel cannot pin more of the process's memory.
+  AGENTBUS_MAX_BUFFERED_BYTES_PER_KEY: positiveInt.default(32 * 1024 * 1024),
+  AGENTBUS_MAX_BUFFERED_BYTES: positiveInt.default(256 * 1024 * 1024),
   // A request body must arrive whole within this many seconds (408 request_timeout), so a
   // client trickling bytes cannot hold a connection or an HTTP/2 stream; generous for slow links.
   AGENTBUS_BODY_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
@@ -109,6 +116,11 @@ const schema = z.object({
   // Of those, at most this many to one destination (URL origin), so a slow
   // or dead receiver holds a few slots, never all of them (docs/decisions.md#webhook-isolation).
   AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY: positiveInt.max(1000).default(2),
+  // Of those, at most this many for one owning key (the key owning the
+  // channel, or the actor of a mention push) across all its destinations, so
+  // one key's many slow receivers hold a share, never all
+  // (docs/decisions.md#webhook-isolation). Default: defaultWebhookOwnerConcurrency.
+  AGENTBUS_WEBHOOK_OWNER_CONCURRENCY: positiveInt.max(1000).optional(),
   // Consecutive attempts without an answer (timeout, refused or reset) after
   // which a destination is not attempted for a while; 0 turns the breaker off.
   AGENTBUS_WEBHOOK_BREAKER_THRESHOLD: nonNegativeInt.max(1000).default(3),
@@ -142,7 +154,9 @@ const schema = z.object({
   // Pages rendered at once per worker process. Rendering is CPU-bound (layout
   // and PDF painting in Chromium's renderer), so about one per core: on 2 cores,
   // 2 already keeps both busy (3 adds 10–20 % throughput, 4 nothing more), and
-  // `agentbus serve` shares them with the API and PostgreSQL.
+  // `agentbus serve` shares them with the API and PostgreSQL. One more render
+  // is kept for a key with no PDF rendering (docs/decisions.md#job-fairness),
+  // so up to this + 1 run at once.
   AGENTBUS_PDF_CONCURRENCY: positiveInt.max(64).default(2),
   // One render (load, layout, print); longer fails the job with pdf_render_timeout.
   AGENTBUS_PDF_TIMEOUT_MS: positiveInt.max(600_000).default(30_000),
@@ -150,7 +164,9 @@ const schema = z.object({
   // together; beyond it submissions answer 429 job_limit_exceeded (docs/decisions.md#job-fairness).
   AGENTBUS_JOBS_MAX_QUEUED_PER_KEY: positiveInt.max(100_000).default(20),
   // Jobs of one key and kind running at once across all workers; the rest
-  // of its jobs wait while other keys' jobs take the free slots.
+  // of its jobs wait while other keys' jobs take the free slots. Even at or
+  // above a worker's slot count, one key never holds the slot each worker
+  // keeps for a key with none running (docs/decisions.md#job-fairness).
   AGENTBUS_JOBS_MAX_RUNNING_PER_KEY: positiveInt.max(1000).default(2),
 });
 
@@ -167,6 +183,17 @@ function parseDurations(value: string): number[] | undefined {
     delays.push(Math.round(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]));
   }
   return delays;
+}
+
+/**
+ * AGENTBUS_WEBHOOK_OWNER_CONCURRENCY when unset: a quarter of the slots, at
+ * least one. One key's slow receivers then hold at most a quarter of a
+ * dispatcher, filling it takes four keys' at once, and a key with healthy
+ * receivers still has room for two destinations at their default cap
+ * (docs/decisions.md#webhook-isolation).
+ */
+export function defaultWebhookOwnerConcurrency(concurrency: number): number {
+  return Math.max(1, Math.floor(concurrency / 4));
 }
 
 export type Env = Record<string, string | undefined>;
@@ -187,6 +214,9 @@ export interface Config {
   rateLimitPerMinute: number;
   adminToken: string | undefined;
   maxBodyBytes: number;
+  keylessMaxBodyBytes: number;
+  maxBufferedBytesPerKey: number;
+  maxBufferedBytes: number;
   bodyTimeoutMs: number;
   http2MaxStreams: number;
   shutdownGraceMs: number;
@@ -213,6 +243,7 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   webhookConcurrency: number;
   webhookDestinationConcurrency: number;
+  webhookOwnerConcurrency: number;
   /** 0: no breaker. */
   webhookBreakerThreshold: number;
   webhookBreakerOpenMs: number;
@@ -274,6 +305,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: c.AGENTBUS_RATE_LIMIT,
     adminToken: c.AGENTBUS_ADMIN_TOKEN,
     maxBodyBytes: c.AGENTBUS_MAX_BODY_BYTES,
+    keylessMaxBodyBytes: c.AGENTBUS_KEYLESS_MAX_BODY_BYTES,
+    maxBufferedBytesPerKey: c.AGENTBUS_MAX_BUFFERED_BYTES_PER_KEY,
+    maxBufferedBytes: c.AGENTBUS_MAX_BUFFERED_BYTES,
     bodyTimeoutMs: Math.round(c.AGENTBUS_BODY_TIMEOUT_SECONDS * 1000),
     http2MaxStreams: c.AGENTBUS_HTTP2_MAX_STREAMS,
     logRepeatIntervalMs: Math.round(c.AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS * 1000),
@@ -296,6 +330,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: c.AGENTBUS_WEBHOOK_RETRY_SCHEDULE,
     webhookConcurrency: c.AGENTBUS_WEBHOOK_CONCURRENCY,
     webhookDestinationConcurrency: c.AGENTBUS_WEBHOOK_DESTINATION_CONCURRENCY,
+    webhookOwnerConcurrency: c.AGENTBUS_WEBHOOK_OWNER_CONCURRENCY ?? defaultWebhookOwnerConcurrency(c.AGENTBUS_WEBHOOK_CONCURRENCY),
     webhookBreakerThreshold: c.AGENTBUS_WEBHOOK_BREAKER_THRESHOLD,
     webhookBreakerOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_OPEN_MS,
     webhookBreakerMaxOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS,
