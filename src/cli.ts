@@ -190,6 +190,8 @@ switch (command) {
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`),
       stdin: process.stdin,
+      outIsTTY: process.stdout.isTTY === true,
+      errIsTTY: process.stderr.isTTY === true,
     });
     process.exit(code);
   }

@@ -7,6 +7,9 @@
  * Exit codes: 0 done; 1 the service refused (its error code and suggestion go
  * to stderr); 2 bad usage; 3 the service could not be reached; 4 a wait ran
  * out before the awaited thing happened (result, job).
+ *
+ * Everything printed goes through one writer that escapes what would act on
+ * a terminal (./terminal.ts); `--raw` turns that off.
  */
 import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -19,6 +22,7 @@ import type { JsonObject } from "../model/json.js";
 import { AgentbusApi, ApiCallError, notSpinning, pause } from "../server/mcp/api.js";
 import { MCP_SERVICES } from "../server/mcp/services.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
+import { onTerminal, type Io as TerminalIo } from "./terminal.js";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3, waitEnded: 4 } as const;
 
@@ -32,16 +36,15 @@ class Exit extends Error {
   }
 }
 
-interface Io {
-  env: NodeJS.ProcessEnv;
-  out(line: string): void;
-  err(line: string): void;
-  stdin: NodeJS.ReadableStream;
+export interface Io extends TerminalIo {
+  /** Stops `tail` and `work` as Ctrl-C does, for a caller that runs them in its own process. */
+  stop?: AbortSignal;
 }
 
 interface GlobalFlags {
   url?: string;
   key?: string;
+  raw?: boolean;
 }
 
 /** How long a result or job wait may be asked for, per request (the service caps long-polls lower). */
@@ -57,6 +60,43 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ⏎ ");
 
+/** Ctrl-C, SIGTERM or `io.stop`: ends a loop that runs until interrupted. */
+function interruption(io: Io): { signal: AbortSignal; dispose(): void } {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  io.stop?.addEventListener("abort", onSignal, { once: true });
+  if (io.stop?.aborted === true) stop.abort();
+  return {
+    signal: stop.signal,
+    dispose: () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      io.stop?.removeEventListener("abort", onSignal);
+    },
+  };
+}
+
+/**
+ * The environment of `work`'s command: the worker's own, without the API key
+ * unless the user passes it on (--pass-key). Any variable holding the key is
+ * dropped, whatever its name, as the key may have been copied under another
+ * (docs/decisions.md#shell-work).
+ */
+function commandEnvironment(env: NodeJS.ProcessEnv, key: string | undefined, passKey: boolean): NodeJS.ProcessEnv {
+  const child: NodeJS.ProcessEnv = { ...env };
+  delete child.AGENTBUS_API_KEY;
+  if (key !== undefined) for (const [name, value] of Object.entries(child)) if (value?.trim() === key) delete child[name];
+  if (passKey && key !== undefined) child.AGENTBUS_API_KEY = key;
+  return child;
+}
+
+/** A task is retried after 2^(delivery−1) s, at most 5 minutes. */
+const retryDelaySeconds = (message: JsonObject) => Math.min(2 ** Math.max(0, Number(message.delivery_count ?? 1) - 1), 300);
+
+const errorText = (err: unknown) => (err instanceof ApiCallError ? `${err.body.error}: ${err.body.message}` : err instanceof Error ? err.message : String(err));
+
 function messageLine(m: JsonObject): string {
   const who = (m.actor as { name?: string } | null)?.name ?? (m.actor_label as string | null) ?? String(m.author_key_id ?? "");
   return `${String(m.created_at)}  ${who}  ${oneLine(String(m.content ?? ""))}`;
@@ -67,6 +107,8 @@ export function buildProgram(io: Io): Command {
     .description("agentbus: a message bus for software agents. Service commands (serve, worker, migrate, mcp) are listed by `agentbus help`.")
     .option("--url <url>", "the service's base URL (else AGENTBUS_URL, the profile, http://127.0.0.1:8080)")
     .option("--key <key>", "the API key (else AGENTBUS_API_KEY, the profile)")
+    .option("--raw", "print what the service sent byte-exact even on a terminal (by default control characters, escape sequences and bidi overrides are shown escaped there, e.g. \\u001b)")
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
@@ -174,28 +216,30 @@ export function buildProgram(io: Io): Command {
     .option("--json", "one JSON object per line")
     .action(async (identifier: string, opts: { since: string; json?: boolean }) => {
       const client = await api();
-      const stop = new AbortController();
-      process.once("SIGINT", () => stop.abort());
-      process.once("SIGTERM", () => stop.abort());
+      const stop = interruption(io);
       let since = opts.since;
       let backoffMs = 500;
-      while (!stop.signal.aborted) {
-        try {
-          const started = Date.now();
-          const page = await client.call(MessageService.method.listMessages, { identifier, since, limit: 100, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
-          const messages = (page.data ?? []) as JsonObject[];
-          for (const m of messages) io.out(opts.json ? JSON.stringify(m) : messageLine(m));
-          if (typeof page.next_cursor === "string") since = page.next_cursor;
-          backoffMs = 500;
-          await notSpinning(messages.length, started, stop.signal);
-        } catch (err) {
-          if (stop.signal.aborted) break;
-          // A refusal is final; a dropped connection or a busy service is retried.
-          if (err instanceof ApiCallError && err.status < 500 && err.status !== 429 && err.status !== 408) throw err;
-          io.err(`connection lost (${err instanceof Error ? err.message : String(err)}); resuming in ${backoffMs} ms`);
-          await pause(backoffMs, stop.signal);
-          backoffMs = Math.min(backoffMs * 2, 30_000);
+      try {
+        while (!stop.signal.aborted) {
+          try {
+            const started = Date.now();
+            const page = await client.call(MessageService.method.listMessages, { identifier, since, limit: 100, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
+            const messages = (page.data ?? []) as JsonObject[];
+            for (const m of messages) io.out(opts.json ? JSON.stringify(m) : messageLine(m));
+            if (typeof page.next_cursor === "string") since = page.next_cursor;
+            backoffMs = 500;
+            await notSpinning(messages.length, started, stop.signal);
+          } catch (err) {
+            if (stop.signal.aborted) break;
+            // A refusal is final; a dropped connection or a busy service is retried.
+            if (err instanceof ApiCallError && err.status < 500 && err.status !== 429 && err.status !== 408) throw err;
+            io.err(`connection lost (${err instanceof Error ? err.message : String(err)}); resuming in ${backoffMs} ms`);
+            await pause(backoffMs, stop.signal);
+            backoffMs = Math.min(backoffMs * 2, 30_000);
+          }
         }
+      } finally {
+        stop.dispose();
       }
     });
 
@@ -204,56 +248,53 @@ export function buildProgram(io: Io): Command {
     .argument("<command...>", "the command run per task (after --)")
     .description(
       "work a claimable channel: receive a task, run the command with its content on stdin, complete it with the command's stdout " +
-        "as the result on exit 0, release it with back-off otherwise; heartbeats while the command runs; Ctrl-C stops after the current task",
+        "as the result on exit 0, release it with back-off otherwise (also when the service refuses the result); heartbeats while the command runs; " +
+        "Ctrl-C stops after the current task. The command does not get the API key: AGENTBUS_API_KEY (and any variable holding the key) " +
+        "is removed from its environment unless --pass-key",
     )
     .option("--lease <seconds>", "lease length (30..3600)", (v) => Number(v), 60)
-    .option("--once", "stop after one task")
-    .action(async (identifier: string, command: string[], opts: { lease: number; once?: boolean }) => {
+    .option("--once", "stop after one task (exit 1 when the service refused its result)")
+    .option("--pass-key", "give the command the API key as AGENTBUS_API_KEY (by default it does not get it)")
+    .action(async (identifier: string, command: string[], opts: { lease: number; once?: boolean; passKey?: boolean }) => {
       const client = await api();
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
-      while (!stop.signal.aborted) {
-        let received: JsonObject;
-        const receivedAt = Date.now();
-        try {
-          received = await client.call(MessageService.method.receiveMessages, { identifier, max_messages: 1, lease_seconds: opts.lease, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
-        } catch (err) {
-          if (stop.signal.aborted) break;
-          throw err;
+      const env = commandEnvironment(io.env, (await profile()).key, opts.passKey === true);
+      const stop = interruption(io);
+      try {
+        while (!stop.signal.aborted) {
+          let received: JsonObject;
+          const receivedAt = Date.now();
+          try {
+            received = await client.call(MessageService.method.receiveMessages, { identifier, max_messages: 1, lease_seconds: opts.lease, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
+          } catch (err) {
+            if (stop.signal.aborted) break;
+            throw err;
+          }
+          const [task] = (received.data ?? []) as Array<{ message: JsonObject; lease_token: string }>;
+          if (task === undefined) {
+            await notSpinning(0, receivedAt, stop.signal);
+            continue;
+          }
+          const id = String(task.message.id);
+          // Ctrl-C between the lease and the command's start: the command would
+          // not hear it (it did not exist yet) and would run to its end. Hand
+          // the task back at once instead.
+          if (stop.signal.aborted) {
+            await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: 0 });
+            io.err(`${id}: stopping; released without running the command`);
+            break;
+          }
+          const outcome = await runTask(command, String(task.message.content ?? ""), env, () => {
+            void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);
+          }, (opts.lease * 1000) / 3);
+          const settled = await settleTask(client, io, task.message, outcome);
+          if (opts.once) {
+            if (settled === "refused") throw new Exit(EXIT.refused);
+            break;
+          }
         }
-        const [task] = (received.data ?? []) as Array<{ message: JsonObject; lease_token: string }>;
-        if (task === undefined) {
-          await notSpinning(0, receivedAt, stop.signal);
-          continue;
-        }
-        const id = String(task.message.id);
-        // Ctrl-C between the lease and the command's start: the command would
-        // not hear it (it did not exist yet) and would run to its end. Hand
-        // the task back at once instead.
-        if (stop.signal.aborted) {
-          await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: 0 });
-          io.err(`${id}: stopping; released without running the command`);
-          break;
-        }
-        const outcome = await runTask(command, String(task.message.content ?? ""), () => {
-          void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);
-        }, (opts.lease * 1000) / 3);
-        if (outcome.code === 0) {
-          if (outcome.truncated) io.err(`${id}: the command wrote more than ${STDOUT_KEPT_BYTES} bytes; the result keeps the first ${STDOUT_KEPT_BYTES}`);
-          const acked = await client.call(MessageService.method.ackMessage, { message_id: id, result: outcome.stdout });
-          io.err(`${id}: done (${String(acked.status)})`);
-        } else {
-          const deliveries = Number(task.message.delivery_count ?? 1);
-          const delay = Math.min(2 ** Math.max(0, deliveries - 1), 300);
-          await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: delay });
-          io.err(`${id}: the command exited with ${outcome.code}; released, retried in ${delay} s`);
-        }
-        if (opts.once) break;
+      } finally {
+        stop.dispose();
       }
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
     });
 
   const jobCommand = (name: string, description: string, submit: (arg: string) => Promise<{ client: AgentbusApi; jobId: string }>) =>
@@ -307,10 +348,55 @@ export function buildProgram(io: Io): Command {
   return program;
 }
 
-/** Runs the command with `input` on stdin; its stdout (up to the result limit) and exit code. Heartbeats while it runs. */
-function runTask(command: string[], input: string, heartbeat: () => void, everyMs: number): Promise<{ code: number; stdout: string; truncated: boolean }> {
+interface TaskOutcome {
+  code: number;
+  stdout: string;
+  truncated: boolean;
+}
+
+/**
+ * Completes a task with its command's stdout, or hands it back to be retried
+ * after its back-off. A refusal (of the result, say a NUL byte the service
+ * cannot store, or of the release, when the lease ran out meanwhile) is
+ * reported and the worker goes on: one bad task must not stop the queue nor
+ * stay leased. When the service cannot be reached, the task is released if
+ * the service still answers that, and the error ends the worker (exit 3).
+ * docs/decisions.md#shell-work
+ */
+async function settleTask(client: AgentbusApi, io: Io, message: JsonObject, outcome: TaskOutcome): Promise<"done" | "released" | "refused"> {
+  const id = String(message.id);
+  const delay = retryDelaySeconds(message);
+  const release = async (why: string): Promise<"released" | "refused"> => {
+    try {
+      await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: delay });
+      io.err(`${id}: ${why}; released, retried in ${delay} s`);
+      return "released";
+    } catch (err) {
+      io.err(`${id}: ${why}; the release failed too (${errorText(err)})`);
+      if (!(err instanceof ApiCallError)) throw err;
+      return "refused";
+    }
+  };
+  if (outcome.code !== 0) return release(`the command exited with ${outcome.code}`);
+  if (outcome.truncated) io.err(`${id}: the command wrote more than ${STDOUT_KEPT_BYTES} bytes; the result keeps the first ${STDOUT_KEPT_BYTES}`);
+  try {
+    const acked = await client.call(MessageService.method.ackMessage, { message_id: id, result: outcome.stdout });
+    io.err(`${id}: done (${String(acked.status)})`);
+    return "done";
+  } catch (err) {
+    if (err instanceof ApiCallError) {
+      await release(`the service refused the result (${errorText(err)})`);
+      return "refused";
+    }
+    await release(`the result could not be sent (${errorText(err)})`).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Runs the command with `input` on stdin and `env` as its environment; its stdout (up to the result limit) and exit code. Heartbeats while it runs. */
+function runTask(command: string[], input: string, env: NodeJS.ProcessEnv, heartbeat: () => void, everyMs: number): Promise<TaskOutcome> {
   return new Promise((resolve) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+    const child = spawn(command[0]!, command.slice(1), { stdio: ["pipe", "pipe", "inherit"], env });
     const timer = setInterval(heartbeat, everyMs);
     const chunks: Buffer[] = [];
     let size = 0;
@@ -330,7 +416,9 @@ function runTask(command: string[], input: string, heartbeat: () => void, everyM
 }
 
 /** Runs the shell command line `argv` (after `agentbus`); resolves to the exit code. */
-export async function runShell(argv: readonly string[], io: Io): Promise<number> {
+export async function runShell(argv: readonly string[], streams: Io): Promise<number> {
+  // Every line, the commands' and the errors below, goes out through this one writer.
+  const io: Io = { ...streams, ...onTerminal(streams, () => program.opts<GlobalFlags>().raw === true) };
   const program = buildProgram(io);
   try {
     await program.parseAsync([...argv], { from: "user" });

@@ -108,6 +108,90 @@ describe("agentbus shell commands", () => {
     expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [], delivery_count: 1 });
   });
 
+  it("work keeps the API key out of the command's environment, under any variable name", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "who am i" });
+    const r = await run(["work", ch, "--once", "--", "sh", "-c", 'printf "[%s][%s]" "$AGENTBUS_API_KEY" "$COPIED_KEY"'], { env: { COPIED_KEY: key } });
+    expect(r.code, r.stderr).toBe(0);
+    const m = await rest<{ result: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body.result).toBe("[][]");
+  });
+
+  it("work --pass-key gives the command the key as AGENTBUS_API_KEY", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "who am i" });
+    const r = await run(["work", ch, "--once", "--pass-key", "--", "sh", "-c", 'printf "[%s]" "$AGENTBUS_API_KEY"']);
+    expect(r.code, r.stderr).toBe(0);
+    const m = await rest<{ result: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body.result).toBe(`[${key}]`);
+  });
+
+  it("work releases a task whose result the service refuses (a NUL byte), says why, and goes on to the next task", async () => {
+    const ch = await createChannel(server.url, key);
+    const bad = await postMessage(server.url, key, ch, { content: "bad" });
+    // Five earlier deliveries put the refused task's back-off at 2^5 = 32 s, so
+    // the worker cannot take it again before the test has looked at it.
+    for (let i = 0; i < 5; i++) {
+      const received = await rest<{ data: unknown[] }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { max_messages: 1 } });
+      expect(received.body.data).toHaveLength(1);
+      expect((await rest(server.url, "POST", `/v1/messages/${bad.id}/release`, { key, body: {} })).status).toBe(200);
+    }
+    const good = await postMessage(server.url, key, ch, { content: "good" });
+    const work = cli(["work", ch, "--", "sh", "-c", 'if [ "$(cat)" = bad ]; then printf "a\\000b"; else echo fine; fi']);
+    let stderr = "";
+    work.child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    await until(() => stderr.includes(`${good.id}: done`));
+    work.child.kill("SIGINT");
+    const r = await work.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(
+      `${bad.id}: the service refused the result (invalid_string: 'result' contains the NUL character (U+0000), which cannot be stored); released, retried in 32 s`,
+    );
+    const refused = await rest<{ claimed_by: unknown; acknowledged_by: unknown[]; delivery_count: number; result: unknown; available_at: string }>(
+      server.url,
+      "GET",
+      `/v1/messages/${bad.id}`,
+      { key },
+    );
+    expect(refused.body).toMatchObject({ claimed_by: null, acknowledged_by: [], delivery_count: 6, result: null });
+    expect(Date.parse(refused.body.available_at)).toBeGreaterThan(Date.now() + 20_000);
+    expect((await rest<{ result: string }>(server.url, "GET", `/v1/messages/${good.id}`, { key })).body.result).toBe("fine\n");
+    const receive = async () => (await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { max_messages: 1 } })).body.data;
+    expect(await receive()).toEqual([]);
+    clock.advanceSeconds(33);
+    try {
+      expect((await receive()).map((t) => t.message.id)).toEqual([bad.id]);
+    } finally {
+      clock.reset();
+    }
+  }, 30_000);
+
+  it("work --once exits 1 when the service refuses the result, with the task released", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "binary" });
+    const r = await run(["work", ch, "--once", "--", "printf", "a\\000b"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/the service refused the result \(invalid_string: .*NUL.*\); released, retried in 1 s/);
+    const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[]; delivery_count: number }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [], delivery_count: 1 });
+  });
+
+  it("work exits 3 naming the task when the service cannot be reached to take its result", async () => {
+    const proxy = await startCuttableProxy(server.url);
+    try {
+      const ch = await createChannel(server.url, key);
+      const task = await postMessage(server.url, key, ch, { content: "unheard" });
+      const work = cli(["work", ch, "--once", "--", "sh", "-c", "sleep 2; echo done"], { env: { AGENTBUS_URL: proxy.url } });
+      await until(async () => (await rest<{ claimed_by: unknown }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.claimed_by !== null);
+      proxy.cut({ refuse: true });
+      const r = await work.done;
+      expect(r.code).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`${task.id}: the result could not be sent \\(.*\\); the release failed too`));
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+
   it("result exits 4 when the wait ends before a result, and 1 with the error code for an unknown message", async () => {
     const ch = await createChannel(server.url, key);
     const task = await postMessage(server.url, key, ch, { content: "nobody works here" });

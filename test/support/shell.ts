@@ -1,7 +1,9 @@
 /** The `agentbus` shell commands run as a real child process, as a person or a script runs them. */
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { runShell } from "../../src/shell/commands.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -36,4 +38,41 @@ export function spawnShell(args: string[], options: ShellOptions) {
   child.stdin.end(options.input ?? "");
   const done = new Promise<ShellRun>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
   return { child, lines, done };
+}
+
+export interface InProcessOptions {
+  env: Record<string, string>;
+  /** Whether stdout and stderr count as terminals, as they do for a person at a shell. */
+  tty: boolean;
+  /** Aborted when `stopWhen` first holds for the output so far: ends `tail` and `work` as Ctrl-C does. */
+  stopWhen?: (out: ShellRun) => boolean;
+}
+
+/**
+ * The shell commands run inside the test's process, through the same entry
+ * point as the binary, so a test can say whether stdout and stderr are
+ * terminals (a child process of a test only ever writes to pipes).
+ */
+export async function runInProcess(args: string[], options: InProcessOptions): Promise<ShellRun> {
+  const run: ShellRun = { code: null, stdout: "", stderr: "" };
+  const stop = new AbortController();
+  const check = () => {
+    if (options.stopWhen?.(run) === true) stop.abort();
+  };
+  run.code = await runShell(args, {
+    env: options.env,
+    stdin: Readable.from([]),
+    out: (line) => {
+      run.stdout += `${line}\n`;
+      check();
+    },
+    err: (line) => {
+      run.stderr += `${line}\n`;
+      check();
+    },
+    outIsTTY: options.tty,
+    errIsTTY: options.tty,
+    stop: stop.signal,
+  });
+  return run;
 }
