@@ -91,9 +91,12 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
       const due = options.nextDue ? await options.nextDue() : null;
       const untilDue = due === null ? remaining : Math.max(0, Math.ceil((due - clock.now()) / 1000));
       delivery = await nextWake(woken, wake, clock, Math.min(remaining, untilDue), options.signal);
+      // Nobody is left to answer (the client went away, or the server is
+      // stopping): no last read, which for a receive would lease work to no one.
+      if (options.signal?.aborted) return [];
       // A wake-up for data this reader filters out (e.g. status=unclaimed)
       // loops back to waiting for the rest of the time.
-      if (clock.monotonicMs() >= deadline || options.signal?.aborted) return read();
+      if (clock.monotonicMs() >= deadline) return read();
     } finally {
       unsubscribe();
     }

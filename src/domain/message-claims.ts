@@ -41,7 +41,7 @@ export class MessageClaims {
     }
     const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
     const claim = effectiveClaim(found.message, now);
-    if (!claim) await this.deadLetters.refuseUnavailable(caller, found.message, now);
+    if (!claim) await this.refuseUnclaimed(caller, found.message, now);
     if (claim && claim.keyId === caller.keyId && claim.actor.id === actor.id) {
       return { status: found.message.acknowledgedBy.length > 0 ? "already_acknowledged" : "already_claimed", message: found.message };
     }
@@ -67,7 +67,7 @@ export class MessageClaims {
       return { leaseToken, expiresAt, message: claimed };
     }
     const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
-    if (!effectiveClaim(found.message, now)) await this.deadLetters.refuseUnavailable(caller, found.message, now);
+    if (!effectiveClaim(found.message, now)) await this.refuseUnclaimed(caller, found.message, now);
     // A lease is exclusive: asking again while any claim holds is a conflict.
     throw new ApiError("already_claimed");
   }
@@ -133,11 +133,23 @@ export class MessageClaims {
       return released;
     }
     const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
+    // Acknowledged is final: releasing it would hand finished work out again.
+    if (found.message.acknowledgedBy.length > 0) throw new ApiError("already_acknowledged", "This message was acknowledged: an acknowledged message cannot be released");
     const claim = effectiveClaim(found.message, now);
     if (!claim) throw new ApiError("not_claimed");
     throw new ApiError("forbidden", "Only the key and actor holding the claim may release it", {
       suggestion: "Release with the same key and actor that claimed the message.",
     });
+  }
+
+  /**
+   * Why a claim of a message nobody holds was refused: it was acknowledged
+   * without a claim (finished: 409 already_acknowledged), it is a dead letter
+   * now or not due yet; otherwise (a release raced the claim) nothing.
+   */
+  private async refuseUnclaimed(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
+    if (message.acknowledgedBy.length > 0) throw new ApiError("already_acknowledged", "This message was acknowledged without a claim: it is finished, not open work");
+    await this.deadLetters.refuseUnavailable(caller, message, now);
   }
 
   async retract(caller: Caller, messageId: string): Promise<void> {

@@ -63,10 +63,13 @@ export class MessageReading {
     const since = parseCursor(field, given);
     const wait = checkWait(input.wait);
     const channel = await this.ctx.usableChannel(caller, identifier);
+    // Unclaimed work of a claimable channel is what a receive could lease: an
+    // acknowledged message is finished even if nobody claimed it first.
+    const filter = input.status === "unclaimed" && channel.mode === "claimable" ? "open" : input.status;
     let sharedRead = false;
     const read = (delivery?: number) => {
       sharedRead = delivery !== undefined;
-      return this.ctx.readPage(channel.id, since, limit, input.status, delivery);
+      return this.ctx.readPage(channel.id, since, limit, filter, delivery);
     };
     // Delayed messages are listed at once unless the filter is open work.
     const data = await readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, input.status === "unclaimed"));

@@ -87,7 +87,7 @@ export class MessageReceiving {
     const prepared = await this.prepare(caller, identifier, input);
     const [completed, leased] = await Promise.allSettled([this.acks.acknowledgeEach(caller, prepared.actor, acks), prepared.receive()]);
     if (completed.status === "rejected") {
-      if (leased.status === "fulfilled") await this.giveBack(caller, prepared.actor, leased.value);
+      if (leased.status === "fulfilled") await this.giveBack(caller, leased.value);
       throw completed.reason;
     }
     if (leased.status === "rejected") throw leased.reason;
@@ -95,11 +95,16 @@ export class MessageReceiving {
     return { completed: completed.value, leases: leased.value.filter((l) => !done.has(l.message.id)) };
   }
 
-  /** Releases leases the caller will never see; a failure leaves them to run out. */
-  private async giveBack(caller: Caller, actor: ActorRef, leases: readonly ReceivedLease[]): Promise<void> {
-    const now = this.ctx.clock.now();
-    for (const { message } of leases) await this.ctx.store.release(message.id, caller.keyId, actor, now).catch(() => undefined);
-    if (leases.length > 0) this.ctx.announce(leases[0]!.message.channelId);
+  /**
+   * Gives back leases the caller will never see (its acknowledgements failed,
+   * or it went away while they were taken): open work again at once, the
+   * delivery not counted. A failure leaves them to run out.
+   */
+  private async giveBack(caller: Caller, leases: readonly ReceivedLease[]): Promise<void> {
+    if (leases.length === 0) return;
+    const given = leases.map((l) => ({ messageId: l.message.id, leaseToken: l.leaseToken }));
+    const released = await this.ctx.store.releaseUnseen(given, caller.keyId, this.ctx.clock.now()).catch(() => 0);
+    if (released > 0) this.ctx.announce(leases[0]!.message.channelId);
   }
 
   /** Judges a receive and resolves its channel and actor; `receive` then leases (or waits for) work. */
@@ -110,14 +115,23 @@ export class MessageReceiving {
     const channel = await this.ctx.usableChannel(caller, identifier);
     if (channel.mode !== "claimable") throw new ApiError("channel_not_claimable");
     const actor = await this.ctx.actors.resolveForClaim(caller, input.actor);
+    const gone = () => input.signal?.aborted === true;
     const read = async (): Promise<ReceivedLease[]> => {
+      // A caller that went away leases nothing: nobody would work on it until the lease ran out.
+      if (gone()) return [];
       const now = this.ctx.clock.now();
       const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
       const leaseTokens = Array.from({ length: max }, newLeaseToken);
       if (channel.maxDeliveries !== null) await this.deadLetters.moveOut(channel.id, now);
       const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
+      const leases = leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
+      // Gone while the statement ran: the leases go back at once, uncounted.
+      if (gone() && leases.length > 0) {
+        await this.giveBack(caller, leases);
+        return [];
+      }
       this.ctx.countDelivered(leased, true);
-      return leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
+      return leases;
     };
     return { actor, receive: () => readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, true)) };
   }

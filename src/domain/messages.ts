@@ -12,7 +12,7 @@ import type { FoundMessage, MessageRecord, QueueStats } from "../model/messages.
 import type { Clock, Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
-import { DeadLetters } from "./dead-letters.js";
+import { DeadLetters, type RedriveOutcome } from "./dead-letters.js";
 import { MessageAcks, type AckStatus } from "./message-acks.js";
 import { MessageClaims, type ClaimStatus } from "./message-claims.js";
 import { MessageContext, type ActorDirectory, type MessagesOptions } from "./message-context.js";
@@ -28,6 +28,7 @@ export type { CompletedTask, ReceiveInput, ReceivedLease } from "./message-recei
 export type { ClaimStatus } from "./message-claims.js";
 export type { AckStatus } from "./message-acks.js";
 export type { AckExtras, BatchItemResult } from "./message-rules.js";
+export type { RedriveOutcome, RedriveRefusal } from "./dead-letters.js";
 
 export class Messages {
   private readonly posting: MessagePosting;
@@ -122,7 +123,7 @@ export class Messages {
     return this.receiving.completeAndReceive(caller, identifier, input, complete);
   }
 
-  redrive(caller: Caller, identifier: string, maxMessages: number | undefined): Promise<number> {
+  redrive(caller: Caller, identifier: string, maxMessages: number | undefined): Promise<RedriveOutcome> {
     return this.deadLetters.redrive(caller, identifier, maxMessages);
   }
 }

@@ -37,6 +37,16 @@ export interface MessageRecord {
   deliveryCount: number;
   /** The work's outcome, from the first acknowledgement that carried one (docs/decisions.md#results). */
   result: string | null;
+  /** Where a dead letter came from: set by the service only, never from a client's input (docs/decisions.md#dead-letters). */
+  deadLetter: DeadLetterOrigin | null;
+}
+
+export interface DeadLetterOrigin {
+  originChannelId: string;
+  originMessageId: string;
+  deliveryCount: number;
+  /** How its last delivery ended. */
+  lastError: string;
 }
 
 export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions"> & {
@@ -55,7 +65,8 @@ export type BatchCreateOutcome =
   | { outcome: "created"; messages: MessageRecord[] }
   | { outcome: CreateRefusal; retryAfter: number | null; index: number };
 
-export type ListFilter = "all" | "unclaimed" | "claimed";
+/** Which live messages a page holds; "open" is unclaimed work of a claimable channel: never acknowledged either. */
+export type ListFilter = "all" | "unclaimed" | "claimed" | "open";
 
 /** A claim to take: plain (no lease) or leased until leaseExpiresAt. */
 export interface NewClaim {

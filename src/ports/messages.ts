@@ -1,6 +1,7 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
 import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../model/messages.js";
+import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 
 export interface MessageStore {
@@ -50,6 +51,29 @@ export interface MessageStore {
   deadLetter(channelId: string, limit: number, now: Micros): Promise<{ moved: number; deadLetterChannelId: string | null }>;
   /** The channel's live messages counted by state at `now`, with its dead letters still in history. */
   stats(channelId: string, now: Micros): Promise<QueueStats>;
-  /** Moves up to `limit` dead letters of the channel back to their origin channels; how many went to each. */
-  redrive(channelId: string, limit: number, now: Micros): Promise<Array<{ originChannelId: string; moved: number }>>;
+  /**
+   * Up to `limit` dead letters of the channel that redrive may move, oldest
+   * first after `after` (exclusive): ones the service itself dead-lettered,
+   * whose origin the channel's owner still owns, that nobody holds or
+   * acknowledged.
+   */
+  redriveCandidates(channelId: string, after: RedriveCursor | null, limit: number, now: Micros): Promise<RedriveCandidate[]>;
+  /** Moves these dead letters of the channel back to their origin channels (each re-checked as redriveCandidates checks it); how many went to each. */
+  redrive(channelId: string, messageIds: readonly string[], now: Micros): Promise<Array<{ originChannelId: string; moved: number }>>;
+  /**
+   * Gives back leases their caller never saw (it went away while they were
+   * taken): each message is open work again at once, its delivery not
+   * counted. Only a lease still held under that token changes; how many did.
+   */
+  releaseUnseen(leases: ReadonlyArray<{ messageId: string; leaseToken: string }>, keyId: string, now: Micros): Promise<number>;
+}
+
+export interface RedriveCursor {
+  createdAt: Micros;
+  id: string;
+}
+
+export interface RedriveCandidate extends RedriveCursor {
+  originChannelId: string;
+  metadata: { [key: string]: JsonValue };
 }

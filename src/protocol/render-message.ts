@@ -27,6 +27,7 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     active: message.expiresAt > now,
     deliveryCount: message.deliveryCount,
     result: message.result ?? undefined,
+    deadLetter: message.deadLetter ?? undefined,
   };
 }
 

@@ -7,11 +7,12 @@ import {
   type ListMessagesResponseSchema,
 } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
 import type { AckStatus as DomainAckStatus, BatchItemResult, Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, MICROS_PER_SECOND, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
-import { callerOf, streamOpenKey } from "../protocol/context.js";
+import { callerOf, callSignal, streamOpenKey } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
 import { renderFoundMessage, renderMessage } from "../protocol/render-message.js";
@@ -75,7 +76,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         limit: req.limit,
         status: filterOf(req.status),
         wait: req.wait,
-        signal: ctx.signal,
+        signal: waitSignal(ctx, req.wait),
       });
       if (!page.shared) return renderPage(page, clock.now());
       let response = sharedPages.get(page.data);
@@ -87,7 +88,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async *watchMessages(req, ctx) {
-      const watch = await messages.openWatch(callerOf(ctx), req.identifier, req.since, ctx.signal);
+      const watch = await messages.openWatch(callerOf(ctx), req.identifier, req.since, callSignal(ctx));
       ctx.values.get(streamOpenKey)?.();
       // First the starting position (no message): see WatchMessagesResponse.
       try {
@@ -115,7 +116,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       const { completed, leases } = await messages.completeAndReceive(
         callerOf(ctx),
         req.identifier,
-        { maxMessages: req.maxMessages, leaseSeconds: req.leaseSeconds, wait: req.wait, actor: req.actor, signal: ctx.signal },
+        { maxMessages: req.maxMessages, leaseSeconds: req.leaseSeconds, wait: req.wait, actor: req.actor, signal: waitSignal(ctx, req.wait) },
         req.complete,
       );
       const now = clock.now();
@@ -126,7 +127,8 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async redriveDeadLetters(req, ctx) {
-      return { moved: await messages.redrive(callerOf(ctx), req.identifier, req.maxMessages) };
+      const { moved, refused } = await messages.redrive(callerOf(ctx), req.identifier, req.maxMessages);
+      return { moved, refused };
     },
 
     async heartbeatLease(req, ctx) {
@@ -158,7 +160,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async getMessage(req, ctx) {
-      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: ctx.signal });
+      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: waitSignal(ctx, req.wait) });
       return renderFoundMessage(found, clock.now());
     },
 
@@ -181,4 +183,13 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return { status: "retracted" };
     },
   });
+}
+
+/**
+ * The signal a call waits on: with a wait, the one that also ends when the
+ * key is revoked or narrowed (its watch starts only then); without, the
+ * call's own, which tells a receive its client has gone.
+ */
+function waitSignal(ctx: HandlerContext, wait: number | undefined): AbortSignal {
+  return wait !== undefined && wait > 0 ? callSignal(ctx) : ctx.signal;
 }

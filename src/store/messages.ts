@@ -28,7 +28,7 @@ import type {
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
-import type { MessageStore } from "../ports/messages.js";
+import type { MessageStore, RedriveCandidate, RedriveCursor } from "../ports/messages.js";
 import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
@@ -67,11 +67,12 @@ export interface MessageRow {
   acknowledged_by: Array<{ id: string; name: string; occurred_at: string; metadata?: { [key: string]: JsonValue } }>;
   result: string | null;
   delivery_count: number;
+  dead_letter: { origin_channel_id: string; origin_message_id: string; delivery_count: number; last_error: string } | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count,
+  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count, m.dead_letter,
   coalesce(m.available_at, m.created_at) AS available_at`;
 
 /**
@@ -81,22 +82,27 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
  */
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at`;
+  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
   SELECT 1 FROM channels c WHERE c.id = m.channel_id AND (c.access = 'open' OR c.created_by_key_id = ${key}
     OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = ${key})))`;
 
+/** Open work from now on: not delayed past now (docs/decisions.md#delays). NULL is "since created_at". */
+const AVAILABLE = (now: string) => `(m.available_at IS NULL OR m.available_at <= ${now})`;
+
+/**
+ * Nobody acknowledged it: an acknowledged message is finished, whether it
+ * was claimed first or not (docs/decisions.md#claims), so it is never open work again.
+ */
+const NOT_ACKNOWLEDGED = "m.acknowledged_by = '[]'::jsonb";
+
 /**
  * A claim that no longer holds: its lease ran out before any acknowledgement.
  * Null-safe (plain claims have no lease), so NOT LAPSED is true for them.
  */
-/** Open work from now on: not delayed past now (docs/decisions.md#delays). NULL is "since created_at". */
-const AVAILABLE = (now: string) => `(m.available_at IS NULL OR m.available_at <= ${now})`;
-
-const LAPSED = (now: string) =>
-  `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND m.acknowledged_by = '[]'::jsonb)`;
+const LAPSED = (now: string) => `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND ${NOT_ACKNOWLEDGED})`;
 
 export function toRecord(row: MessageRow): MessageRecord {
   return {
@@ -126,6 +132,15 @@ export function toRecord(row: MessageRow): MessageRecord {
     ),
     deliveryCount: row.delivery_count,
     result: row.result,
+    deadLetter:
+      row.dead_letter === null || row.dead_letter === undefined
+        ? null
+        : {
+            originChannelId: row.dead_letter.origin_channel_id,
+            originMessageId: row.dead_letter.origin_message_id,
+            deliveryCount: row.dead_letter.delivery_count,
+            lastError: row.dead_letter.last_error,
+          },
   };
 }
 
@@ -171,12 +186,24 @@ export const LIST_SQL: Record<ListFilter, string> = {
     WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
       AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$4")}
     ORDER BY m.created_at LIMIT $3`,
+  // status=unclaimed of a claimable channel: the open work a receive could
+  // lease, i.e. unclaimed and not acknowledged by anyone.
+  open: `SELECT * FROM (
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
+         AND ${NOT_ACKNOWLEDGED}
+       ORDER BY m.created_at LIMIT $3)
+      UNION ALL
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
+       ORDER BY m.created_at LIMIT $3)
+    ) m ORDER BY m.created_at LIMIT $3`,
 };
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
 export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
     claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
-  WHERE m.id = $1 AND m.expires_at > $5 AND ${AVAILABLE("$5")}
+  WHERE m.id = $1 AND m.expires_at > $5 AND ${AVAILABLE("$5")} AND ${NOT_ACKNOWLEDGED}
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable'
       AND m.delivery_count < coalesce(k.max_deliveries, 2147483647))
@@ -196,11 +223,27 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
  */
 export const NEXT_DUE_SQL = `SELECT least(
     (SELECT m.available_at FROM messages m
-     WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2
+     WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2 AND ${NOT_ACKNOWLEDGED}
      ORDER BY m.available_at LIMIT 1),
     (SELECT min(m.lease_expires_at) FROM messages m
      WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND m.lease_expires_at > $2)
   ) AS available_at`;
+
+/**
+ * $1 dead-letter channel, $2 after (created_at, exclusive), $3 limit, $4 now:
+ * its dead letters that redrive may move, oldest first. Only ones the service
+ * dead-lettered (the dead_letter column; a client's metadata is never read
+ * for it), whose origin the dead-letter channel's owner still owns, that
+ * nobody holds (unclaimed, or the lease lapsed) and nobody acknowledged.
+ * created_at is unique within a channel, so it is the cursor.
+ */
+export const REDRIVE_CANDIDATES_SQL = `SELECT m.id, m.created_at, m.metadata, o.id AS origin_channel_id
+  FROM messages m
+  JOIN channels d ON d.id = m.channel_id
+  JOIN channels o ON o.id = (m.dead_letter ->> 'origin_channel_id')::uuid AND o.created_by_key_id = d.created_by_key_id AND o.id <> d.id
+  WHERE m.channel_id = $1 AND m.created_at > $2 AND m.dead_letter IS NOT NULL AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}
+    AND (m.claimed_by_key_id IS NULL OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= $4))
+  ORDER BY m.created_at LIMIT $3`;
 
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
@@ -293,7 +336,7 @@ export const RECEIVE_SQL = `WITH claimable AS (
   ), open_work AS (
     SELECT m.id, m.created_at FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $2 AND ${AVAILABLE("$2")}
-      AND m.delivery_count < (SELECT max_deliveries FROM claimable)
+      AND ${NOT_ACKNOWLEDGED} AND m.delivery_count < (SELECT max_deliveries FROM claimable)
     ORDER BY m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
   ), lapsed AS (
     SELECT m.id, m.created_at FROM messages m
@@ -433,6 +476,7 @@ export class PgMessageStore implements MessageStore {
                 acknowledgedBy: [],
                 deliveryCount: 0,
                 result: null,
+                deadLetter: null,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -551,14 +595,42 @@ export class PgMessageStore implements MessageStore {
     };
   }
 
-  /** Moves up to `limit` dead letters of the channel back to their origins (agentbus_redrive); the count per origin. */
-  async redrive(channelId: string, limit: number, now: Micros): Promise<Array<{ originChannelId: string; moved: number }>> {
+  /** The dead letters redrive may move, oldest first (REDRIVE_CANDIDATES_SQL). */
+  async redriveCandidates(channelId: string, after: RedriveCursor | null, limit: number, now: Micros): Promise<RedriveCandidate[]> {
+    const { rows } = await this.db.query<{ id: string; created_at: Micros; origin_channel_id: string; metadata: { [key: string]: JsonValue } }>(
+      REDRIVE_CANDIDATES_SQL,
+      [channelId, after === null ? "-infinity" : formatTimestamp(after.createdAt), limit, formatTimestamp(now)],
+      "redrive_candidates",
+    );
+    return rows.map((r) => ({ id: r.id, createdAt: r.created_at, originChannelId: r.origin_channel_id, metadata: r.metadata }));
+  }
+
+  /** Moves these dead letters of the channel back to their origins (agentbus_redrive); the count per origin. */
+  async redrive(channelId: string, messageIds: readonly string[], now: Micros): Promise<Array<{ originChannelId: string; moved: number }>> {
     const { rows } = await this.db.query<{ origin_channel_id: string; moved: number }>(
-      "SELECT * FROM agentbus_redrive($1, $2, $3)",
-      [channelId, formatTimestamp(now), limit],
+      "SELECT * FROM agentbus_redrive($1, $2, $3::uuid[])",
+      [channelId, formatTimestamp(now), messageIds],
       "redrive",
     );
     return rows.map((r) => ({ originChannelId: r.origin_channel_id, moved: r.moved }));
+  }
+
+  /**
+   * Clears leases the caller never saw, by their tokens (only while still
+   * held under them and unacknowledged), and takes their delivery back.
+   */
+  async releaseUnseen(leases: ReadonlyArray<{ messageId: string; leaseToken: string }>, keyId: string, now: Micros): Promise<number> {
+    if (leases.length === 0) return 0;
+    const { rowCount } = await this.db.query(
+      `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
+         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL,
+         delivery_count = greatest(m.delivery_count - 1, 0)
+       FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
+       WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`,
+      [leases.map((l) => l.messageId), leases.map((l) => l.leaseToken), keyId, formatTimestamp(now)],
+      "release_unseen",
+    );
+    return rowCount ?? 0;
   }
 
   /**
@@ -640,6 +712,7 @@ export class PgMessageStore implements MessageStore {
          claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL,
          available_at = coalesce($5::timestamptz, m.available_at)
        WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
+         AND ${NOT_ACKNOWLEDGED}
          AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
          AND ${accessible("$2")}
        RETURNING ${COLUMNS}`,

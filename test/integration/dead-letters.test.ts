@@ -130,8 +130,11 @@ describe("dead-lettering", () => {
     expect(dead).toMatchObject({
       content: "poison",
       delivery_count: 0,
-      metadata: { kind: "job", dead_letter: { origin_channel_id: ch, origin_message_id: m.id, delivery_count: 2, last_error: "released" } },
+      metadata: { kind: "job" },
+      dead_letter: { origin_channel_id: ch, origin_message_id: m.id, delivery_count: 2, last_error: "released" },
     });
+    // The provenance is the service's own field; the metadata stays the poster's.
+    expect(dead!.metadata).not.toHaveProperty("dead_letter");
     expect((await listMessages(url(), owner, ch)).data).toEqual([]);
   });
 
@@ -148,7 +151,7 @@ describe("dead-lettering", () => {
       clock.reset();
     }
     const [dead] = (await listMessages(url(), owner, dlq!)).data;
-    expect(dead?.metadata).toMatchObject({ dead_letter: { origin_message_id: m.id, delivery_count: 2, last_error: "lease_expired" } });
+    expect(dead?.dead_letter).toMatchObject({ origin_message_id: m.id, delivery_count: 2, last_error: "lease_expired" });
   });
 
   it("archives the original to history as dead_lettered, readable by its id", async () => {
@@ -177,7 +180,7 @@ describe("dead-lettering", () => {
     const res = await rest(url(), "POST", `/v1/messages/${m.id}/claim-with-lease`, { key: worker, body: {} });
     expect(res.status).toBe(404);
     expect(res.body).toMatchObject({ error: "message_not_found" });
-    expect((await listMessages(url(), owner, dlq!)).data.map((d) => (d.metadata as { dead_letter: { origin_message_id: string } }).dead_letter.origin_message_id)).toEqual([m.id]);
+    expect((await listMessages(url(), owner, dlq!)).data.map((d) => (d.dead_letter as { origin_message_id: string }).origin_message_id)).toEqual([m.id]);
   });
 
   it("holds messages the dead-letter channel refuses (paused) back, undelivered, until it takes them", async () => {
@@ -217,15 +220,14 @@ describe("POST /v1/channels/{identifier}/dead-letters:redrive", () => {
     return { ch, dlq: dlq!, original };
   }
 
-  it("moves dead letters back to their origin with a fresh count, without the dead_letter metadata", async () => {
+  it("moves dead letters back to their origin with a fresh count, as plain messages again", async () => {
     const { ch, dlq } = await deadLetter();
     const res = await redrive(owner, dlq);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ moved: 1 });
+    expect(res.body).toEqual({ moved: 1, refused: [] });
     expect((await listMessages(url(), owner, dlq)).data).toEqual([]);
     const [back] = (await listMessages(url(), owner, ch)).data;
-    expect(back).toMatchObject({ content: "retry later", metadata: { kind: "job" }, delivery_count: 0 });
-    expect(back!.metadata).not.toHaveProperty("dead_letter");
+    expect(back).toMatchObject({ content: "retry later", metadata: { kind: "job" }, delivery_count: 0, dead_letter: null });
     const again = await receive(worker, ch);
     expect(again.body.data.map((r) => [r.message.id, r.message.delivery_count])).toEqual([[back!.id, 1]]);
   });
@@ -237,7 +239,7 @@ describe("POST /v1/channels/{identifier}/dead-letters:redrive", () => {
       await deliverAndRelease(ch, m.id, 2);
     }
     expect((await receive(worker, ch)).body.data).toEqual([]);
-    expect((await redrive(owner, dlq!, { max_messages: 2 })).body).toEqual({ moved: 2 });
+    expect((await redrive(owner, dlq!, { max_messages: 2 })).body).toEqual({ moved: 2, refused: [] });
     expect((await listMessages(url(), owner, ch)).data.map((m) => m.content)).toEqual(["d1", "d2"]);
     expect((await listMessages(url(), owner, dlq!)).data.map((m) => m.content)).toEqual(["d3"]);
   });
@@ -259,13 +261,74 @@ describe("POST /v1/channels/{identifier}/dead-letters:redrive", () => {
     expect(back.length + left).toBe(5);
   });
 
-  it("leaves a message whose named origin is another key's channel where it is", async () => {
+  it("leaves a message whose metadata names another key's channel as its origin where it is", async () => {
     const dlq = await createChannel(url(), owner);
     const theirs = await createChannel(url(), stranger);
     await postMessage(url(), stranger, dlq, { content: "forged", metadata: { dead_letter: { origin_channel_id: theirs } } });
-    expect((await redrive(owner, dlq)).body).toEqual({ moved: 0 });
+    expect((await redrive(owner, dlq)).body).toEqual({ moved: 0, refused: [] });
     expect((await listMessages(url(), stranger, theirs)).data).toEqual([]);
     expect((await listMessages(url(), owner, dlq)).data).toHaveLength(1);
+  });
+
+  it("never trusts a poster's metadata.dead_letter: a forged dead letter naming the owner's restricted channel stays where it is", async () => {
+    // The owner's restricted channel, with a schema the forged message would fail, and an open channel anyone may post to.
+    const secret = await createChannel(url(), owner, { access: "restricted", metadata_schema: { type: "object", required: ["approved"] } });
+    // The dead-letter channel is open: anyone may post to it.
+    const { ch, dlq } = await deadLetter();
+    const forged = await postMessage(url(), stranger, dlq, {
+      content: "rm -rf /",
+      metadata: { dead_letter: { origin_channel_id: secret, origin_message_id: crypto.randomUUID(), delivery_count: 2, last_error: "released" } },
+    });
+    expect(forged.dead_letter).toBeNull();
+
+    const res = await redrive(owner, dlq);
+    // Only the message the service itself dead-lettered moves, to where it came from.
+    expect(res.body).toEqual({ moved: 1, refused: [] });
+    expect((await listMessages(url(), owner, secret)).data).toEqual([]);
+    expect((await listMessages(url(), owner, ch)).data.map((m) => m.content)).toEqual(["retry later"]);
+    expect((await listMessages(url(), owner, dlq)).data.map((m) => m.id)).toEqual([forged.id]);
+  });
+
+  it("passes a redriven message through its origin's metadata_schema like any write, keeping refused ones as dead letters", async () => {
+    const { ch, dlq } = await queue();
+    const fails = await postMessage(url(), owner, ch, { content: "old shape", metadata: { v: 1 } });
+    await deliverAndRelease(ch, fails.id, 2);
+    const fits = await postMessage(url(), owner, ch, { content: "new shape", metadata: { v: 2, approved: true } });
+    await deliverAndRelease(ch, fits.id, 2);
+    expect((await receive(worker, ch)).body.data).toEqual([]);
+    // The origin's schema changed while they were dead letters.
+    expect((await patch(owner, ch, { metadata_schema: { type: "object", required: ["approved"] } })).status).toBe(200);
+    const [deadFails] = (await listMessages(url(), owner, dlq!)).data;
+
+    const res = await redrive(owner, dlq!);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      moved: 1,
+      refused: [{ message_id: deadFails!.id, origin_channel_id: ch, error: "metadata_validation_failed", violations: [expect.objectContaining({ field: expect.any(String) })] }],
+    });
+    expect((await listMessages(url(), owner, ch)).data.map((m) => m.content)).toEqual(["new shape"]);
+    expect((await listMessages(url(), owner, dlq!)).data.map((m) => m.content)).toEqual(["old shape"]);
+  });
+
+  it("does not let refused dead letters keep newer ones from moving", async () => {
+    const { ch, dlq } = await queue();
+    for (const content of ["bad-1", "bad-2", "good"]) {
+      const m = await postMessage(url(), owner, ch, { content, metadata: content === "good" ? { approved: true } : {} });
+      await deliverAndRelease(ch, m.id, 2);
+    }
+    expect((await receive(worker, ch)).body.data).toEqual([]);
+    await patch(owner, ch, { metadata_schema: { type: "object", required: ["approved"] } });
+    const res = await redrive(owner, dlq!, { max_messages: 1 });
+    expect(res.body).toMatchObject({ moved: 1, refused: [{ error: "metadata_validation_failed" }] });
+    expect((await listMessages(url(), owner, ch)).data.map((m) => m.content)).toEqual(["good"]);
+  });
+
+  it("does not move a dead letter someone acknowledged: it is finished", async () => {
+    const { ch, dlq } = await deadLetter();
+    const [dead] = (await listMessages(url(), owner, dlq)).data;
+    expect((await rest(url(), "POST", `/v1/messages/${dead!.id}/ack`, { key: owner, body: {} })).status).toBe(200);
+    expect((await redrive(owner, dlq)).body).toEqual({ moved: 0, refused: [] });
+    expect((await listMessages(url(), owner, ch)).data).toEqual([]);
   });
 
   it("refuses a key that does not own the channel with 403 forbidden", async () => {

@@ -251,6 +251,48 @@ describe("0011 alias normal forms", () => {
   });
 });
 
+describe("0023 dead-letter provenance", () => {
+  it("moves a genuine dead letter's metadata.dead_letter into the service's column and leaves a forged one as the poster's metadata", async () => {
+    const db = await emptyDatabase();
+    const dir = await scratchMigrations();
+    for (const m of (await loadMigrations(dir)).filter((m) => m.version >= 23)) await rm(path.join(dir, m.name));
+    // As a release before 0023 left it: no function step (its functions were those of that release).
+    await migrate(db.pool, { dir, sqlDir: false });
+    await db.pool.query("INSERT INTO api_keys (key_id, secret_hash, agent_label, owner_id) VALUES ('k1', '\\x00', 'a', 'a')");
+    const channel = async (name: string) =>
+      (await db.pool.query<{ id: string }>(
+        `INSERT INTO channels (name, mode, access, discoverable, owner_id, created_by_key_id, ttl_seconds, retention_days, created_at, updated_at)
+         VALUES ($1, 'claimable', 'open', true, 'a', 'k1', 3600, 1, now(), now()) RETURNING id`,
+        [name],
+      )).rows[0]!.id;
+    const origin = await channel("work");
+    const secret = await channel("secret");
+    const dlq = await channel("dlq");
+    const originalId = "00000000-0000-4000-8000-000000000001";
+    await db.pool.query(
+      `INSERT INTO message_history (id, channel_id, author_key_id, content, metadata, mentions, created_at, expires_at, acknowledged_by, delivery_count, archived_at, reason)
+       VALUES ($1, $2, 'k1', 'poison', '{}', '[]', now(), now() + interval '1 hour', '[]', 2, now(), 'dead_lettered')`,
+      [originalId, origin],
+    );
+    const live = (metadata: unknown) =>
+      db.pool.query<{ id: string }>(
+        `INSERT INTO messages (channel_id, author_key_id, content, metadata, mentions, created_at, expires_at)
+         VALUES ($1, 'k1', 'x', $2, '[]', clock_timestamp(), now() + interval '1 hour') RETURNING id`,
+        [dlq, JSON.stringify(metadata)],
+      ).then((r) => r.rows[0]!.id);
+    const provenance = { origin_channel_id: origin, origin_message_id: originalId, delivery_count: 2, last_error: "released" };
+    const genuine = await live({ kind: "job", dead_letter: provenance });
+    const forged = await live({ dead_letter: { origin_channel_id: secret, origin_message_id: "not-a-uuid" } });
+
+    await migrate(db.pool);
+
+    const { rows } = await db.pool.query<{ id: string; metadata: unknown; dead_letter: unknown }>("SELECT id, metadata, dead_letter FROM messages");
+    const byId = Object.fromEntries(rows.map((r) => [r.id, { metadata: r.metadata, dead_letter: r.dead_letter }]));
+    expect(byId[genuine]).toEqual({ metadata: { kind: "job" }, dead_letter: provenance });
+    expect(byId[forged]).toEqual({ metadata: { dead_letter: { origin_channel_id: secret, origin_message_id: "not-a-uuid" } }, dead_letter: null });
+  });
+});
+
 describe("api_keys", () => {
   const insertKey = (db: TestDatabase, keyId: string, label: string) =>
     db.pool.query(

@@ -308,6 +308,52 @@ describe("Messages.receive", () => {
     const [again] = await messages.receive(bob, channelId, receiveInput());
     expect(again!.message.deliveryCount).toBe(2);
   });
+
+  it("leases nothing for a caller that has gone away", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    const gone = new AbortController();
+    gone.abort();
+    expect(await messages.receive(bob, channelId, receiveInput({ signal: gone.signal }))).toEqual([]);
+    expect(messageStore.messages.get(message.id)).toMatchObject({ claim: null, deliveryCount: 0 });
+  });
+
+  it("gives back at once, uncounted, what it leased in the instant its caller went away", async () => {
+    const { message } = await messages.create(alice, channelId, post("task"));
+    const gone = new AbortController();
+    const receive = messageStore.receive.bind(messageStore);
+    messageStore.receive = async (...args) => {
+      const leased = await receive(...args);
+      gone.abort();
+      return leased;
+    };
+    expect(await messages.receive(bob, channelId, receiveInput({ signal: gone.signal }))).toEqual([]);
+    expect(messageStore.messages.get(message.id)).toMatchObject({ claim: null, deliveryCount: 0 });
+    messageStore.receive = receive;
+    const [again] = await messages.receive(alice, channelId, receiveInput());
+    expect(again!.message).toMatchObject({ id: message.id, deliveryCount: 1 });
+  });
+
+  it("does not read once more when its caller goes away while it waits", async () => {
+    const waiting = new Messages(messageStore, channelStore, actors, clock, {
+      maxContentBytes: 1024,
+      bus,
+      afterCommit: (fn) => fn(),
+      longPollMaxWaitSeconds: 30,
+      longPollMaxWaiters: 10,
+      longPollMaxWaitersPerKey: 2,
+    });
+    const gone = new AbortController();
+    const waited = waiting.receive(bob, channelId, receiveInput({ wait: 30, signal: gone.signal }));
+    await eventually(async () => bus.subscriptions === 1);
+    // Work arrives unannounced (no wake-up), then the caller leaves: the wait ends with nothing leased.
+    const { message } = await messageStore.create({ channelId, authorKeyId: alice.keyId, actor: null, actorLabel: null, content: "late", metadata: {}, mentions: [] }).then((o) => {
+      if (o.outcome !== "created") throw new Error(o.outcome);
+      return o;
+    });
+    gone.abort();
+    expect(await waited).toEqual([]);
+    expect(messageStore.messages.get(message.id)).toMatchObject({ claim: null, deliveryCount: 0 });
+  });
 });
 
 describe("Messages.completeAndReceive", () => {

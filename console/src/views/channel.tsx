@@ -190,6 +190,13 @@ function MessageItem({ message, claimable }: { message: Message; claimable: bool
         <Badge kind={state}>{state}</Badge>
         {message.deliveryCount > 1 ? <span class="muted small"> delivery {message.deliveryCount}</span> : null}
       </div>
+      {message.deadLetter ? (
+        <p class="muted small">
+          Dead letter from{" "}
+          <a href={`#/channels/${encodeURIComponent(message.deadLetter.originChannelId)}`}>its origin channel</a>, after{" "}
+          {message.deadLetter.deliveryCount} deliveries ({message.deadLetter.lastError === "lease_expired" ? "its last lease ran out" : "last released"})
+        </p>
+      ) : null}
       {/* Text only: message content is never rendered as HTML. */}
       <p class="content">{message.content}</p>
       {message.metadata && Object.keys(message.metadata).length > 0 ? (
@@ -304,10 +311,10 @@ function PostMessage({ channel }: { channel: Channel }) {
 
 function OwnerActions({ channel }: { channel: Channel }) {
   const { client } = useSession();
-  const [moved, setMoved] = useState<number | undefined>(undefined);
+  const [moved, setMoved] = useState<{ moved: number; refused: number } | undefined>(undefined);
   const redrive = useAction(async () => {
     const res = await client.messages.redriveDeadLetters({ identifier: channel.id });
-    setMoved(res.moved);
+    setMoved({ moved: res.moved, refused: res.refused.length });
   });
   return (
     <section class="card owner-actions" aria-label="Dead letters">
@@ -322,7 +329,9 @@ function OwnerActions({ channel }: { channel: Channel }) {
           Redrive dead letters
         </button>
         <span class="muted small">
-          {moved === undefined ? "Moves the dead letters this channel holds back to the channels they came from." : `${moved} moved back.`}
+          {moved === undefined
+            ? "Moves the dead letters this channel holds back to the channels they came from."
+            : `${moved.moved} moved back.${moved.refused > 0 ? ` ${moved.refused} stay: their origin's metadata schema refuses them.` : ""}`}
         </span>
       </p>
       <ProblemBox problem={redrive.problem} />

@@ -12,7 +12,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message.proto.
  */
 export const file_agentbus_v1_message: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIocBCg9BY2tub3dsZWRnZW1lbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Is0FCgdNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIWCg5kZWxpdmVyeV9jb3VudBgPIAEoDRITCgZyZXN1bHQYECABKAlIAogBARIwCgxhdmFpbGFibGVfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKEGxlYXNlX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWF1dGhvcl9rZXlfaWQYEyABKAlCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZEIJCgdfcmVzdWx0IrgFCg5IaXN0b3J5TWVzc2FnZRIKCgJpZBgBIAEoCRISCgpjaGFubmVsX2lkGAIgASgJEiQKBWFjdG9yGAMgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSGAoLYWN0b3JfbGFiZWwYBCABKAlIAIgBARIPCgdjb250ZW50GAUgASgJEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgpjbGFpbWVkX2J5GAkgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSHgoRY2xhaW1lZF9ieV9rZXlfaWQYCiABKAlIAYgBARIuCgpjbGFpbWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghtZW50aW9ucxgMIAMoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEjUKD2Fja25vd2xlZGdlZF9ieRgNIAMoCzIcLmFnZW50YnVzLnYxLkFja25vd2xlZGdlbWVudBIOCgZhY3RpdmUYDiABKAgSLwoLYXJjaGl2ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmRlbGl2ZXJ5X2NvdW50GBAgASgNEhMKBnJlc3VsdBgRIAEoCUgCiAEBEjAKDGF2YWlsYWJsZV9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZEIJCgdfcmVzdWx0YgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIocBCg9BY2tub3dsZWRnZW1lbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IoEGCgdNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIWCg5kZWxpdmVyeV9jb3VudBgPIAEoDRITCgZyZXN1bHQYECABKAlIAogBARIwCgxhdmFpbGFibGVfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKEGxlYXNlX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWF1dGhvcl9rZXlfaWQYEyABKAkSMgoLZGVhZF9sZXR0ZXIYFCABKAsyHS5hZ2VudGJ1cy52MS5EZWFkTGV0dGVyT3JpZ2luQg4KDF9hY3Rvcl9sYWJlbEIUChJfY2xhaW1lZF9ieV9rZXlfaWRCCQoHX3Jlc3VsdCJ0ChBEZWFkTGV0dGVyT3JpZ2luEhkKEW9yaWdpbl9jaGFubmVsX2lkGAEgASgJEhkKEW9yaWdpbl9tZXNzYWdlX2lkGAIgASgJEhYKDmRlbGl2ZXJ5X2NvdW50GAMgASgNEhIKCmxhc3RfZXJyb3IYBCABKAkiuAUKDkhpc3RvcnlNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIvCgthcmNoaXZlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZGVsaXZlcnlfY291bnQYECABKA0SEwoGcmVzdWx0GBEgASgJSAKIAQESMAoMYXZhaWxhYmxlX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfYWN0b3JfbGFiZWxCFAoSX2NsYWltZWRfYnlfa2V5X2lkQgkKB19yZXN1bHRiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.ActorRef
@@ -195,6 +195,16 @@ export type Message = Message$1<"agentbus.v1.Message"> & {
    * @generated from field: string author_key_id = 19;
    */
   authorKeyId: string;
+
+  /**
+   * Set by the service, and only on a message it moved to a dead-letter
+   * channel: where the message came from and how its last delivery ended.
+   * Never taken from a client (metadata is the client's own), so redrive
+   * trusts nothing else (docs/decisions.md#dead-letters).
+   *
+   * @generated from field: agentbus.v1.DeadLetterOrigin dead_letter = 20;
+   */
+  deadLetter?: DeadLetterOrigin | undefined;
 };
 
 /**
@@ -203,6 +213,48 @@ export type Message = Message$1<"agentbus.v1.Message"> & {
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
   messageDesc(file_agentbus_v1_message, 2);
+
+/**
+ * Where a dead letter came from (Message.dead_letter).
+ *
+ * @generated from message agentbus.v1.DeadLetterOrigin
+ */
+export type DeadLetterOrigin = Message$1<"agentbus.v1.DeadLetterOrigin"> & {
+  /**
+   * The channel it was dead-lettered from, where redrive sends it back.
+   *
+   * @generated from field: string origin_channel_id = 1;
+   */
+  originChannelId: string;
+
+  /**
+   * Its id there (archived to that channel's history as dead_lettered).
+   *
+   * @generated from field: string origin_message_id = 2;
+   */
+  originMessageId: string;
+
+  /**
+   * Deliveries it had there: the channel's max_deliveries.
+   *
+   * @generated from field: uint32 delivery_count = 3;
+   */
+  deliveryCount: number;
+
+  /**
+   * How its last delivery ended: "released" or "lease_expired".
+   *
+   * @generated from field: string last_error = 4;
+   */
+  lastError: string;
+};
+
+/**
+ * Describes the message agentbus.v1.DeadLetterOrigin.
+ * Use `create(DeadLetterOriginSchema)` to create a new message.
+ */
+export const DeadLetterOriginSchema: GenMessage<DeadLetterOrigin> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_message, 3);
 
 /**
  * An expired or retracted message kept for the channel's retention period.
@@ -310,5 +362,5 @@ export type HistoryMessage = Message$1<"agentbus.v1.HistoryMessage"> & {
  * Use `create(HistoryMessageSchema)` to create a new message.
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_message, 3);
+  messageDesc(file_agentbus_v1_message, 4);
 

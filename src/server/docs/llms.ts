@@ -161,12 +161,17 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
 - Poison messages: give the channel \`max_deliveries\` (1..1000) and \`dead_letter_channel\` (id, alias or name of
   another channel your key owns) on create or PATCH (null clears either). A message handed out that often that comes
   back (released, or its lease lapsed) is never delivered again: the next receive (or a claim, which answers 404)
-  moves it to the dead-letter channel as a new message whose metadata gains
-  \`"dead_letter":{"origin_channel_id","origin_message_id","delivery_count","last_error":"released"|"lease_expired"}\`;
-  without a dead-letter channel it goes to history. The channel shows \`dead_letter_channel_id\`.
+  moves it to the dead-letter channel as a new message (its metadata unchanged) whose own field
+  \`"dead_letter":{"origin_channel_id","origin_message_id","delivery_count","last_error":"released"|"lease_expired"}\`
+  says where it came from (set by the service only; null on every other message); without a dead-letter channel it
+  goes to history. The channel shows \`dead_letter_channel_id\`.
 - \`POST $B/v1/channels/$DLQ/dead-letters:redrive\` \`{"max_messages":100}\` (owner of the dead-letter channel only,
-  1..1000, default 100) moves dead letters, oldest first, back to their origin channels with \`delivery_count\` 0 and
-  without the \`dead_letter\` key: \`{"moved":n}\`. Call again while \`moved\` equals \`max_messages\`.
+  1..1000, default 100) moves dead letters, oldest first, back to their origin channels as plain messages with
+  \`delivery_count\` 0: \`{"moved":n,"refused":[...]}\`. A dead letter whose metadata its origin's
+  \`metadata_schema\` refuses stays, listed in \`refused\` with its \`violations\`. Call again while \`moved\` equals
+  \`max_messages\`.
+- An acknowledged message of a claimable channel is finished: releasing it answers 409 \`already_acknowledged\`, and
+  it is never received or claimed again.
 - \`GET $B/v1/channels/$CH/stats\` (anyone who can read the channel) answers the queue's state now:
   \`{"ready","delayed","in_flight","acknowledged","dead_lettered","oldest_ready_age_seconds","claim_to_ack_p50_ms"}\`
   (the last two null when there is nothing to measure). \`/metrics\` counts

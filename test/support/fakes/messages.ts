@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
 import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
-import type { MessageStore } from "../../../src/ports/messages.js";
+import type { MessageStore, RedriveCandidate } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
 
 /** A lease that ran out before any acknowledgement no longer holds. */
@@ -39,6 +39,7 @@ export class FakeMessageStore implements MessageStore {
       acknowledgedBy: [],
       deliveryCount: 0,
       result: null,
+      deadLetter: null,
     };
     this.messages.set(message.id, message);
     this.heads.set(channel.id, createdAt);
@@ -60,7 +61,7 @@ export class FakeMessageStore implements MessageStore {
   async list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]> {
     return [...this.messages.values()]
       .filter((m) => m.channelId === channelId && m.createdAt > (since ?? -Infinity) && m.expiresAt > now)
-      .filter((m) => filter === "all" || (filter === "claimed" ? claimed(m, now) : !claimed(m, now) && due(m, now)))
+      .filter((m) => filter === "all" || (filter === "claimed" ? claimed(m, now) : !claimed(m, now) && due(m, now) && (filter !== "open" || m.acknowledgedBy.length === 0)))
       .sort((a, b) => a.createdAt - b.createdAt)
       .slice(0, limit);
   }
@@ -68,7 +69,7 @@ export class FakeMessageStore implements MessageStore {
   async claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
     const channel = m && this.channels.channels.get(m.channelId);
-    if (!m || !channel || m.expiresAt <= now || claimed(m, now) || !due(m, now) || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
+    if (!m || !channel || m.expiresAt <= now || claimed(m, now) || !due(m, now) || m.acknowledgedBy.length > 0 || channel.mode !== "claimable" || !this.accessible(m, claim.keyId)) return undefined;
     const updated = {
       ...m,
       claim: { keyId: claim.keyId, actor: claim.actor, claimedAt: now, leaseToken: claim.leaseToken, leaseExpiresAt: claim.leaseExpiresAt },
@@ -82,7 +83,7 @@ export class FakeMessageStore implements MessageStore {
     const channel = this.channels.channels.get(channelId);
     if (!channel || channel.mode !== "claimable") return [];
     const open = [...this.messages.values()]
-      .filter((m) => m.channelId === channelId && m.expiresAt > now && (m.claim === null ? due(m, now) : lapsed(m, now)))
+      .filter((m) => m.channelId === channelId && m.expiresAt > now && (m.claim === null ? due(m, now) && m.acknowledgedBy.length === 0 : lapsed(m, now)))
       .sort((a, b) => a.createdAt - b.createdAt)
       .slice(0, max);
     return open.map((m, i) => {
@@ -123,8 +124,24 @@ export class FakeMessageStore implements MessageStore {
     return stats;
   }
 
+  /** Redrive is SQL (agentbus_redrive); it is tested against PostgreSQL, not here. */
+  async redriveCandidates(): Promise<RedriveCandidate[]> {
+    return [];
+  }
+
   async redrive(): Promise<Array<{ originChannelId: string; moved: number }>> {
     return [];
+  }
+
+  async releaseUnseen(leases: ReadonlyArray<{ messageId: string; leaseToken: string }>, keyId: string, now: Micros): Promise<number> {
+    let released = 0;
+    for (const { messageId, leaseToken } of leases) {
+      const m = this.messages.get(messageId);
+      if (!m || m.claim?.leaseToken !== leaseToken || m.claim.keyId !== keyId || m.expiresAt <= now || m.acknowledgedBy.length > 0) continue;
+      this.messages.set(messageId, { ...m, claim: null, deliveryCount: Math.max(m.deliveryCount - 1, 0) });
+      released++;
+    }
+    return released;
   }
 
   /** Messages moved to history, with when (retract here; the purge in the tests that need it). */
@@ -159,7 +176,7 @@ export class FakeMessageStore implements MessageStore {
 
   async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null): Promise<MessageRecord | undefined> {
     const m = this.messages.get(messageId);
-    if (!m || m.expiresAt <= now || !claimed(m, now) || m.claim?.keyId !== keyId || m.claim.actor.id !== actor.id) return undefined;
+    if (!m || m.expiresAt <= now || !claimed(m, now) || m.acknowledgedBy.length > 0 || m.claim?.keyId !== keyId || m.claim.actor.id !== actor.id) return undefined;
     const updated = { ...m, claim: null, availableAt: availableAt ?? m.availableAt };
     this.messages.set(messageId, updated);
     return updated;

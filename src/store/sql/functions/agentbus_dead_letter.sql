@@ -1,8 +1,9 @@
 -- Moves a channel's messages that were delivered max_deliveries times and
--- came back (released, or their lease lapsed unacknowledged) out of the
+-- came back (released, or their lease lapsed, and nobody acknowledged them:
+-- an acknowledged message is finished) out of the
 -- channel (docs/decisions.md#dead-letters): written to the dead-letter
 -- channel through the message write path (ordering, ring buffer, webhooks),
--- with {"dead_letter": {...}} merged into their metadata, and archived to
+-- with where they came from in the new message's dead_letter column, and archived to
 -- history as 'dead_lettered'; without a dead-letter channel only archived.
 -- Messages the dead-letter channel refuses (paused, over its write limit)
 -- stay where they are, still never delivered, for a later call.
@@ -20,6 +21,8 @@ DECLARE
   locked   uuid;
   ids      uuid[];
   keep     uuid[];
+  written  uuid[];
+  written_from uuid[];
   n        integer;
 BEGIN
   SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id;
@@ -29,7 +32,7 @@ BEGIN
   -- Without locks first: nearly every receive has nothing to move.
   IF NOT EXISTS (
     SELECT 1 FROM messages m WHERE m.channel_id = p_channel_id AND m.claimed_by_key_id IS NULL AND m.delivery_count > 0
-      AND m.delivery_count >= ch.max_deliveries
+      AND m.delivery_count >= ch.max_deliveries AND m.acknowledged_by = '[]'::jsonb
   ) AND NOT EXISTS (
     SELECT 1 FROM messages m WHERE m.channel_id = p_channel_id AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
       AND m.acknowledged_by = '[]'::jsonb AND m.delivery_count >= ch.max_deliveries
@@ -51,7 +54,7 @@ BEGIN
   WITH released AS (
     SELECT m.id, m.created_at FROM messages m
     WHERE m.channel_id = p_channel_id AND m.claimed_by_key_id IS NULL AND m.delivery_count > 0
-      AND m.delivery_count >= ch.max_deliveries AND m.expires_at > p_now
+      AND m.delivery_count >= ch.max_deliveries AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
     ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
   ), lapsed AS (
     SELECT m.id, m.created_at FROM messages m
@@ -67,9 +70,15 @@ BEGIN
   END IF;
 
   IF ch.dead_letter_channel_id IS NOT NULL THEN
-    -- The dead letter is a new message of the dead-letter channel; "last_error"
-    -- says how its last delivery ended (released or lease_expired).
-    SELECT array_agg(ids[r.ord]) FILTER (WHERE r.outcome <> 'created') INTO keep
+    -- The dead letter is a new message of the dead-letter channel, with the
+    -- metadata it had. Where it came from is recorded in its dead_letter
+    -- column, which only this function writes: redrive trusts that, never
+    -- the metadata a client may have written. "last_error" says how its
+    -- last delivery ended (released or lease_expired).
+    SELECT array_agg(ids[r.ord]) FILTER (WHERE r.outcome <> 'created'),
+           array_agg(r.message_id ORDER BY r.ord) FILTER (WHERE r.outcome = 'created'),
+           array_agg(ids[r.ord] ORDER BY r.ord) FILTER (WHERE r.outcome = 'created')
+      INTO keep, written, written_from
     FROM agentbus_create_messages(
       ch.dead_letter_channel_id,
       (SELECT array_agg(m.author_key_id ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
@@ -77,14 +86,18 @@ BEGIN
       (SELECT array_agg(m.actor_name ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.actor_label ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.content ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
-      (SELECT array_agg(m.metadata || jsonb_build_object('dead_letter', jsonb_build_object(
-          'origin_channel_id', m.channel_id,
-          'origin_message_id', m.id,
-          'delivery_count', m.delivery_count,
-          'last_error', CASE WHEN m.claimed_by_key_id IS NULL THEN 'released' ELSE 'lease_expired' END))
-        ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.metadata ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
     ) r;
+    IF written IS NOT NULL THEN
+      UPDATE messages d SET dead_letter = jsonb_build_object(
+          'origin_channel_id', o.channel_id,
+          'origin_message_id', o.id,
+          'delivery_count', o.delivery_count,
+          'last_error', CASE WHEN o.claimed_by_key_id IS NULL THEN 'released' ELSE 'lease_expired' END)
+      FROM unnest(written, written_from) AS p(new_id, old_id) JOIN messages o ON o.id = p.old_id
+      WHERE d.id = p.new_id;
+    END IF;
     IF keep IS NOT NULL THEN
       ids := ARRAY(SELECT x FROM unnest(ids) x WHERE x <> ALL (keep));
     END IF;

@@ -1,16 +1,21 @@
--- Moves up to p_limit dead letters of a channel back to their origin
--- channels (docs/decisions.md#dead-letters): a message whose metadata has
--- dead_letter.origin_channel_id naming a channel that still exists and that
--- the dead-letter channel's owner key also owns (so that whoever may post to
--- the dead-letter channel cannot inject into other keys' channels), and that
--- nobody holds (unclaimed, or its lease lapsed unacknowledged). It is written
--- to its origin through the message write path with the dead_letter key
--- removed from its metadata and a fresh delivery_count (0), and archived here
--- as 'redriven'. Messages an origin refuses (paused, over its write limit)
--- stay. Oldest first; the same lock order as the write path and
--- agentbus_dead_letter (channel rows in id order, then messages, SKIP LOCKED).
--- Returns one row per origin channel that received messages.
-CREATE OR REPLACE FUNCTION agentbus_redrive(p_channel_id uuid, p_now timestamptz, p_limit integer)
+-- Moves the given dead letters of a channel back to their origin channels
+-- (docs/decisions.md#dead-letters). The service chose them (it checked each
+-- one's metadata against its origin's metadata_schema, as any write is
+-- checked); each is re-checked here under the locks: a message the service
+-- itself dead-lettered (its dead_letter column, which no client can write,
+-- names the origin; its metadata is never read for that), whose origin
+-- channel still exists and is owned by the dead-letter channel's owner key,
+-- that nobody holds (unclaimed, or its lease lapsed unacknowledged) and
+-- nobody acknowledged. It is written to its origin through the message write
+-- path with its metadata as it is and a fresh delivery_count (0), and
+-- archived here as 'redriven'. Messages an origin refuses (paused, over its
+-- write limit) stay. Oldest first; the same lock order as the write path and
+-- agentbus_dead_letter (channel rows in id order, then messages, SKIP
+-- LOCKED). Returns one row per origin channel that received messages.
+-- The signature before provenance (p_limit): a changed signature is a new
+-- function beside the old one.
+DROP FUNCTION IF EXISTS agentbus_redrive(uuid, timestamptz, integer);
+CREATE OR REPLACE FUNCTION agentbus_redrive(p_channel_id uuid, p_now timestamptz, p_ids uuid[])
 RETURNS TABLE (origin_channel_id uuid, moved integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -27,8 +32,9 @@ BEGIN
     RETURN;
   END IF;
   SELECT array_agg(DISTINCT o.id) INTO origins FROM messages m
-    JOIN channels o ON o.id::text = m.metadata -> 'dead_letter' ->> 'origin_channel_id'
-  WHERE m.channel_id = p_channel_id AND o.created_by_key_id = owner_key AND o.id <> p_channel_id;
+    JOIN channels o ON o.id = (m.dead_letter ->> 'origin_channel_id')::uuid
+  WHERE m.id = ANY (p_ids) AND m.channel_id = p_channel_id AND m.dead_letter IS NOT NULL
+    AND o.created_by_key_id = owner_key AND o.id <> p_channel_id;
   IF origins IS NULL THEN
     RETURN;
   END IF;
@@ -36,12 +42,12 @@ BEGIN
 
   SELECT array_agg(t.id ORDER BY t.created_at) INTO ids FROM (
     SELECT m.id, m.created_at FROM messages m
-    WHERE m.channel_id = p_channel_id AND m.expires_at > p_now
-      AND m.metadata -> 'dead_letter' ->> 'origin_channel_id' IN (
-        SELECT o.id::text FROM channels o WHERE o.id = ANY (origins) AND o.created_by_key_id = owner_key)
-      AND (m.claimed_by_key_id IS NULL
-        OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now AND m.acknowledged_by = '[]'::jsonb))
-    ORDER BY m.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
+    WHERE m.id = ANY (p_ids) AND m.channel_id = p_channel_id AND m.expires_at > p_now AND m.dead_letter IS NOT NULL
+      AND (m.dead_letter ->> 'origin_channel_id')::uuid IN (
+        SELECT o.id FROM channels o WHERE o.id = ANY (origins) AND o.created_by_key_id = owner_key)
+      AND m.acknowledged_by = '[]'::jsonb
+      AND (m.claimed_by_key_id IS NULL OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now))
+    ORDER BY m.created_at FOR UPDATE SKIP LOCKED
   ) t;
   IF ids IS NULL THEN
     RETURN;
@@ -50,7 +56,7 @@ BEGIN
   FOREACH origin IN ARRAY origins LOOP
     SELECT array_agg(m.id ORDER BY x.ord) INTO batch
     FROM unnest(ids) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id
-    WHERE m.metadata -> 'dead_letter' ->> 'origin_channel_id' = origin::text;
+    WHERE (m.dead_letter ->> 'origin_channel_id')::uuid = origin;
     CONTINUE WHEN batch IS NULL;
     SELECT array_agg(batch[r.ord]) FILTER (WHERE r.outcome = 'created') INTO created
     FROM agentbus_create_messages(
@@ -60,7 +66,7 @@ BEGIN
       (SELECT array_agg(m.actor_name ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.actor_label ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.content ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
-      (SELECT array_agg(m.metadata - 'dead_letter' ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.metadata ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
     ) r;
     CONTINUE WHEN created IS NULL;
