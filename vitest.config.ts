@@ -1,11 +1,12 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * Tests that bound a latency (the event-loop test's 100 ms /health) run
+ * Tests that bound a latency (the event-loop test's 100 ms /health, the
+ * schema thread's turns by key) run
  * alone, after every other file: on two cores the parallel files would be
  * measured, not the service.
  */
-const ALONE = ["test/integration/schema-event-loop.test.ts"];
+const ALONE = ["test/integration/schema-event-loop.test.ts", "test/integration/schema-fairness.test.ts"];
 
 export default defineConfig({
   test: {

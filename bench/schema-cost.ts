@@ -45,7 +45,7 @@ const validate = before.compile(evilSchema);
 console.log(`before ^(a+)+$ on 27 a's + '!': ${blocked(() => validate(evil)).toFixed(1)} ms on the event loop (each extra character doubles it)`);
 
 // Starting the schema thread is once per process; not what a request costs.
-await checkMetadataSchema({ type: "object" });
+await checkMetadataSchema("bench", { type: "object" });
 const delay = monitorEventLoopDelay({ resolution: 5 });
 delay.enable();
 for (const [name, schema] of Object.entries(worst)) {
@@ -54,7 +54,7 @@ for (const [name, schema] of Object.entries(worst)) {
   let pending: Promise<void> = Promise.resolve();
   try {
     validateMetadataSchema(schema);
-    pending = checkMetadataSchema({ ...schema, $comment: name });
+    pending = checkMetadataSchema("bench", { ...schema, $comment: name });
   } catch (err) {
     pending = Promise.reject(err as Error);
   } finally {
@@ -64,7 +64,7 @@ for (const [name, schema] of Object.entries(worst)) {
   console.log(`after ${name}: ${sync.toFixed(1)} ms on the event loop, ${(performance.now() - started).toFixed(0)} ms on the schema thread (${outcome ? String(outcome).slice(0, 60) : "accepted"})`);
 }
 const started = performance.now();
-await violationsOffThread(evilSchema, { a: `${"a".repeat(16_000)}!` });
+await violationsOffThread("bench", evilSchema, { a: `${"a".repeat(16_000)}!` });
 console.log(`after ^(a+)+$ on 16 000 a's + '!': ${(performance.now() - started).toFixed(1)} ms, off the event loop`);
 delay.disable();
 console.log(`after: event-loop delay max ${(delay.max / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`);

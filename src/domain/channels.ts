@@ -207,10 +207,13 @@ export function validateMetadataSchema(value: JsonObject): JsonObject {
   return value;
 }
 
-/** Compiles the schema on the schema thread; invalid_object when it does not compile (or is too costly to). */
-export async function checkMetadataSchema(value: JsonObject | undefined): Promise<void> {
+/**
+ * Compiles the schema on the schema thread, in turn with other keys' jobs
+ * (`keyId`: whose turn it takes); invalid_object when it does not compile (or is too costly to).
+ */
+export async function checkMetadataSchema(keyId: string, value: JsonObject | undefined): Promise<void> {
   if (value === undefined || Object.keys(value).length === 0) return;
-  const problem = await schemaProblemOffThread(value);
+  const problem = await schemaProblemOffThread(keyId, value);
   if (problem !== undefined) throw schemaError(problem);
 }
 
@@ -514,7 +517,7 @@ export class Channels {
   /** Creates a channel owned by the caller's key, which becomes its first member. */
   async create(caller: Caller, input: CreateChannelInput): Promise<ChannelResource> {
     const channel = validateCreateChannel(input, this.defaults);
-    await checkMetadataSchema(channel.metadataSchema);
+    await checkMetadataSchema(caller.keyId, channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
     if (input.deadLetterChannel !== undefined) channel.deadLetterChannelId = await this.resolveDeadLetterChannel(caller, input.deadLetterChannel, undefined);
     const created = await this.store.create(channel, relatedIds, caller);
@@ -543,7 +546,7 @@ export class Channels {
   /** Owner only (docs/decisions.md#owner-only). Applies the patch; updated_at moves only when something changed. */
   async update(caller: Caller, identifier: string, input: ChannelUpdateInput, mask: readonly string[] | undefined): Promise<ChannelResource> {
     const patch = buildChannelPatch(input, mask);
-    await checkMetadataSchema(patch.metadataSchema);
+    await checkMetadataSchema(caller.keyId, patch.metadataSchema);
     const view = await this.ownedChannel(caller, identifier);
     const relatedIds =
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);

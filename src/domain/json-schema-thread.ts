@@ -10,20 +10,34 @@
  * off the event loop, and a deadline ends a job that overruns anyway.
  *
  * One thread per process, started on first use and unref'd (never holds the
- * process open); jobs take turns. A job past its deadline ends the thread;
- * the jobs queued behind it are sent again to a new one, so only the culprit
- * fails. The thread imports json-schema.ts itself, so the rules live in one place.
+ * process open). Every key's jobs take turns on it: the jobs wait here, one
+ * queue per key, and the thread is given at most WINDOW of them at a time,
+ * one per key, the key served least recently first (fair-queue.ts). So one
+ * key's backlog of costly checks delays another key's check by about one
+ * job, not by the backlog; and a key may hold MAX_SCHEMA_JOBS_PER_KEY jobs.
+ * A job past its deadline ends the thread; the jobs sent with it and those
+ * waiting go to a new one, so only the culprit fails. The thread imports
+ * json-schema.ts itself, so the rules live in one place.
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { ApiError } from "../model/errors.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
+import { FairQueue } from "./fair-queue.js";
 import type { Violation } from "./json-schema.js";
 
 
 /** Past this a schema is refused (compile) or a message's metadata is reported unverifiable (validate). */
 export const SCHEMA_JOB_DEADLINE_MS = 5_000;
+/**
+ * The most jobs one key may have waiting for or on the thread; beyond, 429
+ * schema_checks_busy. Posting with many requests at once gains a key nothing
+ * (its jobs take turns with every other key's), so this costs no honest
+ * client throughput and bounds what one key's backlog holds in memory.
+ */
+export const MAX_SCHEMA_JOBS_PER_KEY = 32;
 
 const WORKER_CODE = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -52,6 +66,7 @@ load.then((rules) => {
 type Outcome = { problem?: string; violations?: Violation[]; error?: string };
 
 interface Job {
+  key: string;
   schema: JsonObject;
   data: JsonValue | undefined;
   deadlineMs: number;
@@ -69,31 +84,61 @@ const tsxApi = (): string => {
   return pathToFileURL(join(dirname(pkg), "dist/esm/api/index.mjs")).href;
 };
 
+/** Jobs of different keys on the thread at once: the next is waiting there as one finishes. */
+const WINDOW = 2;
+
 class SchemaThread {
   private worker: Worker | undefined;
   /** Deadlines run from when the thread is ready: starting it (and loading Ajv) is not the job's cost. */
   private ready = false;
-  private readonly jobs = new Map<number, Job>();
+  /** Jobs not yet sent, per key; the thread gets them one key at a time (fair-queue.ts). */
+  private readonly waiting = new FairQueue<Job>(MAX_SCHEMA_JOBS_PER_KEY);
+  /** Jobs sent to the thread, by id. */
+  private readonly sent = new Map<number, Job>();
   private next = 0;
 
-  run(schema: JsonObject, data: JsonValue | undefined, deadlineMs: number): Promise<Outcome> {
-    const worker = this.start();
-    const id = ++this.next;
-    return new Promise<Outcome>((resolve) => {
-      const job: Job = { schema, data, deadlineMs, resolve, timer: undefined };
-      this.jobs.set(id, job);
-      if (this.ready) this.arm(id, job);
-      worker.postMessage({ id, schema, data });
+  run(key: string, schema: JsonObject, data: JsonValue | undefined, deadlineMs: number): Promise<Outcome> {
+    return new Promise<Outcome>((resolve, reject) => {
+      const job: Job = { key, schema, data, deadlineMs, resolve, timer: undefined };
+      if (!this.waiting.push(key, job)) {
+        reject(tooManyChecks());
+        return;
+      }
+      this.pump();
     });
   }
 
+  /** Sends waiting jobs while the window has room. */
+  private pump(): void {
+    while (this.sent.size < WINDOW) {
+      const taken = this.waiting.take();
+      if (taken === undefined) return;
+      this.send(taken.item);
+    }
+  }
+
+  private send(job: Job): void {
+    const worker = this.start();
+    const id = ++this.next;
+    this.sent.set(id, job);
+    if (this.ready) this.arm(id, job);
+    worker.postMessage({ id, schema: job.schema, data: job.data });
+  }
+
+  /** The job is answered (or failed): its key's next job may go. */
+  private finish(id: number, job: Job, outcome: Outcome): void {
+    this.sent.delete(id);
+    clearTimeout(job.timer);
+    this.waiting.done(job.key);
+    job.resolve(outcome);
+  }
+
   private arm(id: number, job: Job): void {
-    // The deadline counts from when the job is sent; a job queued behind a
-    // slow one may see part of its wait, but it is re-sent, never failed, when
-    // that one is ended.
+    // The deadline counts from when the job is sent; the thread holds at most
+    // WINDOW jobs, so it sees at most that many others' run time, and a job
+    // sent behind a slow one is re-sent, never failed, when that one is ended.
     job.timer = setTimeout(() => {
-      this.jobs.delete(id);
-      job.resolve({ error: `timeout:${job.deadlineMs}` });
+      this.finish(id, job, { error: `timeout:${job.deadlineMs}` });
       this.restart();
     }, job.deadlineMs);
     job.timer.unref();
@@ -111,23 +156,20 @@ class SchemaThread {
     worker.on("message", (msg: Outcome & { id?: number; ready?: boolean }) => {
       if (msg.ready === true && this.worker === worker) {
         this.ready = true;
-        for (const [id, job] of this.jobs) if (job.timer === undefined) this.arm(id, job);
+        for (const [id, job] of this.sent) if (job.timer === undefined) this.arm(id, job);
       }
-      if (msg.id === undefined) return;
-      const job = this.jobs.get(msg.id);
+      if (msg.id === undefined || this.worker !== worker) return;
+      const job = this.sent.get(msg.id);
       if (!job) return;
-      this.jobs.delete(msg.id);
-      clearTimeout(job.timer);
-      job.resolve(msg);
+      this.finish(msg.id, job, msg);
+      this.pump();
     });
     const lost = (why: string) => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      for (const [id, job] of this.jobs) {
-        this.jobs.delete(id);
-        clearTimeout(job.timer);
-        job.resolve({ error: `The schema thread stopped: ${why}` });
-      }
+      // The jobs on the thread fail; those still waiting go to a new one.
+      for (const [id, job] of this.sent) this.finish(id, job, { error: `The schema thread stopped: ${why}` });
+      this.pump();
     };
     worker.on("error", (err) => lost(String(err)));
     worker.on("exit", (code) => lost(`exit code ${code}`));
@@ -135,22 +177,30 @@ class SchemaThread {
     return worker;
   }
 
-  /** Ends the stuck thread and sends every job still waiting to a new one. */
+  /** Ends the stuck thread and sends the jobs that were on it to a new one, then the waiting ones. */
   private restart(): void {
     const old = this.worker;
     this.worker = undefined;
     void old?.terminate();
-    if (this.jobs.size === 0) return;
-    const worker = this.start();
-    for (const [id, job] of this.jobs) {
+    const resend = [...this.sent];
+    this.sent.clear();
+    for (const [, job] of resend) {
       clearTimeout(job.timer);
       job.timer = undefined;
-      worker.postMessage({ id, schema: job.schema, data: job.data });
+      this.send(job);
     }
+    this.pump();
   }
 }
 
 const thread = new SchemaThread();
+
+function tooManyChecks(): ApiError {
+  return new ApiError("schema_checks_busy", `This key has ${MAX_SCHEMA_JOBS_PER_KEY} metadata schema checks waiting or running; that is as many as one key may`, {
+    details: { limit: MAX_SCHEMA_JOBS_PER_KEY, retry_after: 1 },
+    headers: { "Retry-After": "1" },
+  });
+}
 
 /** Starts the schema thread ahead of the first schema (idempotent; it is unref'd). */
 export function startSchemaThread(): void {
@@ -163,16 +213,22 @@ function unwrap(outcome: Outcome, what: string): Outcome {
   throw new Error(`Checking a metadata schema failed: ${outcome.error.split("\n")[0]}`);
 }
 
-/** Why the schema cannot be used, or undefined when it can; compiled off the event loop. */
-export async function schemaProblemOffThread(schema: JsonObject, deadlineMs = SCHEMA_JOB_DEADLINE_MS): Promise<string | undefined> {
-  const outcome = unwrap(await thread.run(schema, undefined, deadlineMs), "compiling it");
+/**
+ * Why the schema cannot be used, or undefined when it can; compiled off the
+ * event loop, in turn with the other keys' jobs (`key`: the caller's key id).
+ */
+export async function schemaProblemOffThread(key: string, schema: JsonObject, deadlineMs = SCHEMA_JOB_DEADLINE_MS): Promise<string | undefined> {
+  const outcome = unwrap(await thread.run(key, schema, undefined, deadlineMs), "compiling it");
   return outcome.error !== undefined ? `is too expensive: ${outcome.error}; make it smaller or simpler` : outcome.problem;
 }
 
-/** The ways data fails the schema, checked off the event loop. An empty schema accepts anything. */
-export async function violationsOffThread(schema: JsonObject, data: JsonValue, deadlineMs = SCHEMA_JOB_DEADLINE_MS): Promise<Violation[]> {
+/**
+ * The ways data fails the schema, checked off the event loop in turn with
+ * the other keys' jobs (`key`: the caller's key id). An empty schema accepts anything.
+ */
+export async function violationsOffThread(key: string, schema: JsonObject, data: JsonValue, deadlineMs = SCHEMA_JOB_DEADLINE_MS): Promise<Violation[]> {
   if (Object.keys(schema).length === 0) return [];
-  const outcome = unwrap(await thread.run(schema, data, deadlineMs), "checking it");
+  const outcome = unwrap(await thread.run(key, schema, data, deadlineMs), "checking it");
   if (outcome.error !== undefined) return [{ field: "metadata", issue: `could not be checked against the schema: ${outcome.error}` }];
   return outcome.violations ?? [];
 }

@@ -86,7 +86,7 @@ export class MessagePosting {
 
   /** The checks against the channel (metadata schema), then the message to store with its actor and mentions resolved. */
   private async prepare(caller: Caller, channel: ChannelView, input: NewMessageInput, { content, metadata }: CheckedBody): Promise<NewMessage> {
-    const problems = await violationsOffThread(channel.metadataSchema, metadata);
+    const problems = await violationsOffThread(caller.keyId, channel.metadataSchema, metadata);
     if (problems.length > 0) {
       throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
         details: { violations: problems.map((p) => ({ field: p.field, issue: p.issue })) },

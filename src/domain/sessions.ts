@@ -3,8 +3,8 @@
  * agents coordinate through. The key that created a session owns it (as
  * with channels, the key and not its label: a key minted later with a freed
  * label gets nothing) and may share it with other keys; owner and members
- * read and change the state, only the owner deletes it or changes who
- * shares it.
+ * read and change the state, only the owner deletes it, changes its
+ * ttl_seconds or changes who shares it.
  * Every change adds one to the version, which callers may name to make a
  * change compare-and-set. A session lives ttl_seconds after its last change.
  */
@@ -120,6 +120,14 @@ export class Sessions {
     const ttlSeconds = change.ttlSeconds === undefined ? undefined : validateTtl(change.ttlSeconds);
     return this.store.atomically(async () => {
       const current = await this.visible(caller, id, true);
+      // A member could otherwise end the session early by shortening its life:
+      // deleting is the owner's, and so is how long the session lives.
+      if (change.ttlSeconds !== undefined && current.ownerKeyId !== caller.keyId) {
+        throw new ApiError("forbidden", "Only the session's owner may change its ttl_seconds", {
+          details: { field: "ttl_seconds" },
+          suggestion: "Send the change without ttl_seconds (every change already restarts the session's lifetime), or ask the owner to change it.",
+        });
+      }
       if (change.expectedVersion !== undefined && change.expectedVersion !== current.version) {
         throw new ApiError("version_conflict", `The session is at version ${current.version}, not ${change.expectedVersion}`, {
           details: { session_id: current.id, current_version: current.version, expected_version: change.expectedVersion },

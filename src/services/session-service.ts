@@ -33,14 +33,17 @@ const IF_MATCH = /^(?:W\/)?"?([1-9][0-9]{0,9})"?$/;
 
 /**
  * The version a change must find: If-Match (REST; `if-match` metadata over
- * gRPC) or expected_version; both may be given if they agree.
+ * gRPC) or expected_version; both may be given if they agree. `If-Match: *`
+ * matches any current version (RFC 9110 §13.1.1), so it names none: the
+ * change applies to whatever version the session is at (or, with
+ * expected_version, to that one).
  */
 function expectedVersion(ctx: HandlerContext, fromBody: number | undefined): number | undefined {
   const header = ctx.requestHeader.get("if-match");
-  if (header === null || header.trim() === "") return fromBody;
+  if (header === null || header.trim() === "" || header.trim() === "*") return fromBody;
   const match = IF_MATCH.exec(header.trim());
   if (!match) {
-    throw new ApiError("invalid_field", "If-Match must name one version, e.g. If-Match: \"3\" (the session's version or ETag)", {
+    throw new ApiError("invalid_field", "If-Match must name one version, e.g. If-Match: \"3\" (the session's version or ETag), or be *", {
       details: { field: "If-Match" },
     });
   }

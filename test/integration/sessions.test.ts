@@ -125,8 +125,22 @@ describe("PATCH /v1/sessions/{id}", () => {
   it("refuses an If-Match that names no version, and one that disagrees with expected_version (422)", async () => {
     const key = await mintKey(server.url);
     const session = await createSession(key);
-    expectError(await patch(key, session.id, { state: {} }, { "If-Match": "*" }), 422, "invalid_field");
+    for (const malformed of ['"abc"', '"1", "2"', "W/*", '"0"']) {
+      expectError(await patch(key, session.id, { state: {} }, { "If-Match": malformed }), 422, "invalid_field");
+    }
     expectError(await patch(key, session.id, { state: {}, expected_version: 2 }, { "If-Match": '"1"' }), 422, "invalid_field");
+    expect((await rest<SessionJson>(server.url, "GET", `/v1/sessions/${session.id}`, { key })).body.version).toBe(1);
+  });
+
+  it("applies a change with If-Match: * at whatever version the session is (RFC 9110: it matches any)", async () => {
+    const key = await mintKey(server.url);
+    const session = await createSession(key);
+    expect((await patch(key, session.id, { state: { step: 2 } })).body.version).toBe(2);
+    const res = await patch(key, session.id, { state: { step: 3 } }, { "If-Match": "*" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ version: 3, state: { step: 3 } });
+    // With expected_version as well, * agrees with it and the version still decides.
+    expectError(await patch(key, session.id, { state: { step: 99 }, expected_version: 2 }, { "If-Match": "*" }), 409, "version_conflict");
   });
 
   it("refuses a change that would make the state too large, and keeps the state", async () => {
@@ -185,6 +199,21 @@ describe("sharing", () => {
     expectError(await rest(server.url, "POST", `/v1/sessions/${session.id}/members`, { key: bob, body: { key_id: keyIdOf(carol) } }), 403, "forbidden");
     const members = await rest<{ data: Array<{ key_id: string }> }>(server.url, "GET", `/v1/sessions/${session.id}/members`, { key: bob });
     expect(members.body.data.map((m) => m.key_id)).toEqual([keyIdOf(bob)]);
+  });
+
+  it("refuses a member's change of ttl_seconds (403 forbidden, with a suggestion) and applies nothing of that request", async () => {
+    const alice = await mintKey(server.url);
+    const bob = await mintKey(server.url);
+    const session = await createSession(alice, { name: "long", state: { step: 1 }, ttl_seconds: 86_400 });
+    await rest(server.url, "POST", `/v1/sessions/${session.id}/members`, { key: alice, body: { key_id: keyIdOf(bob) } });
+    // The shortest lifetime: the member would have the session gone in five minutes.
+    const refused = expectError(await patch(bob, session.id, { state: { step: 2 }, ttl_seconds: 300 }), 403, "forbidden");
+    expect(refused).toMatchObject({ field: "ttl_seconds" });
+    const after = await rest<SessionJson>(server.url, "GET", `/v1/sessions/${session.id}`, { key: alice });
+    expect(after.body).toMatchObject({ version: 1, state: { step: 1 }, ttl_seconds: 86_400, expires_at: session.expires_at });
+    // The state alone the member may still change, and the owner the lifetime.
+    expect((await patch(bob, session.id, { state: { step: 2 } })).status).toBe(200);
+    expect((await patch(alice, session.id, { state: {}, ttl_seconds: 300 })).body).toMatchObject({ ttl_seconds: 300 });
   });
 
   it("ends a member's access when the owner removes it (204), and refuses an unknown key (422 invalid_key_id)", async () => {
@@ -250,5 +279,16 @@ describe("over gRPC", () => {
     expect(updated.version).toBe(2);
     expect(updated.state).toEqual({ n: 2 });
     await expect(client.updateSession({ id: created.id, state: { n: 3 }, expectedVersion: 1 }, { headers })).rejects.toMatchObject({ code: 10 });
+  });
+
+  it("takes if-match metadata: a version compare-and-sets, * matches any version", async () => {
+    const key = await mintKey(server.url);
+    const client = createClient(SessionService, createGrpcTransport({ baseUrl: server.url }));
+    const created = await client.createSession({ name: "grpc-if-match", state: { n: 1 } }, { headers: { "x-api-key": key } });
+    await expect(client.updateSession({ id: created.id, state: { n: 2 } }, { headers: { "x-api-key": key, "if-match": '"7"' } })).rejects.toMatchObject({ code: 10 });
+    const updated = await client.updateSession({ id: created.id, state: { n: 2 } }, { headers: { "x-api-key": key, "if-match": "*" } });
+    expect(updated.version).toBe(2);
+    // Code 3: InvalidArgument, as for any malformed If-Match.
+    await expect(client.updateSession({ id: created.id, state: {} }, { headers: { "x-api-key": key, "if-match": "**" } })).rejects.toMatchObject({ code: 3 });
   });
 });

@@ -9,10 +9,12 @@ import { checkMetadataSchema, validateMetadataSchema } from "../../src/domain/ch
 import { ApiError } from "../../src/model/errors.js";
 import type { JsonValue } from "../../src/model/json.js";
 import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_PATTERNS, patternProblem, schemaCost, schemaProblem, violations } from "../../src/domain/json-schema.js";
-import { schemaProblemOffThread, violationsOffThread } from "../../src/domain/json-schema-thread.js";
+import { MAX_SCHEMA_JOBS_PER_KEY, schemaProblemOffThread, violationsOffThread } from "../../src/domain/json-schema-thread.js";
 import { rejectionOf } from "../support/errors.js";
 
 type Schema = { [key: string]: JsonValue };
+/** The key whose turn a schema job takes on the thread. */
+const KEY = "ak_test";
 const withPattern = (pattern: string): Schema => ({ type: "object", properties: { a: { type: "string", pattern } } });
 const props = (n: number, schema: (i: number) => Schema): Schema => ({
   type: "object",
@@ -22,7 +24,7 @@ const props = (n: number, schema: (i: number) => Schema): Schema => ({
 /** Setting a schema: the cheap checks, then the ones on the schema thread. */
 async function setSchema(schema: Schema): Promise<void> {
   validateMetadataSchema(schema);
-  await checkMetadataSchema(schema);
+  await checkMetadataSchema(KEY, schema);
 }
 const refusal = (schema: Schema) => rejectionOf(ApiError, setSchema(schema));
 
@@ -161,18 +163,38 @@ describe("the cost bound on metadata schemas", () => {
 
 describe("the schema thread", () => {
   it("compiles and validates off the event loop with the same rules", async () => {
-    expect(await schemaProblemOffThread(withPattern("^(?=x)"))).toContain("lookahead");
-    expect(await schemaProblemOffThread(withPattern("^(a+)+$"))).toBeUndefined();
-    expect(await violationsOffThread(withPattern("^(a+)+$"), { a: `${"a".repeat(40)}!` })).toEqual([
+    expect(await schemaProblemOffThread(KEY, withPattern("^(?=x)"))).toContain("lookahead");
+    expect(await schemaProblemOffThread(KEY, withPattern("^(a+)+$"))).toBeUndefined();
+    expect(await violationsOffThread(KEY, withPattern("^(a+)+$"), { a: `${"a".repeat(40)}!` })).toEqual([
       { field: "metadata.a", issue: 'must match pattern "^(a+)+$"' },
     ]);
   });
 
   it("refuses a schema whose compilation overruns the deadline, and still serves the jobs queued behind it", async () => {
     const heavy = props(90, (i) => ({ type: "string", pattern: `^x${i}$` }));
-    const [overran, next] = await Promise.all([schemaProblemOffThread(heavy, 1), violationsOffThread({ required: ["a"] }, {})]);
+    // Another key's job goes to the thread with the heavy one; the same key's waits for its turn.
+    const [overran, sentWithIt, waiting] = await Promise.all([
+      schemaProblemOffThread(KEY, heavy, 1),
+      violationsOffThread("ak_other", { required: ["a"] }, {}),
+      violationsOffThread(KEY, { required: ["b"] }, {}),
+    ]);
     expect(overran).toMatch(/^is too expensive: compiling it took longer than 1 ms/);
-    expect(next).toEqual([{ field: "metadata.a", issue: "must have required property 'a'" }]);
-    expect(await schemaProblemOffThread(heavy)).toBeUndefined();
+    expect(sentWithIt).toEqual([{ field: "metadata.a", issue: "must have required property 'a'" }]);
+    expect(waiting).toEqual([{ field: "metadata.b", issue: "must have required property 'b'" }]);
+    expect(await schemaProblemOffThread(KEY, heavy)).toBeUndefined();
+  });
+
+  it("refuses a key's check beyond MAX_SCHEMA_JOBS_PER_KEY with 429 schema_checks_busy and Retry-After, and not another key's", async () => {
+    const schema = { required: ["a"] };
+    const flood = Array.from({ length: MAX_SCHEMA_JOBS_PER_KEY + 1 }, () => violationsOffThread("ak_flood", schema, { a: 1 }).then(() => undefined, (err: unknown) => err));
+    const other = violationsOffThread("ak_calm", schema, { a: 1 });
+    const outcomes = await Promise.all(flood);
+    const refused = outcomes.filter((o) => o !== undefined);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toBeInstanceOf(ApiError);
+    expect(refused[0]).toMatchObject({ code: "schema_checks_busy", status: 429, headers: { "Retry-After": "1" } });
+    expect(await other).toEqual([]);
+    // Once its checks are done, the key may send more.
+    expect(await violationsOffThread("ak_flood", schema, { a: 1 })).toEqual([]);
   });
 });

@@ -32,7 +32,7 @@ import { reflect, type ReflectMessage, type ScalarValue } from "@bufbuild/protob
 import { EmptySchema, FieldMaskSchema, ListValueSchema, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { ApiError } from "../../model/errors.js";
 import { parseTimestamp, toProtoTimestamp } from "../../model/time.js";
-import { assertStorableText, fieldErrorCode } from "../rpc/validate-request.js";
+import { assertNoProtoKey, assertStorableText, fieldErrorCode } from "../rpc/validate-request.js";
 import { enumFromJson, enumJsonNames } from "../../protocol/json-enums.js";
 import { isWellKnown } from "../../protocol/json-render-reflect.js";
 
@@ -257,6 +257,8 @@ function wellKnownFromJson(
   expectation: string,
   shown: string,
 ): Message {
+  // protobuf-es would drop a "__proto__" key unseen (validate-request.ts): refused here, where the JSON still has it.
+  assertNoProtoKey(field, shown, json);
   try {
     return fromJson(desc, json as ProtobufJsonValue);
   } catch {

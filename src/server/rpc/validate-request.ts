@@ -7,6 +7,15 @@
  * finite (JSON's 1e999 is Infinity, which jsonb cannot hold and the renderer
  * cannot answer with). One walk over the descriptors, so a new RPC or field
  * is covered without being listed, and no invalid value reaches the store.
+ *
+ * One more rule the decoders need help with: no JSON object (a `Struct`, at
+ * any depth) may have the key "__proto__". protobuf-es builds objects by
+ * assignment, and assigning "__proto__" sets an object's prototype instead of
+ * adding a key, so every decoder would drop it without a word. The REST codec
+ * (assertNoProtoKey) and, for gRPC, gRPC-Web and Connect, raw-request.ts look
+ * for it in what the client sent, before protobuf-es sees it, and it is
+ * refused like any other invalid value. "constructor", "prototype" and every
+ * other key are ordinary keys.
  */
 import { ScalarType, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
@@ -18,8 +27,11 @@ export interface InvalidValue {
   field: DescField;
   /** Where it is, e.g. `metadata.tags[2]` or `metadata.<key>`. */
   path: string;
-  problem: "unpaired_surrogate" | "nul" | "non_finite";
+  problem: "unpaired_surrogate" | "nul" | "non_finite" | "proto_key";
 }
+
+/** The object key no decoder keeps (see above). */
+export const PROTO_KEY = "__proto__";
 
 /** Struct, Value and ListValue fields hold plain JSON in protobuf-es; walked as JSON. */
 const JSON_TYPES = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
@@ -133,7 +145,7 @@ const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbf
 const UNSHOWABLE = new RegExp(`${UNPAIRED_SURROGATE.source}|\\u0000`, "g");
 
 /** A map key as it can be quoted in a message and a header: the bad code units as \uXXXX escapes. */
-function shown(key: string): string {
+export function shown(key: string): string {
   return key.replace(UNSHOWABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
@@ -178,6 +190,10 @@ const PROBLEMS: Record<InvalidValue["problem"], { text: string; suggestion: stri
     text: "must be a finite number (it overflows to infinity or is not a number)",
     suggestion: "Send a number within ±1.7976931348623157e308; send larger values as strings.",
   },
+  proto_key: {
+    text: `is an object key "${PROTO_KEY}", which this service cannot store (JavaScript objects reserve it; it would be lost)`,
+    suggestion: `Rename the key, e.g. to "proto"; every other key, "constructor" and "prototype" included, is stored as sent.`,
+  },
 };
 
 /**
@@ -189,13 +205,43 @@ export function assertStorableText(field: DescField, path: string, text: string)
   if (problem !== undefined) throw invalidValueError({ field, path, problem });
 }
 
+/**
+ * Where a JSON value as JSON.parse built it (which keeps "__proto__" as an
+ * own key) has an object with the key "__proto__": the path of that key under
+ * `path`, or undefined. Iterative: the value may nest arbitrarily deep.
+ */
+export function protoKeyPath(json: unknown, path: string): string | undefined {
+  const stack: Array<[unknown, string]> = [[json, path]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [value, at] = next;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${at}[${i}]`]);
+    } else if (typeof value === "object" && value !== null) {
+      for (const [key, item] of Object.entries(value)) {
+        if (key === PROTO_KEY) return `${at}.${key}`;
+        stack.push([item, `${at}.${shown(key)}`]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** For decoders that hold a Struct, Value or ListValue's JSON before protobuf-es builds it (and drops "__proto__"). */
+export function assertNoProtoKey(field: DescField, path: string, json: unknown): void {
+  const at = protoKeyPath(json, path);
+  if (at !== undefined) throw invalidValueError({ field, path: at, problem: "proto_key" });
+}
+
 function invalidValueError(invalid: InvalidValue): ApiError {
   const { text, suggestion } = PROBLEMS[invalid.problem];
   return new ApiError(fieldErrorCode(invalid.field), `'${invalid.path}' ${text}`, { suggestion, details: { field: invalid.path } });
 }
 
-/** Throws the catalog error for the first invalid value of the request, if any. */
-export function assertValidRequest(desc: DescMessage, message: Message): void {
-  const invalid = findInvalidValue(desc, message);
+/**
+ * Throws the catalog error for the first invalid value of the request, if
+ * any: `seenBeforeDecoding` (what raw-request.ts found in the request as sent), or the first one it holds now.
+ */
+export function assertValidRequest(desc: DescMessage, message: Message, seenBeforeDecoding?: InvalidValue): void {
+  const invalid = seenBeforeDecoding ?? findInvalidValue(desc, message);
   if (invalid !== undefined) throw invalidValueError(invalid);
 }
