@@ -20,7 +20,7 @@ import { ChannelViewCache } from "./domain/channel-view-cache.js";
 import { ChannelHistory } from "./domain/history.js";
 import { AsyncJobs } from "./domain/jobs.js";
 import { SecurityAudit } from "./domain/audit.js";
-import { Keys } from "./domain/keys.js";
+import { keyChangeTopic, Keys } from "./domain/keys.js";
 import { Sessions } from "./domain/sessions.js";
 import { Membership } from "./domain/membership.js";
 import { Messages } from "./domain/messages.js";
@@ -41,10 +41,13 @@ import type { RequestLimiter } from "./ports/rate-limit.js";
 import { SERVICE_VERSION } from "./platform/version.js";
 import { databaseState } from "./server/health.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
+import { BodyBudget } from "./server/http/body-budget.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
 import type { QueueMeter } from "./ports/queue-meter.js";
-import { CallPipeline } from "./server/rpc/pipeline.js";
+import { CallPipeline, INTERNAL_CALL_HEADER } from "./server/rpc/pipeline.js";
+import { createContextValues } from "@connectrpc/connect";
+import { randomBytes } from "node:crypto";
 import { createServices, type Domain } from "./services/index.js";
 import { PgActorStore } from "./store/actors.js";
 import { PgChannelStore } from "./store/channels.js";
@@ -73,6 +76,12 @@ import { startSchemaThread } from "./domain/json-schema-thread.js";
 export { openDatabase, type Database };
 
 const IDLE_CONNECTION_FAILED = "idle database connection failed";
+/**
+ * How long a key lookup is trusted without asking the database: a key
+ * revoked elsewhere is refused here within this, and open calls re-check
+ * their key at least this often (docs/decisions.md#revocation).
+ */
+const KEY_CACHE_MS = 5_000;
 /** This process in the job runner's records (agenda_jobs.last_modified_by). */
 const PROCESS_NAME = `${hostname()}:${process.pid}`;
 
@@ -136,9 +145,11 @@ export interface DomainDependencies {
  * The keys and the security audit they record into, over PostgreSQL: made
  * before the rest of the domain, as the call pipeline needs the keys.
  */
-export function createKeys(db: Db, clock: Clock, cacheTtlMs: number): { keys: Keys; audit: SecurityAudit } {
+export function createKeys(db: Db, clock: Clock, cacheTtlMs: number, bus?: WakeBus): { keys: Keys; audit: SecurityAudit } {
   const audit = new SecurityAudit(new PgAuditLog(db), clock);
-  return { audit, keys: new Keys(new PgKeyStore(db), audit, { clock, cacheTtlMs, afterCommit: (fn) => db.afterCommit(fn) }) };
+  // A revoked or narrowed key is announced to every replica's open calls and MCP sessions (docs/decisions.md#revocation).
+  const onChange = bus === undefined ? undefined : (keyId: string) => bus.publish(keyChangeTopic(keyId));
+  return { audit, keys: new Keys(new PgKeyStore(db), audit, { clock, cacheTtlMs, afterCommit: (fn) => db.afterCommit(fn), onChange }) };
 }
 
 /** The use cases over the PostgreSQL stores and the wake-up bus: the one place they are wired together. */
@@ -263,11 +274,13 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
-    const { audit, keys } = createKeys(db, clock, 5_000);
+    const { audit, keys } = createKeys(db, clock, KEY_CACHE_MS, bus);
     const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const metrics = new Metrics();
+    // Marks this process's own calls for MCP tools (CallPipeline.authenticate); never leaves the process.
+    const internalCallToken = randomBytes(24).toString("base64url");
     const domain = createDomain({ db, bus, clock, config, keys, audit, meter: metrics });
     const pipeline = new CallPipeline(
       createServices({
@@ -283,6 +296,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         adminToken: config.adminToken,
         rateLimiter: await requestLimiter(config, clock, cleanups),
         reportInternal: (err) => logger.error({ err }, "internal error"),
+        // Waiting calls re-check their key on its announcement, and at least this often.
+        callerWatch: { feed: bus, topic: keyChangeTopic, clock, recheckMs: KEY_CACHE_MS },
+        internalCallToken,
       },
     );
 
@@ -303,12 +319,22 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Every in-flight call listens on this one signal; the default cap of 10
     // listeners would warn under ordinary concurrency.
     setMaxListeners(0, shutdown.signal);
+    // One budget for the bodies of REST, Connect and /mcp requests alike.
+    const budget = new BodyBudget({ perKeyBytes: config.maxBufferedBytesPerKey, totalBytes: config.maxBufferedBytes });
     // The MCP tools call this process's own REST API, at the address known once it listens.
     let selfUrl = "";
     const mcp = new McpHttpEndpoint({
       selfUrl: () => selfUrl,
       corsOrigins: config.corsOrigins,
       maxBodyBytes: config.maxBodyBytes,
+      admit: (key, headers) => pipeline.authenticate(key, { requestHeader: headers, responseHeader: new Headers(), values: createContextValues() }),
+      internalCallHeaders: { [INTERNAL_CALL_HEADER]: internalCallToken },
+      keys,
+      keyChanges: bus,
+      keyTopic: keyChangeTopic,
+      keyRecheckMs: KEY_CACHE_MS,
+      budget,
+      clock,
       maxSessions: config.mcpMaxSessions,
       maxSessionsPerKey: config.mcpMaxSessionsPerKey,
       idleMs: config.mcpSessionIdleSeconds * 1000,
@@ -325,6 +351,8 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         logger,
         corsOrigins: config.corsOrigins,
         maxBodyBytes: config.maxBodyBytes,
+        keylessMaxBodyBytes: config.keylessMaxBodyBytes,
+        budget,
         bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
         shutdownSignal: shutdown.signal,

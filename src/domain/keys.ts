@@ -58,7 +58,16 @@ export interface KeysOptions {
   cacheSize?: number;
   /** Runs fn after the current transaction commits (at once outside one); at once by default. */
   afterCommit?: (fn: () => void) => void;
+  /**
+   * Told, after the commit, that a key was revoked or narrowed: the entry
+   * wires it to the wake bus, so every replica's open calls and MCP
+   * sessions of that key re-check it at once (docs/decisions.md#revocation).
+   */
+  onChange?: (keyId: string) => void;
 }
+
+/** Where a key's changes are announced on the wake bus (docs/decisions.md#revocation). */
+export const keyChangeTopic = (keyId: string) => `key:${keyId}`;
 
 export class Keys {
   private readonly cache = new Map<string, { record: KeyRecord; until: number }>();
@@ -165,7 +174,29 @@ export class Keys {
    */
   private forget(keyId: string): void {
     this.cache.delete(keyId);
-    (this.options.afterCommit ?? ((fn) => fn()))(() => this.cache.delete(keyId));
+    (this.options.afterCommit ?? ((fn) => fn()))(() => {
+      this.cache.delete(keyId);
+      this.options.onChange?.(keyId);
+    });
+  }
+
+  /**
+   * The key's record as the database has it now (the cache is refreshed with
+   * it); undefined once it is revoked or gone. For a call or session that
+   * was told the key changed.
+   */
+  async recheck(keyId: string): Promise<KeyRecord | undefined> {
+    this.cache.delete(keyId);
+    return this.active(await this.lookup(keyId));
+  }
+
+  /** The key's record as this process knows it (cached for cacheTtlMs); undefined once it is revoked or gone. */
+  async current(keyId: string): Promise<KeyRecord | undefined> {
+    return this.active(await this.lookup(keyId));
+  }
+
+  private active(record: KeyRecord | undefined): KeyRecord | undefined {
+    return record !== undefined && record.revokedAt === null ? record : undefined;
   }
 
   private async lookup(keyId: string): Promise<KeyRecord | undefined> {

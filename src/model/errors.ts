@@ -79,6 +79,7 @@ export const errorCatalog = {
   channel_not_claimable: spec(409, "failed_precondition", "Messages of a broadcast channel cannot be claimed", "Read broadcast messages by listing them; only claimable channels hand out claims."),
   message_delayed: spec(409, "failed_precondition", "This message is delayed: it is not open work before its available_at", "Claim it at or after available_at (Retry-After), or receive from the channel, which hands out due messages only."),
   not_claimed: spec(409, "failed_precondition", "This message is not claimed", "Claim it first with POST /v1/messages/{id}/claim."),
+  already_acknowledged: spec(409, "failed_precondition", "This message was acknowledged: it is finished", "An acknowledged message is final and is not handed out again; post a new message for new work, or read its result with GET /v1/messages/{message_id}."),
   result_already_set: spec(409, "failed_precondition", "This message already has a result", "Read it with GET /v1/messages/{message_id}; a message keeps the first result sent with an acknowledgement."),
   message_claimed: spec(409, "failed_precondition", "A claimed message cannot be retracted", "Wait for the claimer to release it."),
   access_request_resolved: spec(409, "failed_precondition", "This access request was already decided", "List pending requests with GET /v1/channels/{identifier}/access-requests."),
@@ -163,12 +164,14 @@ export const errorCatalog = {
   pdf_render_failed: spec(502, "unavailable", "The PDF renderer failed while rendering the document", "Submit the job again; if it keeps failing, simplify the document."),
   // 429
   rate_limit_exceeded: spec(429, "resource_exhausted", "Too many requests", "Wait for the number of seconds in Retry-After, then retry."),
+  too_many_request_bytes: spec(429, "resource_exhausted", "This key has too many request bodies arriving at once", "Wait for your other uploads to finish (Retry-After), or send fewer large requests in parallel; docs/operations.md#body-limits lists the limits."),
   too_many_waiters: spec(429, "resource_exhausted", "This key holds as many open watches and long-polls as one key may", "Close a watch stream this key no longer needs (each one is held until closed), then open the new one."),
   channel_write_rate_exceeded: spec(429, "resource_exhausted", "The channel's write limit is reached", "Wait for the number of seconds in Retry-After, then retry."),
   too_many_mcp_sessions: spec(429, "resource_exhausted", "Too many MCP sessions are open", "Close sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or let idle ones expire, then start again."),
   too_many_follows: spec(429, "resource_exhausted", "This MCP session follows as many channels as one session may", "Unfollow a channel first (unfollow_channel or resources/unsubscribe)."),
   too_many_sessions: spec(429, "resource_exhausted", "This owner has as many live sessions as it may", "Delete sessions you no longer need (DELETE /v1/sessions/{id}) or let them expire, then create again."),
   job_limit_exceeded: spec(429, "resource_exhausted", "This key has as many unfinished jobs as it may", "Wait for your queued jobs to finish (poll GET /jobs/{job_id}) or for the seconds in Retry-After, then submit again."),
+  schema_checks_busy: spec(429, "resource_exhausted", "This key has as many metadata schema checks waiting as one key may", "Send fewer posts (and schema changes) to channels with a metadata_schema at once: wait for the ones in flight, or for the seconds in Retry-After, then retry. More at once gains nothing: each key's checks take turns with every other key's."),
   // 500
   internal_error: spec(500, "internal", "Internal error", "Retry later; if it persists, report the request_id."),
   // 501
@@ -177,6 +180,7 @@ export const errorCatalog = {
   channel_paused: spec(503, "unavailable", "The channel is paused", "Wait for the owner to resume the channel; reads still work."),
   store_unavailable: spec(503, "unavailable", "The database is unavailable", "Retry with backoff; the service recovers when the database returns."),
   shutting_down: spec(503, "unavailable", "The service is shutting down", "Retry against another instance or in a moment."),
+  server_busy: spec(503, "unavailable", "The server is receiving as many request bodies as it can hold", "Retry after Retry-After seconds."),
   pdf_renderer_unavailable: spec(503, "unavailable", "The PDF renderer is not available", "The operator must install Chromium or set AGENTBUS_CHROMIUM_PATH."),
   llm_not_configured: spec(503, "unavailable", "No language-model credential is configured", "The operator must set OPENAI_API_KEY."),
 } as const satisfies Record<string, ErrorSpec>;

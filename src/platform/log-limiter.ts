@@ -15,7 +15,7 @@ import type { Logger } from "./logger.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { systemClock, type Clock, type Timer } from "../model/time.js";
 
-type Level = "warn" | "error";
+type Level = "debug" | "warn" | "error";
 
 interface Condition {
   level: Level;
@@ -41,6 +41,15 @@ export class LogLimiter {
     private readonly options: LogLimiterOptions,
   ) {
     this.clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * For what anyone can cause at will and is no fault of ours (a client
+   * abandoning its upload): a debug line without a stack, summed up like
+   * the rest, so a flood of them cannot flood the log.
+   */
+  debug(msg: string, fields: Record<string, unknown> = {}): void {
+    this.report("debug", msg, undefined, fields);
   }
 
   warn(msg: string, err?: unknown, fields: Record<string, unknown> = {}): void {

@@ -32,6 +32,26 @@ export const streamOpenKey = createContextKey<(() => void) | undefined>(undefine
 /** A handler may override the REST success status (e.g. 200 instead of 202). */
 export const httpStatusKey = createContextKey<number | undefined>(undefined, { description: "REST status override" });
 
+/**
+ * Set by the call pipeline on every call with a key: its signal aborts, with
+ * the refusal as reason, once the key is revoked or loses the call's scope
+ * (docs/decisions.md#revocation). Started only when a handler asks.
+ */
+export interface CallerWatch {
+  readonly signal: AbortSignal;
+}
+
+export const callerWatchKey = createContextKey<CallerWatch | undefined>(undefined, { description: "caller watch" });
+
+/**
+ * What a call that waits (a long-poll, a watch stream) waits on: the client
+ * going away, the server stopping, or its key no longer allowing it.
+ */
+export function callSignal(ctx: HandlerContext): AbortSignal {
+  const watch = ctx.values.get(callerWatchKey);
+  return watch === undefined ? ctx.signal : AbortSignal.any([ctx.signal, watch.signal]);
+}
+
 export function callerOf(ctx: HandlerContext): Caller {
   const caller = ctx.values.get(callerKey);
   // The pipeline authenticates before any handler runs; reaching this is a wiring bug.

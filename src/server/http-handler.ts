@@ -12,7 +12,10 @@ import { ApiError } from "../model/errors.js";
 import type { Clock } from "../model/time.js";
 import type { Logger } from "../platform/logger.js";
 import { SERVICE_VERSION } from "../platform/version.js";
-import { releaseAfterResponse, watchBodyDeadline } from "./body-deadline.js";
+import { bodyReceived, continueBody, releaseAfterResponse, watchBodyDeadline } from "./http/body-deadline.js";
+import type { BodyBudget } from "./http/body-budget.js";
+import { LogLimiter } from "../platform/log-limiter.js";
+import { admitBeforeBody } from "./rpc/connect-admission.js";
 import { renderErrorDocs } from "./error-docs.js";
 import { PerBaseCache, requestBaseUrl } from "./base-url.js";
 import { buildOpenApiDocument, type OpenApiDocument } from "./docs/openapi.js";
@@ -23,6 +26,7 @@ import { checkHealth, sharedHealth, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { baseUrlKey, clientAddressKey, requestIdKey } from "../protocol/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
+import { inspectRawRequests } from "./rpc/raw-request.js";
 import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
@@ -37,6 +41,10 @@ export interface HttpHandlerOptions {
   logger: Logger;
   corsOrigins: readonly string[];
   maxBodyBytes: number;
+  /** What a request without a valid key may send (docs/operations.md#body-limits). */
+  keylessMaxBodyBytes: number;
+  /** Request bodies held at once, per key and in all; shared with /mcp. */
+  budget: BodyBudget;
   /** The whole request body must have arrived within this long (408 request_timeout otherwise). */
   bodyTimeoutMs: number;
   trustProxy: boolean;
@@ -114,9 +122,15 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     ],
     ["/llms.txt", servedPerBase("text/plain; charset=utf-8", (base) => renderLlmsTxt(services, base))],
   ]);
+  // What anyone can cause at will and is no fault of ours: a debug line, summed up (F16).
+  const quiet = new LogLimiter(logger, { intervalMs: 30_000, clock: options.clock });
+  const clientGone = (route: string) => quiet.debug("a client went away before its request was read", { route });
+  const limits = { defaultMaxBodyBytes: options.maxBodyBytes, keylessMaxBodyBytes: options.keylessMaxBodyBytes };
   const transcoder = new RestTranscoder({
     pipeline,
-    defaultMaxBodyBytes: options.maxBodyBytes,
+    ...limits,
+    budget: options.budget,
+    onClientGone: () => clientGone("rest"),
     shutdownSignal: options.shutdownSignal,
     clock: options.clock,
   });
@@ -129,8 +143,12 @@ export function createHttpHandler(options: HttpHandlerOptions) {
   const connect = connectNodeAdapter({
     routes: (router) => {
       pipeline.registerConnect(router);
+      // What protobuf-es would drop unseen ("__proto__" keys) is looked for in the body as sent (raw-request.ts).
+      inspectRawRequests(router.handlers, options.maxBodyBytes);
       // Requests Connect cannot decode never reach the pipeline: their answers get the catalog's shape here.
       normaliseDecoderErrors(router.handlers, pipeline.options.reportInternal);
+      // Judged from the headers before Connect reads a body (connect-admission.ts); wrapped last, so it runs first.
+      admitBeforeBody(router.handlers, { pipeline, budget: options.budget, ...limits });
       // gRPC server reflection: public, outside the pipeline (see reflection.ts).
       for (const path of registerReflection(router, services)) procedures.add(path);
     },
@@ -195,6 +213,10 @@ export function createHttpHandler(options: HttpHandlerOptions) {
 
     const fail = (err: unknown) => {
       if (timedOut) return;
+      if (req.destroyed && isClientAbort(err)) {
+        clientGone(route);
+        return;
+      }
       logger.error({ request_id: requestId, route, err }, "unhandled error while serving a request");
       if (!res.headersSent) sendError(res, new ApiError("internal_error"), requestId);
       else res.destroy();
@@ -311,6 +333,11 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       if (procedures.has(path)) {
         route = path;
         protocol = rpcProtocol(req);
+        // A call answered before its whole body arrived (refused from its
+        // headers, or over a limit) has the rest cut off, as REST's are.
+        cutOffUnreadBody(req, res);
+        // Connect reads the body as soon as it runs (its admission sits inside), as Node would have let it.
+        continueBody(req, res);
         connect(req, res);
         return;
       }
@@ -331,6 +358,25 @@ function sendConsoleAsset(req: NodeRequest, res: NodeResponse, file: ConsoleAsse
   res.writeHead(200, { "Content-Type": file.type, "Content-Length": file.body.length, ETag: file.etag, "Cache-Control": "no-cache" });
   // Node drops the body of a HEAD response by itself.
   res.end(file.body);
+}
+
+/** Once the answer is complete, frees an unread body: Connection: close on HTTP/1.1, RST_STREAM on HTTP/2. */
+function cutOffUnreadBody(req: NodeRequest, res: NodeResponse): void {
+  const end = res.end.bind(res) as (...args: unknown[]) => unknown;
+  (res as { end: (...args: unknown[]) => unknown }).end = (...args: unknown[]) => {
+    const unread = !bodyReceived(req);
+    if (unread && req.httpVersionMajor === 1 && !res.headersSent) res.setHeader("Connection", "close");
+    const result = end(...args);
+    // gRPC (not gRPC-Web) answers end with trailers carrying the status.
+    if (unread) releaseAfterResponse(req, res, { trailers: /^application\/grpc(?!-web)/i.test(String(req.headers["content-type"] ?? "")) });
+    return result;
+  };
+}
+
+/** How Node reports a client that went away mid-request (reset, aborted, closed early). */
+function isClientAbort(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || code === "ECONNABORTED" || message === "aborted";
 }
 
 function rpcProtocol(req: NodeRequest): string {

@@ -44,6 +44,8 @@ export class AgentbusApi {
     services: readonly DescService[],
     private readonly baseUrl: () => string,
     private readonly apiKey: string | undefined,
+    /** Sent with every call (the /mcp endpoint's mark that its request was already charged). */
+    private readonly extraHeaders: Record<string, string> = {},
   ) {
     // Each method's primary binding (the first declared).
     for (const route of routesInDeclarationOrder(services)) if (!this.routes.has(route.method)) this.routes.set(route.method, route);
@@ -63,7 +65,7 @@ export class AgentbusApi {
       return encodeURIComponent(String(value));
     });
     const url = new URL(path, this.baseUrl());
-    const headers: Record<string, string> = { Accept: "application/json" };
+    const headers: Record<string, string> = { ...this.extraHeaders, Accept: "application/json" };
     if (this.apiKey !== undefined) headers["X-API-Key"] = this.apiKey;
     if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
     let body: string | undefined;

@@ -4,14 +4,31 @@
  * request carries the API key (X-API-Key or Authorization: Bearer); a session
  * is bound to the key that opened it and acts with exactly its rights (the
  * tools call the REST API with it). As the specification asks, a request
- * whose Origin is not an allowed one is refused (DNS rebinding). Sessions are
- * bounded per process and per key, and end after an idle while.
+ * whose Origin is not an allowed one is refused (DNS rebinding).
+ *
+ * Every request is admitted before anything else happens (issue 26, F1):
+ * its key authenticated and its request budget charged, from the headers,
+ * before the body is read or a session exists, so a string that is not a
+ * key gets 401 and nothing else, and each key's requests count against its
+ * own budget. Sessions are bounded per key (by key id) and per process, end
+ * after an idle while, and end when their key is revoked (announced on the
+ * wake bus, and re-checked every few seconds in case an announcement was
+ * lost). A request whose client goes away cancels the tool calls it carried,
+ * so a waiting receive_task leases nothing to nobody (F7).
  */
-import { createHash, randomUUID } from "node:crypto";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isJSONRPCRequest, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
-import { sendError, type NodeRequest, type NodeResponse } from "../rest/transcoder.js";
+import type { Clock, Timer } from "../../model/time.js";
+import type { BodyBudget } from "../http/body-budget.js";
+import { continueBody } from "../http/body-deadline.js";
+import type { NodeRequest, NodeResponse } from "../http/node-http.js";
+import { keyRefusal, type KeyChangeFeed, type KeyChecks } from "../rpc/caller-watch.js";
+import { refuse } from "../rest/transcoder.js";
 import { AgentbusApi } from "./api.js";
 import { createMcpServer, type AgentbusMcp } from "./server.js";
 import { MCP_SERVICES } from "./services.js";
@@ -28,21 +45,39 @@ export interface McpHttpOptions {
   idleMs?: number;
   /** Largest JSON-RPC body accepted. */
   maxBodyBytes: number;
+  /** Authenticates a presented key and charges its request budget (401, 429 otherwise): the call pipeline's. */
+  admit: (key: string, headers: Headers) => Promise<AuthenticatedCaller>;
+  /** Headers the tools' calls to the REST API carry (the mark that their MCP request was charged already). */
+  internalCallHeaders?: Record<string, string>;
+  /** Whether a session's key still stands (revoked: its sessions end). */
+  keys: KeyChecks;
+  /** Where key changes are announced, by topic; none: only the periodic re-check notices them. */
+  keyChanges?: KeyChangeFeed;
+  keyTopic?: (keyId: string) => string;
+  /** How often open sessions' keys are re-checked without an announcement. */
+  keyRecheckMs?: number;
+  /** Request bodies held at once, per key and in all (shared with the RPCs). */
+  budget: BodyBudget;
+  clock: Clock;
 }
 
 interface Session {
   transport: StreamableHTTPServerTransport;
   mcp: AgentbusMcp;
-  keyHash: string;
+  keyId: string;
   lastSeen: number;
   /** Requests still open (a GET event stream waits for notifications): a session with one is not idle. */
   open: number;
 }
 
+/** The sessions of one key, and its subscription to the key's changes. */
+interface KeySessions {
+  ids: Set<string>;
+  unsubscribe: () => void;
+}
+
 /** The SDK types its listener for HTTP/1; the @hono/node-server adapter under it reads HTTP/2 requests the same way. */
 const asNodeRequest = (req: NodeRequest) => req as IncomingMessage;
-
-const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
 
 function apiKeyOf(req: NodeRequest): string | undefined {
   const header = req.headers["x-api-key"];
@@ -52,18 +87,33 @@ function apiKeyOf(req: NodeRequest): string | undefined {
   return bearer?.[1];
 }
 
+function headersOf(req: NodeRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  return headers;
+}
+
 export class McpHttpEndpoint {
   private readonly sessions = new Map<string, Session>();
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly byKey = new Map<string, KeySessions>();
+  private sweeper: Timer | undefined;
   private readonly maxSessions: number;
   private readonly maxSessionsPerKey: number;
   private readonly idleMs: number;
+  private readonly recheckMs: number;
+  /** The JSON-RPC requests of the HTTP request being handled (see handle()). */
+  private readonly inRequest = new AsyncLocalStorage<Set<RequestId>>();
+  private closed = false;
 
   constructor(private readonly options: McpHttpOptions) {
     this.maxSessions = options.maxSessions ?? 1000;
     this.maxSessionsPerKey = options.maxSessionsPerKey ?? 32;
     this.idleMs = options.idleMs ?? 30 * 60_000;
-    this.sweeper = setInterval(() => this.closeIdle(), Math.min(60_000, this.idleMs)).unref();
+    this.recheckMs = options.keyRecheckMs ?? 5_000;
+    this.sweep();
   }
 
   get sessionCount(): number {
@@ -73,50 +123,68 @@ export class McpHttpEndpoint {
   async handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
     const origin = req.headers.origin;
     if (typeof origin === "string" && !this.options.corsOrigins.includes("*") && !this.options.corsOrigins.includes(origin)) {
-      sendError(res, new ApiError("origin_not_allowed", `Requests from ${origin} are not allowed`), requestId);
+      refuse(req, res, new ApiError("origin_not_allowed", `Requests from ${origin} are not allowed`), requestId);
       return;
     }
     const key = apiKeyOf(req);
     if (key === undefined) {
-      sendError(res, new ApiError("unauthorized", "/mcp needs an API key: X-API-Key: <key> or Authorization: Bearer <key>"), requestId);
+      refuse(req, res, new ApiError("unauthorized", "/mcp needs an API key: X-API-Key: <key> or Authorization: Bearer <key>"), requestId);
       return;
     }
-    const keyHash = hashKey(key);
+    let caller: AuthenticatedCaller;
+    const account = this.options.budget;
+    try {
+      caller = await this.options.admit(key, headersOf(req));
+    } catch (err) {
+      refuse(req, res, err instanceof ApiError ? err : new ApiError("unauthorized"), requestId);
+      return;
+    }
+    // The body the SDK will read, held to the limit and charged to the key's share up front.
+    const declared = Number(req.headers["content-length"] ?? NaN);
+    const charge = req.method === "POST" ? Math.min(Number.isFinite(declared) ? declared : this.options.maxBodyBytes, this.options.maxBodyBytes) : 0;
+    const budget = account.open(caller.keyId);
+    try {
+      budget.charge(charge);
+    } catch (err) {
+      budget.release();
+      refuse(req, res, err as ApiError, requestId);
+      return;
+    }
+    res.once("close", () => budget.release());
+    continueBody(req, res);
+
     const sessionId = req.headers["mcp-session-id"];
     if (typeof sessionId === "string") {
       const session = this.sessions.get(sessionId);
       // Another key's session is as unknown as a closed one.
-      if (session === undefined || session.keyHash !== keyHash) {
-        sendError(res, new ApiError("mcp_session_not_found"), requestId);
+      if (session === undefined || session.keyId !== caller.keyId) {
+        refuse(req, res, new ApiError("mcp_session_not_found"), requestId);
         return;
       }
-      session.lastSeen = Date.now();
+      session.lastSeen = this.options.clock.monotonicMs();
       session.open++;
       res.once("close", () => {
         session.open--;
-        session.lastSeen = Date.now();
+        session.lastSeen = this.options.clock.monotonicMs();
       });
-      await session.transport.handleRequest(asNodeRequest(req), res as ServerResponse);
+      await this.serve(session.transport, req, res);
       return;
     }
     if (req.method !== "POST") {
-      sendError(res, new ApiError("mcp_session_not_found", "Send Mcp-Session-Id: a session starts with a POST of initialize"), requestId);
+      refuse(req, res, new ApiError("mcp_session_not_found", "Send Mcp-Session-Id: a session starts with a POST of initialize"), requestId);
       return;
     }
-    let ofKey = 0;
-    for (const s of this.sessions.values()) if (s.keyHash === keyHash) ofKey++;
+    const ofKey = this.byKey.get(caller.keyId)?.ids.size ?? 0;
     if (this.sessions.size >= this.maxSessions || ofKey >= this.maxSessionsPerKey) {
       const limit = ofKey >= this.maxSessionsPerKey ? `${this.maxSessionsPerKey} per key` : `${this.maxSessions} per process`;
-      sendError(res, new ApiError("too_many_mcp_sessions", `Too many MCP sessions are open (${limit})`, { headers: { "Retry-After": "60" } }), requestId);
+      refuse(req, res, new ApiError("too_many_mcp_sessions", `Too many MCP sessions are open (${limit})`, { headers: { "Retry-After": "60" } }), requestId);
       return;
     }
-    const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key));
+    const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders));
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       maxRequestBodySize: this.options.maxBodyBytes,
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, { transport, mcp, keyHash, lastSeen: Date.now(), open: 0 });
-      },
+      onsessioninitialized: (id) => this.remember(id, { transport, mcp, keyId: caller.keyId, lastSeen: this.options.clock.monotonicMs(), open: 0 }),
       onsessionclosed: (id) => this.forget(id),
     });
     transport.onclose = () => {
@@ -124,33 +192,104 @@ export class McpHttpEndpoint {
       mcp.stop();
     };
     await mcp.server.connect(transport);
-    await transport.handleRequest(asNodeRequest(req), res as ServerResponse);
+    this.trackRequests(transport);
+    await this.serve(transport, req, res);
     // Not an initialize: the transport refused it and no session began.
     if (transport.sessionId === undefined || !this.sessions.has(transport.sessionId)) await mcp.server.close();
+  }
+
+  /**
+   * Runs one HTTP request through the session's transport. The JSON-RPC
+   * requests it carries are noted (trackRequests) so that, should the client
+   * go away before the answer is out, they are cancelled as if the client
+   * had sent notifications/cancelled: their tool calls stop, and a waiting
+   * receive leases nothing.
+   */
+  private async serve(transport: StreamableHTTPServerTransport, req: NodeRequest, res: NodeResponse): Promise<void> {
+    const carried = new Set<RequestId>();
+    res.once("close", () => {
+      if (res.writableFinished) return;
+      for (const id of carried) transport.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "the client went away" } });
+    });
+    await this.inRequest.run(carried, () => transport.handleRequest(asNodeRequest(req), res as ServerResponse));
+  }
+
+  /** Notes each JSON-RPC request the transport hands on, in the HTTP request that carried it. */
+  private trackRequests(transport: StreamableHTTPServerTransport): void {
+    const deliver = transport.onmessage;
+    transport.onmessage = (message: JSONRPCMessage, extra) => {
+      if (isJSONRPCRequest(message)) this.inRequest.getStore()?.add(message.id);
+      deliver?.(message, extra);
+    };
+  }
+
+  private remember(id: string, session: Session): void {
+    this.sessions.set(id, session);
+    let ofKey = this.byKey.get(session.keyId);
+    if (ofKey === undefined) {
+      const keyId = session.keyId;
+      const topic = this.options.keyTopic?.(keyId);
+      const unsubscribe = topic === undefined ? undefined : this.options.keyChanges?.subscribe(topic, () => void this.recheck(keyId, true));
+      ofKey = { ids: new Set(), unsubscribe: unsubscribe ?? (() => {}) };
+      this.byKey.set(keyId, ofKey);
+    }
+    ofKey.ids.add(id);
   }
 
   private forget(id: string): void {
     const session = this.sessions.get(id);
     if (session === undefined) return;
     this.sessions.delete(id);
+    const ofKey = this.byKey.get(session.keyId);
+    ofKey?.ids.delete(id);
+    if (ofKey !== undefined && ofKey.ids.size === 0) {
+      ofKey.unsubscribe();
+      this.byKey.delete(session.keyId);
+    }
     session.mcp.stop();
   }
 
-  private closeIdle(): void {
-    const before = Date.now() - this.idleMs;
-    for (const [id, session] of this.sessions) {
-      if (session.open === 0 && session.lastSeen < before) {
-        this.forget(id);
-        void session.mcp.server.close();
-      }
+  private end(id: string): void {
+    const session = this.sessions.get(id);
+    if (session === undefined) return;
+    this.forget(id);
+    // Closing the transport ends its open event streams: the client sees the session gone.
+    void session.transport.close().catch(() => undefined);
+    void session.mcp.server.close().catch(() => undefined);
+  }
+
+  /** Ends every session of the key once it no longer stands (revoked). */
+  private async recheck(keyId: string, fresh: boolean): Promise<void> {
+    try {
+      const refusal = await keyRefusal(this.options.keys, { keyId, agentLabel: "", ownerId: "" }, "any_key", fresh);
+      if (refusal === undefined) return;
+    } catch {
+      // The database did not answer: the next re-check decides.
+      return;
     }
+    for (const id of [...(this.byKey.get(keyId)?.ids ?? [])]) this.end(id);
+  }
+
+  /** Every few seconds: idle sessions end, and every session key is re-checked (through the key cache). */
+  private sweep(): void {
+    if (this.closed) return;
+    this.sweeper = this.options.clock.setTimer(
+      Math.min(this.recheckMs, this.idleMs),
+      () => {
+        const before = this.options.clock.monotonicMs() - this.idleMs;
+        for (const [id, session] of this.sessions) if (session.open === 0 && session.lastSeen < before) this.end(id);
+        void Promise.all([...this.byKey.keys()].map((keyId) => this.recheck(keyId, false))).finally(() => this.sweep());
+      },
+      { unref: true },
+    );
   }
 
   /** Ends every session (shutdown). */
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.closed = true;
+    this.sweeper?.cancel();
     const all = [...this.sessions.values()];
-    this.sessions.clear();
+    for (const id of [...this.sessions.keys()]) this.forget(id);
     await Promise.all(all.map(async (s) => (s.mcp.stop(), s.mcp.server.close())));
   }
 }

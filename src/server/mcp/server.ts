@@ -95,8 +95,14 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
         if (typeof page.next_cursor === "string") cursor = page.next_cursor;
         backoffMs = 1000;
         await notSpinning(arrived, started, signal);
-      } catch {
+      } catch (err) {
         if (signal.aborted) return;
+        // The key no longer may read the channel (revoked, narrowed, removed): following ends.
+        if (err instanceof ApiCallError && (err.status === 401 || err.status === 403)) {
+          followers.get(uri)?.abort();
+          followers.delete(uri);
+          return;
+        }
         await pause(backoffMs, signal);
         backoffMs = Math.min(backoffMs * 2, 30_000);
       }

@@ -5,13 +5,15 @@
  */
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { NodeRequest, NodeResponse } from "../http/node-http.js";
 import type { HttpBody } from "../../../gen/google/api/httpbody_pb.js";
 import { ApiError } from "../../model/errors.js";
 import type { Clock, Timer } from "../../model/time.js";
 import { rulesOf } from "../rpc/method-rules.js";
-import { baseUrlKey, clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
+import { bodyLimit, type BodyLimits } from "../rpc/body-limits.js";
+import { baseUrlKey, callerKey, clientAddressKey, httpStatusKey, requestIdKey, streamOpenKey } from "../../protocol/context.js";
+import { bodyReceived, continueBody, releaseAfterResponse } from "../http/body-deadline.js";
+import { KEYLESS_ACCOUNT, type BodyAccount, type BodyBudget } from "../http/body-budget.js";
 import type { CallPipeline } from "../rpc/pipeline.js";
 import { serialiseOnce } from "../../protocol/shared-response.js";
 import { toRestError } from "../rpc/errors.js";
@@ -20,8 +22,7 @@ import { decodeRequest } from "./json-codec.js";
 import { renderMessageJson } from "../../protocol/json-render-text.js";
 import type { RestRoute } from "./routes.js";
 
-export type NodeRequest = IncomingMessage | Http2ServerRequest;
-export type NodeResponse = ServerResponse | Http2ServerResponse;
+export type { NodeRequest, NodeResponse } from "../http/node-http.js";
 
 export interface RequestInfo {
   requestId: string;
@@ -31,9 +32,12 @@ export interface RequestInfo {
   url: URL;
 }
 
-export interface TranscoderOptions {
+export interface TranscoderOptions extends BodyLimits {
   pipeline: CallPipeline;
-  defaultMaxBodyBytes: number;
+  /** Request bodies held at once, per key and in all. */
+  budget: BodyBudget;
+  /** A client went away while its body arrived (logged quietly by the caller). */
+  onClientGone?: (err: ClientGone) => void;
   shutdownSignal: AbortSignal;
   /** Times the keep-alive comments of event streams. */
   clock: Clock;
@@ -73,18 +77,39 @@ export function sendError(res: NodeResponse, err: ApiError, requestId: string, h
   sendJson(res, rest.status, rest.body, { ...rest.headers, ...headers });
 }
 
-/** Reads the body up to `limit` bytes; 413 beyond it, without buffering the excess. */
-async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
+/**
+ * The client went away while its body was arriving: nothing to answer, and
+ * no error of ours (docs/operations.md#logs: a debug line, never a stack).
+ */
+export class ClientGone extends Error {
+  constructor(cause: unknown) {
+    super("the client went away before its request body arrived", { cause });
+    this.name = "ClientGone";
+  }
+}
+
+/**
+ * Reads the body up to `limit` bytes, charging each chunk to `account` as it
+ * arrives; 413 beyond the limit and the budget's refusal beyond it, both
+ * without buffering the excess.
+ */
+async function readBody(req: NodeRequest, limit: number, account: BodyAccount): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? "0");
   const tooLarge = () =>
     new ApiError("payload_too_large", `The request body exceeds ${limit} bytes`, { details: { max_body_bytes: limit } });
   if (declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge();
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge();
+      account.charge(chunk.length);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ClientGone(err);
   }
   return Buffer.concat(chunks);
 }
@@ -104,10 +129,22 @@ export class RestTranscoder {
   async handle(req: NodeRequest, res: NodeResponse, route: RestRoute, pathParams: Record<string, string>, info: RequestInfo): Promise<void> {
     const method = route.method;
     const rules = rulesOf(method);
+    const values = createContextValues().set(requestIdKey, info.requestId).set(clientAddressKey, info.clientAddress).set(baseUrlKey, info.baseUrl);
+    const ctx = new RestCallContext(method, req.method ?? "GET", headersOf(req), values, info.url, this.options.shutdownSignal);
+    const onClose = () => ctx.clientClosed();
+    res.once("close", onClose);
+    let account: BodyAccount | undefined;
     try {
+      // The key is judged from the headers before a byte of the body is read.
+      await this.options.pipeline.admitEarly(method, ctx);
+      const caller = ctx.values.get(callerKey);
       let body: unknown;
-      if (route.bodyField !== "") body = parseJson(await readBody(req, rules.maxBodyBytes || this.options.defaultMaxBodyBytes));
-      else if (req.headers["content-length"] && Number(req.headers["content-length"]) > this.options.defaultMaxBodyBytes) {
+      if (route.bodyField !== "") {
+        account = this.options.budget.open(caller?.keyId ?? KEYLESS_ACCOUNT);
+        const limit = bodyLimit(rules, caller !== undefined, this.options);
+        if (Number(req.headers["content-length"] ?? "0") <= limit) continueBody(req, res);
+        body = parseJson(await readBody(req, limit, account));
+      } else if (req.headers["content-length"] && Number(req.headers["content-length"]) > this.options.defaultMaxBodyBytes) {
         throw new ApiError("payload_too_large");
       }
       const request = decodeRequest(method.input, {
@@ -117,57 +154,40 @@ export class RestTranscoder {
         bodyField: route.bodyField,
         rejectUnknownBodyFields: rules.rejectUnknownFields,
       });
-      if (method.methodKind === "server_streaming") await this.callStream(req, res, method, request, info);
-      else await this.callUnary(req, res, method, request, rules.successStatus, info);
+      if (method.methodKind === "server_streaming") await this.callStream(res, method, request, ctx);
+      else await this.callUnary(res, method, request, rules.successStatus, ctx, info);
     } catch (err) {
-      if (err instanceof ApiError) sendError(res, err, info.requestId);
+      if (err instanceof ClientGone) this.options.onClientGone?.(err);
+      else if (err instanceof ApiError) refuse(req, res, err, info.requestId, headersObject(ctx.responseHeader));
       else throw err;
-    }
-  }
-
-  private async callStream(req: NodeRequest, res: NodeResponse, method: DescMethod, request: Message, info: RequestInfo): Promise<void> {
-    let open!: () => void;
-    const opened = new Promise<void>((resolve) => (open = resolve));
-    const values = createContextValues()
-      .set(requestIdKey, info.requestId)
-      .set(clientAddressKey, info.clientAddress)
-      .set(baseUrlKey, info.baseUrl)
-      .set(streamOpenKey, () => open());
-    const headers = headersOf(req);
-    // EventSource reconnects with the id of the last event it saw.
-    const lastEventId = headers.get("last-event-id");
-    const sinceField = method.input.fields.find((f) => f.name === "since");
-    if (lastEventId && sinceField) (request as unknown as Record<string, unknown>)[sinceField.localName] = lastEventId;
-    const ctx = new RestCallContext(method, req.method ?? "GET", headers, values, info.url, this.options.shutdownSignal);
-    const onClose = () => ctx.clientClosed();
-    res.once("close", onClose);
-    try {
-      await streamEvents(res, this.options.pipeline.callStream(method, request, ctx), (item) => streamEvent(method, item), opened, this.options.clock);
-    } catch (err) {
-      if (!res.headersSent) sendError(res, err as ApiError, info.requestId);
-      else {
-        const e = err as ApiError;
-        writeText(res, `event: error\ndata: ${JSON.stringify({ error: e.code, message: e.message })}\n\n`);
-        res.end();
-      }
     } finally {
+      account?.release();
       res.off("close", onClose);
       ctx.end();
     }
   }
 
-  private async callUnary(
-    req: NodeRequest,
-    res: NodeResponse,
-    method: DescMethod,
-    request: Message,
-    successStatus: number,
-    info: RequestInfo,
-  ): Promise<void> {
-    const values = createContextValues().set(requestIdKey, info.requestId).set(clientAddressKey, info.clientAddress).set(baseUrlKey, info.baseUrl);
-    const ctx = new RestCallContext(method, req.method ?? "GET", headersOf(req), values, info.url, this.options.shutdownSignal);
-    const onClose = () => ctx.clientClosed();
-    res.once("close", onClose);
+  private async callStream(res: NodeResponse, method: DescMethod, request: Message, ctx: RestCallContext): Promise<void> {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    ctx.values.set(streamOpenKey, () => open());
+    // EventSource reconnects with the id of the last event it saw.
+    const lastEventId = ctx.requestHeader.get("last-event-id");
+    const sinceField = method.input.fields.find((f) => f.name === "since");
+    if (lastEventId && sinceField) (request as unknown as Record<string, unknown>)[sinceField.localName] = lastEventId;
+    try {
+      await streamEvents(res, this.options.pipeline.callStream(method, request, ctx), (item) => streamEvent(method, item), opened, this.options.clock);
+    } catch (err) {
+      if (!res.headersSent) sendError(res, err as ApiError, ctx.values.get(requestIdKey));
+      else {
+        const e = err as ApiError;
+        writeText(res, `event: error\ndata: ${JSON.stringify({ error: e.code, message: e.message })}\n\n`);
+        res.end();
+      }
+    }
+  }
+
+  private async callUnary(res: NodeResponse, method: DescMethod, request: Message, successStatus: number, ctx: RestCallContext, info: RequestInfo): Promise<void> {
     try {
       // An init shape or a message: renderMessage reads both, so the REST
       // path skips create()'s copy of the response.
@@ -187,11 +207,20 @@ export class RestTranscoder {
     } catch (err) {
       // The pipeline only throws ApiError; headers set before the failure still apply.
       sendError(res, err as ApiError, info.requestId, headersObject(ctx.responseHeader));
-    } finally {
-      res.off("close", onClose);
-      ctx.end();
     }
   }
+}
+
+/**
+ * Answers a refused request. One refused before its body was read (the
+ * key, the budget, the size) is also cut off, so the client stops sending
+ * and the connection holds nothing more: HTTP/1.1 closes after the answer,
+ * HTTP/2 resets the stream (the connection and its other streams stay).
+ */
+export function refuse(req: NodeRequest, res: NodeResponse, err: ApiError, requestId: string, headers: Record<string, string> = {}): void {
+  const unread = !bodyReceived(req);
+  sendError(res, err, requestId, unread && req.httpVersionMajor === 1 ? { ...headers, Connection: "close" } : headers);
+  if (unread) releaseAfterResponse(req, res);
 }
 
 /**
