@@ -22,6 +22,8 @@ import { AsyncJobs } from "./domain/jobs.js";
 import { SecurityAudit } from "./domain/audit.js";
 import { keyChangeTopic, Keys } from "./domain/keys.js";
 import { Sessions } from "./domain/sessions.js";
+import { Quotas } from "./domain/quotas.js";
+import { PgQuotaStore } from "./store/quotas.js";
 import { Membership } from "./domain/membership.js";
 import { Messages } from "./domain/messages.js";
 import { WebhookDeliveryLog } from "./domain/webhook-deliveries.js";
@@ -159,6 +161,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
   const forget = () => views.clear();
   const channelStore = new PgChannelStore(db, forget);
   const actors = new Actors(new PgActorStore(db), (fn) => db.afterCommit(fn));
+  const quotas = new Quotas(new PgQuotaStore(db), config.quotas, clock);
   const messages = new Messages(new PgMessageStore(db), channelStore, actors, clock, {
     maxContentBytes: config.maxContentBytes,
     bus,
@@ -168,11 +171,12 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     longPollMaxWaitersPerKey: config.longPollMaxWaitersPerKey,
     meter,
     views,
+    quotas,
   });
   const webhookStore = new PgWebhookStore(db);
   return {
     keys,
-    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }),
+    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }, quotas),
     membership: new Membership(new PgMembershipStore(db, forget), channelStore, audit, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
     webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
@@ -184,6 +188,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),
     sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
     audit,
+    quotas,
   };
 }
 

@@ -21,6 +21,7 @@ import {
 } from "../model/channels.js";
 import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
+import { quotaExceeded } from "./quotas.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
@@ -512,6 +513,8 @@ export class Channels {
   constructor(
     private readonly store: ChannelStore,
     private readonly defaults: ChannelDefaults,
+    /** The channel quota per key (docs/decisions.md#quotas); none by default. */
+    private readonly quotas?: { channelLimit(caller: Caller): Promise<number | null> },
   ) {}
 
   /** Creates a channel owned by the caller's key, which becomes its first member. */
@@ -520,7 +523,9 @@ export class Channels {
     await checkMetadataSchema(caller.keyId, channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
     if (input.deadLetterChannel !== undefined) channel.deadLetterChannelId = await this.resolveDeadLetterChannel(caller, input.deadLetterChannel, undefined);
-    const created = await this.store.create(channel, relatedIds, caller);
+    const limit = (await this.quotas?.channelLimit(caller)) ?? null;
+    const created = await this.store.create(channel, relatedIds, caller, limit);
+    if (created === "quota_exceeded") throw quotaExceeded("channels", limit!, limit!, 1);
     // Written and read in one transaction: a miss would mean it was deleted concurrently.
     if (!created) throw channelNotFound(channel.name);
     return created;

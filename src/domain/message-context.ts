@@ -40,6 +40,8 @@ export interface MessagesOptions {
   meter?: QueueMeter;
   /** Channel lookups of the hot paths, remembered for a moment (docs/decisions.md#channel-view-cache); none by default. */
   views?: ChannelViewCache;
+  /** Refuses posts past the author's storage quotas (docs/decisions.md#quotas); none by default. */
+  quotas?: { admitMessages(caller: Caller, messages: number, bytes: number): Promise<void> };
 }
 
 export class MessageContext {

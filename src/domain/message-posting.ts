@@ -37,7 +37,9 @@ export class MessagePosting {
     // bad request whichever channel it names.
     const body = this.checkBody(input);
     const channel = await this.ctx.usableChannel(caller, identifier);
-    const result = await this.ctx.store.create(await this.prepare(caller, channel, input, body));
+    const draft = await this.prepare(caller, channel, input, body);
+    await this.ctx.options.quotas?.admitMessages(caller, 1, storedBytes(draft));
+    const result = await this.ctx.store.create(draft);
     if (result.outcome !== "created") throw refusal(result, channel);
     this.ctx.announce(channel.id);
     return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
@@ -57,6 +59,7 @@ export class MessagePosting {
     for (const [index, input] of inputs.entries()) {
       drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!)));
     }
+    await this.ctx.options.quotas?.admitMessages(caller, drafts.length, drafts.reduce((sum, d) => sum + storedBytes(d), 0));
     const result = await this.ctx.store.createAll(channel.id, drafts);
     if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
     this.ctx.announce(channel.id);
@@ -107,3 +110,6 @@ export class MessagePosting {
     };
   }
 }
+
+/** What a message counts against its author's stored-bytes quota: its content and metadata (docs/decisions.md#quotas). */
+const storedBytes = (draft: NewMessage): number => byteLength(draft.content) + byteLength(JSON.stringify(draft.metadata));

@@ -58,6 +58,7 @@ export const errorCatalog = {
   admin_disabled: spec(403, "permission_denied", "Admin routes are disabled on this instance", "Set AGENTBUS_ADMIN_TOKEN to enable them."),
   insufficient_scope: spec(403, "permission_denied", "This key's scopes do not allow this call", "Use a key that holds the scope in required_scope; GET /v1/keys/me lists what this key holds. A key cannot widen its own scopes: the operator mints scoped keys with POST /v1/admin/keys."),
   scope_widening: spec(403, "permission_denied", "A key can give up scopes but not gain them", "Send a subset of granted_scopes; for more rights use a key that holds them."),
+  quota_exceeded: spec(403, "resource_exhausted", "This key's storage quota does not allow this", "See your quotas at GET /v1/keys/me. Free room by deleting channels or retracting messages you no longer need, or wait for messages to expire (their TTL) and their history to pass its retention; the operator can raise this key's quota (PUT /v1/admin/keys/{key_id}/quotas)."),
   // 404
   not_found: spec(404, "not_found", "No such route", "See /openapi.json for the routes this service offers."),
   channel_not_found: spec(404, "not_found", "Channel not found", "Check the channel id, alias or name (names resolve only for channels your key created); discover channels with GET /v1/channels."),
@@ -69,6 +70,7 @@ export const errorCatalog = {
   mcp_session_not_found: spec(404, "not_found", "No such MCP session", "Start a new session: send initialize without an Mcp-Session-Id header, with the same API key."),
   session_not_found: spec(404, "not_found", "Session not found", "Use a session id your key's owner created or was given (GET /v1/sessions lists them); sessions expire ttl_seconds after their last change."),
   job_not_found: spec(404, "not_found", "Job not found", "Use the job_id returned when you submitted the job, with the same key."),
+  key_not_found: spec(404, "not_found", "No such key", "Use the key's public id (ak_…), as GET /v1/keys/me or the security audit shows it."),
   // 405
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
   // 409
@@ -143,6 +145,7 @@ export const errorCatalog = {
   metadata_too_large: spec(422, "invalid_argument", "The metadata is too large", "Keep metadata within 16 KiB."),
   state_too_large: spec(422, "invalid_argument", "The session state is too large", "Keep a session's state within 64 KiB of JSON; store large data elsewhere and keep a link in the state."),
   invalid_scopes: INVALID("scopes", "Use scope names from valid_scopes, e.g. [\"messages:read\", \"messages:claim\"]."),
+  invalid_quota: INVALID("quota", "Give a whole number 0 or more (0: unlimited), or leave the quota out for the service's default."),
   result_too_large: spec(422, "invalid_argument", "The result is too large", "Keep a result within 64 KiB of UTF-8, or store large output elsewhere and send a link."),
   metadata_validation_failed: spec(422, "invalid_argument", "The metadata does not match the channel's metadata_schema", "Fix the fields listed in `violations`; read the schema with GET /v1/channels/{identifier}."),
   idempotent_wait: spec(422, "invalid_argument", "A request with an Idempotency-Key cannot wait", "Leave 'wait' out (or 0) when sending an Idempotency-Key, or long-poll without the key."),

@@ -54,6 +54,12 @@ const schema = z.object({
   // requests together: uploads in parallel cannot pin more of the process's memory.
   AGENTBUS_MAX_BUFFERED_BYTES_PER_KEY: positiveInt.default(32 * 1024 * 1024),
   AGENTBUS_MAX_BUFFERED_BYTES: positiveInt.default(256 * 1024 * 1024),
+  // Storage quotas per key (docs/decisions.md#quotas), sized for a public deployment where
+  // anyone may mint keys: what a key's messages may take (live and in history, which is kept
+  // for days), how many may be live, how many channels it may own; 0 turns one off.
+  AGENTBUS_QUOTA_STORED_BYTES: nonNegativeInt.default(256 * 1024 * 1024),
+  AGENTBUS_QUOTA_LIVE_MESSAGES: nonNegativeInt.default(250_000),
+  AGENTBUS_QUOTA_CHANNELS: nonNegativeInt.default(1_000),
   // A request body must arrive whole within this many seconds (408 request_timeout), so a
   // client trickling bytes cannot hold a connection or an HTTP/2 stream; generous for slow links.
   AGENTBUS_BODY_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
@@ -217,6 +223,8 @@ export interface Config {
   keylessMaxBodyBytes: number;
   maxBufferedBytesPerKey: number;
   maxBufferedBytes: number;
+  /** Default storage quotas per key; null: unlimited. */
+  quotas: { stored_bytes: number | null; live_messages: number | null; channels: number | null };
   bodyTimeoutMs: number;
   http2MaxStreams: number;
   shutdownGraceMs: number;
@@ -308,6 +316,11 @@ export function loadConfig(env: Env = process.env): Config {
     keylessMaxBodyBytes: c.AGENTBUS_KEYLESS_MAX_BODY_BYTES,
     maxBufferedBytesPerKey: c.AGENTBUS_MAX_BUFFERED_BYTES_PER_KEY,
     maxBufferedBytes: c.AGENTBUS_MAX_BUFFERED_BYTES,
+    quotas: {
+      stored_bytes: c.AGENTBUS_QUOTA_STORED_BYTES || null,
+      live_messages: c.AGENTBUS_QUOTA_LIVE_MESSAGES || null,
+      channels: c.AGENTBUS_QUOTA_CHANNELS || null,
+    },
     bodyTimeoutMs: Math.round(c.AGENTBUS_BODY_TIMEOUT_SECONDS * 1000),
     http2MaxStreams: c.AGENTBUS_HTTP2_MAX_STREAMS,
     logRepeatIntervalMs: Math.round(c.AGENTBUS_LOG_REPEAT_INTERVAL_SECONDS * 1000),

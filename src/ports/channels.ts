@@ -28,7 +28,12 @@ export interface ChannelStore {
   /** For each ref (channel id or alias), the channel id it names, or null; in input order. */
   resolveRefs(refs: readonly string[]): Promise<Array<string | null>>;
   /** Creates the channel with `owner` as owner and first member, linked to relatedIds; returns it as GET renders it. */
-  create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined>;
+  /**
+   * Creates the channel, unless its owner already owns `maxOwned` channels
+   * (null: no limit; counted where creates are serialised, so concurrent
+   * ones cannot overshoot).
+   */
+  create(channel: NewChannel, relatedIds: readonly string[], owner: Caller, maxOwned?: number | null): Promise<ChannelResource | "quota_exceeded" | undefined>;
   /** Discoverable channels, newest first, created before `before` when given. */
   discover(callerKeyId: string, before: Micros | undefined, limit: number): Promise<ChannelSummary[]>;
   /** The channels the key created or is a member of, created before `before`, newest first. */

@@ -6,11 +6,12 @@ import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import { ApiError } from "../model/errors.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
-import { renderIssuedKey } from "./key-service.js";
+import { renderIssuedKey, renderQuotas } from "./key-service.js";
+import type { Quotas } from "../domain/quotas.js";
 import { renderChannel } from "./render-channel.js";
 import { renderAuditPage } from "./security-service.js";
 
-export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting, audit: SecurityAudit): ServiceEntry {
+export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMinting, audit: SecurityAudit, quotas: Quotas): ServiceEntry {
   return serviceEntry(AdminService, {
     async pauseChannel(request) {
       return renderChannel(await admin.pause(request.identifier));
@@ -29,6 +30,13 @@ export function adminService(admin: ChannelAdmin, keys: Keys, minting: PublicMin
     },
     async getPublicMinting() {
       return { publicMintingEnabled: await minting.enabled() };
+    },
+    async setKeyQuotas(request) {
+      const given = { stored_bytes: request.storedBytes, live_messages: request.liveMessages, channels: request.channels };
+      const overrides = Object.fromEntries(Object.entries(given).flatMap(([name, value]) => (value === undefined ? [] : [[name, Number(value)]])));
+      const report = await quotas.setLimits(request.keyId, overrides);
+      if (report === undefined) throw new ApiError("key_not_found", `No key has the id '${request.keyId.slice(0, 64)}'`);
+      return renderQuotas(report);
     },
     async listAuditEvents(request) {
       return renderAuditPage(await audit.listAll(request.ownerId, { cursor: request.cursor, limit: request.limit }));

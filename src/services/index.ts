@@ -17,6 +17,7 @@ import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { Sessions } from "../domain/sessions.js";
+import type { Quotas } from "../domain/quotas.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
@@ -48,6 +49,7 @@ export interface Domain {
   minting: PublicMinting;
   sessions: Sessions;
   audit: SecurityAudit;
+  quotas: Quotas;
 }
 
 export interface ServiceDependencies {
@@ -61,7 +63,7 @@ export interface ServiceDependencies {
 
 export function createServices({ domain, clock, config, mintLimiter, pdfAvailable }: ServiceDependencies): ServiceEntry[] {
   return [
-    keyService(domain.keys, mintLimiter, domain.minting),
+    keyService(domain.keys, mintLimiter, domain.minting, domain.quotas),
     serviceEntry(ChannelService, {
       ...channelHandlers(domain.channels),
       ...membershipHandlers(domain.membership),
@@ -70,7 +72,7 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     }),
     messageService(domain.messages, clock),
     actorService(domain.actors, domain.actorWebhooks),
-    adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit),
+    adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit, domain.quotas),
     sessionService(domain.sessions),
     securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),

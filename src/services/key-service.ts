@@ -3,6 +3,8 @@ import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { ApiError } from "../model/errors.js";
 import type { IssuedKey, Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
+import type { KeyQuotaReport, Quotas } from "../domain/quotas.js";
+import type { QuotaName } from "../model/quotas.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { KeyRecord } from "../model/keys.js";
 import { effectiveScopes, type KeyScopes } from "../model/scopes.js";
@@ -22,7 +24,7 @@ export const renderIssuedKey = (issued: IssuedKey) => ({
 /** A key's scopes as IssuedKey and KeyInfo show them: what it holds, and whether that is a chosen set. */
 export const renderScopes = (scopes: KeyScopes) => ({ scopes: [...effectiveScopes(scopes)], scopesRestricted: scopes !== null });
 
-const renderKeyInfo = (record: KeyRecord, budget: RequestBudget | undefined) => ({
+const renderKeyInfo = (record: KeyRecord, budget: RequestBudget | undefined, quotas: KeyQuotaReport) => ({
   keyId: record.keyId,
   agentLabel: record.agentLabel,
   ownerId: record.ownerId,
@@ -30,9 +32,16 @@ const renderKeyInfo = (record: KeyRecord, budget: RequestBudget | undefined) => 
   createdAt: toProtoTimestamp(record.createdAt),
   rateLimit: budget,
   ...renderScopes(record.scopes),
+  quotas: renderQuotas(quotas),
 });
 
-export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting): ServiceEntry {
+/** A key's quotas as KeyInfo and the admin's answer show them. */
+export const renderQuotas = ({ usage, limits }: KeyQuotaReport) => {
+  const one = (name: QuotaName) => ({ used: BigInt(usage[name]), limit: limits[name] === null ? undefined : BigInt(limits[name]) });
+  return { storedBytes: one("stored_bytes"), liveMessages: one("live_messages"), channels: one("channels") };
+};
+
+export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting, quotas: Quotas): ServiceEntry {
   return serviceEntry(KeyService, {
     async createKey(request, ctx) {
       // A closed service refuses before the mint limit is touched.
@@ -58,11 +67,15 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
     },
 
     async getCurrentKey(_request, ctx) {
-      return renderKeyInfo(await keys.describe(callerOf(ctx)), ctx.values.get(requestBudgetKey));
+      const caller = callerOf(ctx);
+      const [record, report] = await Promise.all([keys.describe(caller), quotas.report(caller.keyId)]);
+      return renderKeyInfo(record, ctx.values.get(requestBudgetKey), report);
     },
 
     async setCurrentKeyScopes(request, ctx) {
-      return renderKeyInfo(await keys.narrowScopes(callerOf(ctx), request.scopes), ctx.values.get(requestBudgetKey));
+      const caller = callerOf(ctx);
+      const record = await keys.narrowScopes(caller, request.scopes);
+      return renderKeyInfo(record, ctx.values.get(requestBudgetKey), await quotas.report(caller.keyId));
     },
 
     async revokeCurrentKey(_request, ctx) {

@@ -145,6 +145,20 @@ export function buildProgram(io: Io): Command {
       const issued = await (await api(false)).call(KeyService.method.createKey, { agent_label: opts.label });
       io.out(opts.json ? JSON.stringify(issued) : String(issued.key ?? ""));
     });
+  key
+    .command("show")
+    .description("show the key in use: its label, scopes, request budget and storage quotas (used of limit)")
+    .option("--json", "print the whole answer as JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const info = await (await api()).call(KeyService.method.getCurrentKey, {});
+      if (opts.json) {
+        io.out(JSON.stringify(info));
+        return;
+      }
+      io.out(`${String(info.key_id)}  ${String(info.agent_label)}  scopes: ${((info.scopes ?? []) as string[]).join(" ")}`);
+      const quotas = (info.quotas ?? {}) as Record<string, { used: number; limit: number | null }>;
+      for (const [name, q] of Object.entries(quotas)) io.out(`${name}: ${q.used} of ${q.limit ?? "unlimited"}`);
+    });
 
   const channel = program.command("channel").description("channels");
   channel

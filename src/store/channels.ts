@@ -165,8 +165,13 @@ const CHANNEL_CREATE_LOCK = "7018141376633893235"; // "agentbus" as a 64-bit int
  * its links. Must run inside a transaction (the advisory lock is held until
  * it commits). Returns the new id.
  */
-export async function insertChannel(db: Db, channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<string> {
+export async function insertChannel(db: Db, channel: NewChannel, relatedIds: readonly string[], owner: Caller, maxOwned: number | null = null): Promise<string | "quota_exceeded"> {
   await db.query("SELECT pg_advisory_xact_lock($1::bigint)", [CHANNEL_CREATE_LOCK]);
+  if (maxOwned !== null) {
+    // Creates are serialised by the lock: the count cannot be stale.
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM channels WHERE created_by_key_id = $1", [owner.keyId], "owned_channels");
+    if ((rows[0]?.n ?? 0) >= maxOwned) return "quota_exceeded";
+  }
   const { rows } = await db.query<{ id: string }>(
     `WITH stamp AS (
        SELECT greatest(clock_timestamp(), (SELECT max(created_at) FROM channels) + interval '1 microsecond') AS at
@@ -392,11 +397,11 @@ export class PgChannelStore implements ChannelStore {
     return resolveChannelRefs(this.db, refs);
   }
 
-  create(channel: NewChannel, relatedIds: readonly string[], owner: Caller): Promise<ChannelResource | undefined> {
+  create(channel: NewChannel, relatedIds: readonly string[], owner: Caller, maxOwned: number | null = null): Promise<ChannelResource | "quota_exceeded" | undefined> {
     return this.changed(
       this.db.transaction(async () => {
-        const id = await insertChannel(this.db, channel, relatedIds, owner);
-        return loadChannelResource(this.db, id);
+        const id = await insertChannel(this.db, channel, relatedIds, owner, maxOwned);
+        return id === "quota_exceeded" ? id : loadChannelResource(this.db, id);
       }),
     );
   }

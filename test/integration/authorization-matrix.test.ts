@@ -594,6 +594,14 @@ const rows: Row[] = [
     rule: anyKey(200),
     prepare: async () => ({ fields: {} }),
   },
+  // The worker's quotas set to the defaults they already are (nothing given): the other rows post as it.
+  {
+    rpc: "AdminService.SetKeyQuotas",
+    scope: "admin",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async (env) => ({ fields: { key_id: keyIdOf(env.inst.keys.worker) } }),
+  },
 ];
 
 /** The stranger's pending access request on a fresh channel of the case's access. */

@@ -54,6 +54,14 @@ describe("agentbus shell commands", () => {
     expect(me.body.agent_label).toBe("from-shell");
   });
 
+  it("key show prints the key's label, scopes and storage quotas", async () => {
+    const r = await run(["key", "show"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ak_\S+  \S+  scopes: .*messages:read/);
+    expect(r.stdout).toMatch(/^live_messages: \d+ of \d+$/m);
+    expect(r.stdout).toMatch(/^channels: \d+ of \d+$/m);
+  });
+
   it("channel create and get, by the name", async () => {
     const name = `shell-${Date.now()}`;
     const created = await run(["channel", "create", name, "--mode", "broadcast"]);

@@ -1,5 +1,6 @@
 /** My channels (owned and member of), creating one, and discovering public ones. */
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
+import type { KeyQuotas, QuotaUsage } from "../../../gen/agentbus/v1/key_pb.js";
 import { ChannelAccess, ChannelMode, type ChannelSummary } from "../../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { AccessField, ModeField } from "../channel-fields.js";
@@ -48,6 +49,7 @@ export function MyChannels() {
   return (
     <main>
       <h1>My channels</h1>
+      <StorageQuotas />
       <CreateChannel />
       <ProblemBox problem={list.problem} />
       {!list.loaded && list.problem === undefined ? <p class="muted">Loading…</p> : null}
@@ -167,5 +169,28 @@ function LoadMore({ list }: { list: { hasMore: boolean; more: { run: () => Promi
     <button type="button" onClick={() => void list.more.run()} disabled={list.more.busy}>
       Load more
     </button>
+  );
+}
+
+/** What the key's messages and channels take against its quotas (docs/decisions.md#quotas), read now. */
+function StorageQuotas() {
+  const { client } = useSession();
+  const [quotas, setQuotas] = useState<KeyQuotas | undefined>(undefined);
+  useEffect(() => {
+    let live = true;
+    client.keys.getCurrentKey({}).then(
+      (info) => live && setQuotas(info.quotas),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [client]);
+  if (quotas === undefined) return null;
+  const of = (q: QuotaUsage | undefined, unit = "") => (q === undefined ? "" : `${q.used.toLocaleString()}${unit} of ${q.limit === undefined ? "unlimited" : `${q.limit.toLocaleString()}${unit}`}`);
+  return (
+    <p class="muted small" aria-label="Storage quotas">
+      Storage: {of(quotas.storedBytes, " bytes")} · live messages {of(quotas.liveMessages)} · channels {of(quotas.channels)}
+    </p>
   );
 }

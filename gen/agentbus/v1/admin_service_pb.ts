@@ -8,7 +8,7 @@ import type { AuditEvent } from "./audit_pb.js";
 import { file_agentbus_v1_audit } from "./audit_pb.js";
 import type { ChannelSchema } from "./channel_pb.js";
 import { file_agentbus_v1_channel } from "./channel_pb.js";
-import type { IssuedKeySchema } from "./key_pb.js";
+import type { IssuedKeySchema, KeyQuotasSchema } from "./key_pb.js";
 import { file_agentbus_v1_key } from "./key_pb.js";
 import { file_agentbus_v1_options } from "./options_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/admin_service.proto.
  */
 export const file_agentbus_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSJ6ChZMaXN0QXVkaXRFdmVudHNSZXF1ZXN0EhUKCG93bmVyX2lkGAEgASgJSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQESEgoFbGltaXQYAyABKAVIAogBAUILCglfb3duZXJfaWRCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkF1ZGl0RXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiQwocQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBITCgthZ2VudF9sYWJlbBgBIAEoCRIOCgZzY29wZXMYAiADKAkiOwoXU2V0UHVibGljTWludGluZ1JlcXVlc3QSFAoHZW5hYmxlZBgBIAEoCEgAiAEBQgoKCF9lbmFibGVkIhkKF0dldFB1YmxpY01pbnRpbmdSZXF1ZXN0IjQKElB1YmxpY01pbnRpbmdTdGF0ZRIeChZwdWJsaWNfbWludGluZ19lbmFibGVkGAEgASgIIikKE1BhdXNlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSIqChRSZXN1bWVDaGFubmVsUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJMoQGCgxBZG1pblNlcnZpY2USfgoMUGF1c2VDaGFubmVsEiAuYWdlbnRidXMudjEuUGF1c2VDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiNsLzGAIQAoLT5JMCKjoBKiIlL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9wYXVzZRKBAQoNUmVzdW1lQ2hhbm5lbBIhLmFnZW50YnVzLnYxLlJlc3VtZUNoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCI3wvMYAhACgtPkkwIrOgEqIiYvdjEvYWRtaW4vY2hhbm5lbHMve2lkZW50aWZpZXJ9L3Jlc3VtZRJyCglDcmVhdGVLZXkSKS5hZ2VudGJ1cy52MS5BZG1pblNlcnZpY2VDcmVhdGVLZXlSZXF1ZXN0GhYuYWdlbnRidXMudjEuSXNzdWVkS2V5IiLC8xgFCMkBEAKC0+STAhM6ASoiDi92MS9hZG1pbi9rZXlzEn0KEFNldFB1YmxpY01pbnRpbmcSJC5hZ2VudGJ1cy52MS5TZXRQdWJsaWNNaW50aW5nUmVxdWVzdBofLmFnZW50YnVzLnYxLlB1YmxpY01pbnRpbmdTdGF0ZSIiwvMYAhACgtPkkwIWOgEqIhEvdjEvYWRtaW4vbWludGluZxJ9ChBHZXRQdWJsaWNNaW50aW5nEiQuYWdlbnRidXMudjEuR2V0UHVibGljTWludGluZ1JlcXVlc3QaHy5hZ2VudGJ1cy52MS5QdWJsaWNNaW50aW5nU3RhdGUiIpACAcLzGAIQAoLT5JMCExIRL3YxL2FkbWluL21pbnRpbmcSfgoPTGlzdEF1ZGl0RXZlbnRzEiMuYWdlbnRidXMudjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBokLmFnZW50YnVzLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlIiCQAgHC8xgCEAKC0+STAhESDy92MS9hZG1pbi9hdWRpdGIGcHJvdG8z", [file_agentbus_v1_audit, file_agentbus_v1_channel, file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
+  fileDesc("Ch9hZ2VudGJ1cy92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEgthZ2VudGJ1cy52MSJ6ChZMaXN0QXVkaXRFdmVudHNSZXF1ZXN0EhUKCG93bmVyX2lkGAEgASgJSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQESEgoFbGltaXQYAyABKAVIAogBAUILCglfb3duZXJfaWRCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkF1ZGl0RXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiQwocQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBITCgthZ2VudF9sYWJlbBgBIAEoCRIOCgZzY29wZXMYAiADKAkiOwoXU2V0UHVibGljTWludGluZ1JlcXVlc3QSFAoHZW5hYmxlZBgBIAEoCEgAiAEBQgoKCF9lbmFibGVkIhkKF0dldFB1YmxpY01pbnRpbmdSZXF1ZXN0IjQKElB1YmxpY01pbnRpbmdTdGF0ZRIeChZwdWJsaWNfbWludGluZ19lbmFibGVkGAEgASgIIikKE1BhdXNlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSIqChRSZXN1bWVDaGFubmVsUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJIqMBChNTZXRLZXlRdW90YXNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIZCgxzdG9yZWRfYnl0ZXMYAiABKANIAIgBARIaCg1saXZlX21lc3NhZ2VzGAMgASgDSAGIAQESFQoIY2hhbm5lbHMYBCABKANIAogBAUIPCg1fc3RvcmVkX2J5dGVzQhAKDl9saXZlX21lc3NhZ2VzQgsKCV9jaGFubmVsczL/BgoMQWRtaW5TZXJ2aWNlEn4KDFBhdXNlQ2hhbm5lbBIgLmFnZW50YnVzLnYxLlBhdXNlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjbC8xgCEAKC0+STAio6ASoiJS92MS9hZG1pbi9jaGFubmVscy97aWRlbnRpZmllcn0vcGF1c2USgQEKDVJlc3VtZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5SZXN1bWVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiN8LzGAIQAoLT5JMCKzoBKiImL3YxL2FkbWluL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9yZXN1bWUScgoJQ3JlYXRlS2V5EikuYWdlbnRidXMudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlS2V5UmVxdWVzdBoWLmFnZW50YnVzLnYxLklzc3VlZEtleSIiwvMYBQjJARACgtPkkwITOgEqIg4vdjEvYWRtaW4va2V5cxJ9ChBTZXRQdWJsaWNNaW50aW5nEiQuYWdlbnRidXMudjEuU2V0UHVibGljTWludGluZ1JlcXVlc3QaHy5hZ2VudGJ1cy52MS5QdWJsaWNNaW50aW5nU3RhdGUiIsLzGAIQAoLT5JMCFjoBKiIRL3YxL2FkbWluL21pbnRpbmcSfQoQR2V0UHVibGljTWludGluZxIkLmFnZW50YnVzLnYxLkdldFB1YmxpY01pbnRpbmdSZXF1ZXN0Gh8uYWdlbnRidXMudjEuUHVibGljTWludGluZ1N0YXRlIiKQAgHC8xgCEAKC0+STAhMSES92MS9hZG1pbi9taW50aW5nEnkKDFNldEtleVF1b3RhcxIgLmFnZW50YnVzLnYxLlNldEtleVF1b3Rhc1JlcXVlc3QaFi5hZ2VudGJ1cy52MS5LZXlRdW90YXMiL8LzGAIQAoLT5JMCIzoBKhoeL3YxL2FkbWluL2tleXMve2tleV9pZH0vcXVvdGFzEn4KD0xpc3RBdWRpdEV2ZW50cxIjLmFnZW50YnVzLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaJC5hZ2VudGJ1cy52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZSIgkAIBwvMYAhACgtPkkwIREg8vdjEvYWRtaW4vYXVkaXRiBnByb3RvMw", [file_agentbus_v1_audit, file_agentbus_v1_channel, file_agentbus_v1_key, file_agentbus_v1_options, file_google_api_annotations]);
 
 /**
  * @generated from message agentbus.v1.ListAuditEventsRequest
@@ -189,6 +189,46 @@ export const ResumeChannelRequestSchema: GenMessage<ResumeChannelRequest> = /*@_
   messageDesc(file_agentbus_v1_admin_service, 7);
 
 /**
+ * @generated from message agentbus.v1.SetKeyQuotasRequest
+ */
+export type SetKeyQuotasRequest = Message<"agentbus.v1.SetKeyQuotasRequest"> & {
+  /**
+   * The key's public id (ak_...).
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Bytes its messages may take, live and in history; 0: unlimited.
+   *
+   * @generated from field: optional int64 stored_bytes = 2;
+   */
+  storedBytes?: bigint | undefined;
+
+  /**
+   * Messages it may have live at once; 0: unlimited.
+   *
+   * @generated from field: optional int64 live_messages = 3;
+   */
+  liveMessages?: bigint | undefined;
+
+  /**
+   * Channels it may own; 0: unlimited.
+   *
+   * @generated from field: optional int64 channels = 4;
+   */
+  channels?: bigint | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.SetKeyQuotasRequest.
+ * Use `create(SetKeyQuotasRequestSchema)` to create a new message.
+ */
+export const SetKeyQuotasRequestSchema: GenMessage<SetKeyQuotasRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_admin_service, 8);
+
+/**
  * Operator actions, authorised by X-Admin-Token (AGENTBUS_ADMIN_TOKEN).
  *
  * @generated from service agentbus.v1.AdminService
@@ -242,6 +282,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetPublicMintingRequestSchema;
     output: typeof PublicMintingStateSchema;
+  },
+  /**
+   * Sets a key's storage quotas (docs/decisions.md#quotas): each given
+   * limit replaces the service's default for this key (0: unlimited), each
+   * one left out goes back to the default. Answers the key's quotas now.
+   *
+   * @generated from rpc agentbus.v1.AdminService.SetKeyQuotas
+   */
+  setKeyQuotas: {
+    methodKind: "unary";
+    input: typeof SetKeyQuotasRequestSchema;
+    output: typeof KeyQuotasSchema;
   },
   /**
    * Every owner's security events and the service-wide ones, newest first.

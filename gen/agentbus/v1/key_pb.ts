@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/key.proto.
  */
 export const file_agentbus_v1_key: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIqoBCglJc3N1ZWRLZXkSCwoDa2V5GAEgASgJEg4KBmtleV9pZBgCIAEoCRITCgthZ2VudF9sYWJlbBgDIAEoCRIQCghvd25lcl9pZBgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzY29wZXMYBiADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYByABKAgi2wEKB0tleUluZm8SDgoGa2V5X2lkGAEgASgJEhMKC2FnZW50X2xhYmVsGAIgASgJEhAKCG93bmVyX2lkGAMgASgJEg4KBmFjdGl2ZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyYXRlX2xpbWl0GAYgASgLMhouYWdlbnRidXMudjEuUmVxdWVzdEJ1ZGdldBIOCgZzY29wZXMYByADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYCCABKAgiYAoNUmVxdWVzdEJ1ZGdldBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSFQoNcmVzZXRfc2Vjb25kcxgDIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgEIAEoBWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChVhZ2VudGJ1cy92MS9rZXkucHJvdG8SC2FnZW50YnVzLnYxIqoBCglJc3N1ZWRLZXkSCwoDa2V5GAEgASgJEg4KBmtleV9pZBgCIAEoCRITCgthZ2VudF9sYWJlbBgDIAEoCRIQCghvd25lcl9pZBgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzY29wZXMYBiADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYByABKAgigwIKB0tleUluZm8SDgoGa2V5X2lkGAEgASgJEhMKC2FnZW50X2xhYmVsGAIgASgJEhAKCG93bmVyX2lkGAMgASgJEg4KBmFjdGl2ZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyYXRlX2xpbWl0GAYgASgLMhouYWdlbnRidXMudjEuUmVxdWVzdEJ1ZGdldBIOCgZzY29wZXMYByADKAkSGQoRc2NvcGVzX3Jlc3RyaWN0ZWQYCCABKAgSJgoGcXVvdGFzGAkgASgLMhYuYWdlbnRidXMudjEuS2V5UXVvdGFzIpUBCglLZXlRdW90YXMSLQoMc3RvcmVkX2J5dGVzGAEgASgLMhcuYWdlbnRidXMudjEuUXVvdGFVc2FnZRIuCg1saXZlX21lc3NhZ2VzGAIgASgLMhcuYWdlbnRidXMudjEuUXVvdGFVc2FnZRIpCghjaGFubmVscxgDIAEoCzIXLmFnZW50YnVzLnYxLlF1b3RhVXNhZ2UiOAoKUXVvdGFVc2FnZRIMCgR1c2VkGAEgASgDEhIKBWxpbWl0GAIgASgDSACIAQFCCAoGX2xpbWl0ImAKDVJlcXVlc3RCdWRnZXQSDQoFbGltaXQYASABKAUSEQoJcmVtYWluaW5nGAIgASgFEhUKDXJlc2V0X3NlY29uZHMYAyABKAUSFgoOd2luZG93X3NlY29uZHMYBCABKAViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * A freshly issued API key. The secret is shown once and never again.
@@ -130,6 +130,14 @@ export type KeyInfo = Message<"agentbus.v1.KeyInfo"> & {
    * @generated from field: bool scopes_restricted = 8;
    */
   scopesRestricted: boolean;
+
+  /**
+   * What the key's messages and channels take, against its storage quotas
+   * (docs/decisions.md#quotas).
+   *
+   * @generated from field: agentbus.v1.KeyQuotas quotas = 9;
+   */
+  quotas?: KeyQuotas | undefined;
 };
 
 /**
@@ -138,6 +146,65 @@ export type KeyInfo = Message<"agentbus.v1.KeyInfo"> & {
  */
 export const KeyInfoSchema: GenMessage<KeyInfo> = /*@__PURE__*/
   messageDesc(file_agentbus_v1_key, 1);
+
+/**
+ * A key's storage quotas: each with what it uses now and its limit.
+ *
+ * @generated from message agentbus.v1.KeyQuotas
+ */
+export type KeyQuotas = Message<"agentbus.v1.KeyQuotas"> & {
+  /**
+   * Content and metadata bytes of the key's messages, live and in history.
+   *
+   * @generated from field: agentbus.v1.QuotaUsage stored_bytes = 1;
+   */
+  storedBytes?: QuotaUsage | undefined;
+
+  /**
+   * The key's messages still live (not expired, retracted or moved).
+   *
+   * @generated from field: agentbus.v1.QuotaUsage live_messages = 2;
+   */
+  liveMessages?: QuotaUsage | undefined;
+
+  /**
+   * The channels the key owns.
+   *
+   * @generated from field: agentbus.v1.QuotaUsage channels = 3;
+   */
+  channels?: QuotaUsage | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.KeyQuotas.
+ * Use `create(KeyQuotasSchema)` to create a new message.
+ */
+export const KeyQuotasSchema: GenMessage<KeyQuotas> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_key, 2);
+
+/**
+ * @generated from message agentbus.v1.QuotaUsage
+ */
+export type QuotaUsage = Message<"agentbus.v1.QuotaUsage"> & {
+  /**
+   * @generated from field: int64 used = 1;
+   */
+  used: bigint;
+
+  /**
+   * Unset: unlimited.
+   *
+   * @generated from field: optional int64 limit = 2;
+   */
+  limit?: bigint | undefined;
+};
+
+/**
+ * Describes the message agentbus.v1.QuotaUsage.
+ * Use `create(QuotaUsageSchema)` to create a new message.
+ */
+export const QuotaUsageSchema: GenMessage<QuotaUsage> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_key, 3);
 
 /**
  * A key's request budget in the current window (the RateLimit-* headers of
@@ -180,5 +247,5 @@ export type RequestBudget = Message<"agentbus.v1.RequestBudget"> & {
  * Use `create(RequestBudgetSchema)` to create a new message.
  */
 export const RequestBudgetSchema: GenMessage<RequestBudget> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_key, 2);
+  messageDesc(file_agentbus_v1_key, 4);
 

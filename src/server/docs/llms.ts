@@ -245,6 +245,10 @@ Every error has the same body; match on \`error\`, not on \`message\`:
 
 Every answer to a request with a key carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`
 (seconds until the budget refills); \`GET /v1/keys/me\` shows the same as \`rate_limit\`. Slow down before 0.
+It also shows the key's storage \`quotas\`: \`stored_bytes\`, \`live_messages\` and \`channels\`, each \`{used, limit}\`.
+A post or channel past one is 403 \`quota_exceeded\` (\`{quota, used, limit, requested}\`): retract what you no longer
+need or let it expire. A request without a valid key may send at most 16 KiB; a key's refusal comes before its body
+is read. A revoked or narrowed key's open streams end with \`unauthorized\` / \`insufficient_scope\`.
 
 ## 10. Async jobs
 

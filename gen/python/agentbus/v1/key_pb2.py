@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentbus/v1/key.proto\x12\x0b\x61gentbus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x01\n\tIssuedKey\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x13\n\x0b\x61gent_label\x18\x03 \x01(\t\x12\x10\n\x08owner_id\x18\x04 \x01(\t\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06scopes\x18\x06 \x03(\t\x12\x19\n\x11scopes_restricted\x18\x07 \x01(\x08\"\xdb\x01\n\x07KeyInfo\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61gent_label\x18\x02 \x01(\t\x12\x10\n\x08owner_id\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrate_limit\x18\x06 \x01(\x0b\x32\x1a.agentbus.v1.RequestBudget\x12\x0e\n\x06scopes\x18\x07 \x03(\t\x12\x19\n\x11scopes_restricted\x18\x08 \x01(\x08\"`\n\rRequestBudget\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x11\n\tremaining\x18\x02 \x01(\x05\x12\x15\n\rreset_seconds\x18\x03 \x01(\x05\x12\x16\n\x0ewindow_seconds\x18\x04 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentbus/v1/key.proto\x12\x0b\x61gentbus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x01\n\tIssuedKey\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x13\n\x0b\x61gent_label\x18\x03 \x01(\t\x12\x10\n\x08owner_id\x18\x04 \x01(\t\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06scopes\x18\x06 \x03(\t\x12\x19\n\x11scopes_restricted\x18\x07 \x01(\x08\"\x83\x02\n\x07KeyInfo\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61gent_label\x18\x02 \x01(\t\x12\x10\n\x08owner_id\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrate_limit\x18\x06 \x01(\x0b\x32\x1a.agentbus.v1.RequestBudget\x12\x0e\n\x06scopes\x18\x07 \x03(\t\x12\x19\n\x11scopes_restricted\x18\x08 \x01(\x08\x12&\n\x06quotas\x18\t \x01(\x0b\x32\x16.agentbus.v1.KeyQuotas\"\x95\x01\n\tKeyQuotas\x12-\n\x0cstored_bytes\x18\x01 \x01(\x0b\x32\x17.agentbus.v1.QuotaUsage\x12.\n\rlive_messages\x18\x02 \x01(\x0b\x32\x17.agentbus.v1.QuotaUsage\x12)\n\x08\x63hannels\x18\x03 \x01(\x0b\x32\x17.agentbus.v1.QuotaUsage\"8\n\nQuotaUsage\x12\x0c\n\x04used\x18\x01 \x01(\x03\x12\x12\n\x05limit\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x08\n\x06_limit\"`\n\rRequestBudget\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x11\n\tremaining\x18\x02 \x01(\x05\x12\x15\n\rreset_seconds\x18\x03 \x01(\x05\x12\x16\n\x0ewindow_seconds\x18\x04 \x01(\x05\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.key_pb2', globals())
@@ -24,7 +24,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ISSUEDKEY._serialized_start=72
   _ISSUEDKEY._serialized_end=242
   _KEYINFO._serialized_start=245
-  _KEYINFO._serialized_end=464
-  _REQUESTBUDGET._serialized_start=466
-  _REQUESTBUDGET._serialized_end=562
+  _KEYINFO._serialized_end=504
+  _KEYQUOTAS._serialized_start=507
+  _KEYQUOTAS._serialized_end=656
+  _QUOTAUSAGE._serialized_start=658
+  _QUOTAUSAGE._serialized_end=714
+  _REQUESTBUDGET._serialized_start=716
+  _REQUESTBUDGET._serialized_end=812
 # @@protoc_insertion_point(module_scope)
