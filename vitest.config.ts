@@ -6,7 +6,7 @@ import { defineConfig } from "vitest/config";
  * alone, after every other file: on two cores the parallel files would be
  * measured, not the service.
  */
-const ALONE = ["test/integration/schema-event-loop.test.ts", "test/integration/schema-fairness.test.ts"];
+const ALONE = ["test/integration/schema-event-loop.test.ts", "test/integration/schema-fairness.test.ts", "test/integration/victim-latency.test.ts"];
 
 export default defineConfig({
   test: {

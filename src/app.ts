@@ -192,15 +192,23 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
   };
 }
 
-/** The per-key request limit: counted in Redis when it is configured (every replica shares it), else in this process. */
-async function requestLimiter(config: Config, clock: Clock, cleanups: Array<() => Promise<void>>): Promise<RequestLimiter> {
+/**
+ * The per-key request limit: counted in Redis when it is configured (every
+ * replica shares it), else in this process; `shared` says whether Redis is
+ * answering (for /health).
+ */
+async function requestLimiter(
+  config: Config,
+  clock: Clock,
+  cleanups: Array<() => Promise<void>>,
+): Promise<{ limiter: RequestLimiter; shared?: { readonly healthy: boolean } }> {
   const local = new FixedWindowLimiter(config.rateLimitPerMinute, 60_000, clock);
-  if (config.redisUrl === undefined || config.rateLimitPerMinute <= 0) return local;
+  if (config.redisUrl === undefined || config.rateLimitPerMinute <= 0) return { limiter: local };
   // Loaded only with REDIS_URL, like the Redis wake bus.
   const { RedisRateLimiter } = await import("./bus/redis-rate-limiter.js");
   const shared = new RedisRateLimiter({ url: config.redisUrl, limit: config.rateLimitPerMinute, windowMs: 60_000, fallback: local });
   cleanups.push(async () => shared.close());
-  return shared;
+  return { limiter: shared, shared };
 }
 
 /** The database, a migrated pool over it, and the steps that undo both (run in reverse). */
@@ -280,7 +288,8 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const bus = await openWakeBus(config, pool, url, outageLog);
     cleanups.push(() => bus.close());
     const { audit, keys } = createKeys(db, clock, KEY_CACHE_MS, bus);
-    const components: ComponentSources = { config, databaseUrl: url, bus, pdf };
+    const { limiter, shared: sharedLimits } = await requestLimiter(config, clock, cleanups);
+    const components: ComponentSources = { config, databaseUrl: url, bus, pdf, sharedLimits };
     // Without a renderer here, the configured Chromium's presence is the check.
     const pdfAvailable = pdf ? async () => pdf.status.state !== "down" && (await chromiumInstalled(config.chromiumPath)) : undefined;
     const metrics = new Metrics();
@@ -299,7 +308,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         idempotencyStore: new PgIdempotencyStore(db),
         keys,
         adminToken: config.adminToken,
-        rateLimiter: await requestLimiter(config, clock, cleanups),
+        rateLimiter: limiter,
         reportInternal: (err) => logger.error({ err }, "internal error"),
         // Waiting calls re-check their key on its announcement, and at least this often.
         callerWatch: { feed: bus, topic: keyChangeTopic, clock, recheckMs: KEY_CACHE_MS },
@@ -379,7 +388,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
           workers: new PgWorkerPresence(db),
           languageModelConfigured: config.openaiApiKey !== undefined,
           publicMinting: () => domain.minting.enabled(),
+          operatorDetails: async () => ({ database: describeDatabase(config, url), ...(await componentReports(components)) }),
         },
+        adminToken: config.adminToken,
       }),
     });
     selfUrl = listener.url;

@@ -25,6 +25,17 @@ const SUBSCRIBE_RETRY_MS = 5_000;
 /** While the subscriber is down, local waiters re-read this often. */
 export const REDIS_DOWN_RECHECK_MS = 2_000;
 
+/**
+ * A Redis that accepts connections but stops answering keeps both
+ * connections "ready" while nothing arrives and publishes pile up (issue 26,
+ * F13): each connection is asked PING this often, and one that does not
+ * answer within PROBE_TIMEOUT_MS is dropped. Until a new one is ready (which
+ * needs Redis to answer) wake-ups go over the fallback, and `connected`
+ * (what /health reports) is false.
+ */
+const PROBE_MS = 2_000;
+const PROBE_TIMEOUT_MS = 1_000;
+
 /** Where wake-ups go while Redis cannot take them (PgNotifyBus.notify). */
 export interface WakeFallback {
   /** Tells the other processes; the caller has already delivered locally. */
@@ -53,6 +64,7 @@ export class RedisBus implements WakeBus {
   private everSubscribed = false;
   private closed = false;
   private recheck: NodeJS.Timeout | undefined;
+  private readonly probe: NodeJS.Timeout;
 
   constructor(url: string, private readonly onError: (err: Error) => void, options: RedisBusOptions = {}) {
     this.fanout = options.fanout ?? new LocalFanout();
@@ -103,6 +115,8 @@ export class RedisBus implements WakeBus {
       await subscribedOnce;
     })();
     this.ready.catch((err: Error) => this.onError(err));
+    this.probe = setInterval(() => void this.probeConnections(), PROBE_MS);
+    this.probe.unref();
   }
 
   whenReady(): Promise<void> {
@@ -141,10 +155,33 @@ export class RedisBus implements WakeBus {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.probe);
     this.stopRecheck();
     this.publisher.disconnect();
     this.subscriber.disconnect();
     await this.fallback?.close();
+  }
+
+  /** Drops each ready connection that does not answer PING in time (see PROBE_MS). */
+  private async probeConnections(): Promise<void> {
+    await Promise.all(
+      [this.publisher, this.subscriber].map(async (client) => {
+        if (client.status !== "ready") return;
+        let timer: NodeJS.Timeout | undefined;
+        const answered = await Promise.race([
+          client.ping().then(
+            () => true,
+            () => true,
+          ),
+          new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS))),
+        ]);
+        clearTimeout(timer);
+        if (!answered && !this.closed && client.status === "ready") {
+          this.onError(new Error("Redis did not answer PING in time; reconnecting"));
+          client.disconnect(true);
+        }
+      }),
+    );
   }
 
   private lost(): void {

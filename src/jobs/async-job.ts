@@ -55,6 +55,8 @@ export interface AsyncJobData {
 
 export interface AsyncJobContext {
   jobId: number;
+  /** The key that submitted the job. */
+  ownerKeyId: string;
   /** 1 for the first run. */
   attempt: number;
   /** Aborted when the worker shuts down: stop and throw; the job is handed over. */
@@ -123,7 +125,7 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
       }, TOUCH_EVERY_MS);
       let outcome: AsyncJobOutcome<K>;
       try {
-        const ctx: AsyncJobContext = { jobId, attempt: claimed.attempts, signal: run.signal, logger };
+        const ctx: AsyncJobContext = { jobId, ownerKeyId: claimed.ownerKeyId, attempt: claimed.attempts, signal: run.signal, logger };
         outcome = await definition.process(claimed.input as Input, ctx, deps);
       } catch (err) {
         if (run.signal.aborted) {

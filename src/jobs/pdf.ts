@@ -14,11 +14,11 @@ export const pdfJob = asyncJobKind({
   // reserved slot, and so does the renderer), so queued jobs stay unlocked
   // for other workers rather than waiting here.
   concurrency: (deps) => deps.pdf?.concurrency ?? 1,
-  async process(input: PdfInput, { jobId, signal }, { pdf }) {
+  async process(input: PdfInput, { jobId, ownerKeyId, signal }, { pdf }) {
     if (!pdf) throw new JobFailure("pdf_renderer_unavailable", "This worker has no PDF renderer", true);
     // Loaded with the first pdf job, not at start-up: marked and sanitize-html take ~0.4 s to load.
     const { buildDocument } = await import("../pdf/document.js");
     const document = await buildDocument(input, (markdown) => pdf.markdown.convert(markdown));
-    return { result: { url: `/v1/pdf/${jobId}` }, pdf: await pdf.render(document, signal) };
+    return { result: { url: `/v1/pdf/${jobId}` }, pdf: await pdf.render(document, signal, ownerKeyId) };
   },
 });

@@ -42,6 +42,8 @@ export interface ClaimedJob {
   input: JsonValue;
   /** Runs started, this one included. */
   attempts: number;
+  /** The key that submitted it (whose share of the machine it runs on). */
+  ownerKeyId: string;
 }
 
 /** A job to be created queued. */

@@ -123,6 +123,10 @@ export class PdfRenderer {
   private readonly slots: Semaphore;
   private closed = false;
   private documents = 0;
+  /** The pages rendering now, each with the key it renders for (see weigh()). */
+  private readonly rendering = new Map<Page, string>();
+  /** The CPU throttling rate each of those pages runs at now. */
+  private readonly rates = new WeakMap<Page, number>();
   private readonly logger: Logger;
   /** Markdown → sanitised HTML off the event loop, shut down with the browser. */
   readonly markdown: MarkdownConverter;
@@ -188,13 +192,37 @@ export class PdfRenderer {
    * and pdf_renderer_unavailable are retryable) or, when `signal` aborts,
    * its reason.
    */
-  async render(html: string, signal?: AbortSignal): Promise<Uint8Array> {
+  /** Renders `html` for the key `owner` (whose renders share the machine as one; see weigh()). */
+  async render(html: string, signal?: AbortSignal, owner = ""): Promise<Uint8Array> {
     const release = await this.slots.acquire(signal);
     try {
       if (this.closed) throw new JobFailure("pdf_renderer_unavailable", "The PDF renderer is shutting down", true);
-      return await this.renderPage(html, signal);
+      return await this.renderPage(html, signal, owner);
     } finally {
       release();
+    }
+  }
+
+  /**
+   * Renders share the cores by key, not by page (issue 26): while other keys
+   * render fewer pages at once, each page of a key with n renders running is
+   * slowed 2n times (Chromium's own CPU throttling, CDP
+   * Emulation.setCPUThrottlingRate), so a key holding every render slot
+   * yields to another key's one page instead of taking two thirds of the
+   * cores from it. Keys rendering as many pages as each other, or alone, run
+   * at full speed: throttling them all would only leave cores idle.
+   */
+  private weigh(): void {
+    const perOwner = new Map<string, number>();
+    for (const owner of this.rendering.values()) perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+    const fewest = Math.min(...perOwner.values());
+    for (const [page, owner] of this.rendering) {
+      const n = perOwner.get(owner)!;
+      const rate = n > fewest ? 2 * n : 1;
+      if ((this.rates.get(page) ?? 1) === rate) continue;
+      this.rates.set(page, rate);
+      // A page closing meanwhile refuses; nothing to slow then.
+      page.emulateCPUThrottling(rate > 1 ? rate : null).catch(() => {});
     }
   }
 
@@ -212,7 +240,7 @@ export class PdfRenderer {
     this.logger.info("chromium closed");
   }
 
-  private async renderPage(html: string, outer: AbortSignal | undefined): Promise<Uint8Array> {
+  private async renderPage(html: string, outer: AbortSignal | undefined, owner: string): Promise<Uint8Array> {
     let browser: Browser | undefined;
     let page: Page | undefined;
     // Starting Chromium is not the document's time (puppeteer's launch timeout bounds it).
@@ -235,6 +263,8 @@ export class PdfRenderer {
         if (signal.aborted) void p.close().catch(() => {});
       }, () => {});
       page = await untilAborted(opening, signal);
+      this.rendering.set(page, owner);
+      this.weigh();
       // Every step may hang on a wedged browser, so the whole of it races the deadline.
       const printing = this.print(page, html);
       printing.catch(() => {});
@@ -259,6 +289,7 @@ export class PdfRenderer {
       }
       throw new JobFailure("pdf_render_failed", `Chromium failed while rendering: ${messageOf(err)}`, true, { cause: err });
     } finally {
+      if (page !== undefined && this.rendering.delete(page)) this.weigh();
       browser?.off("disconnected", onExit);
       // Closing the page ends whatever it was still doing; a browser that
       // cannot even do that in time is killed (the next render starts a new one).

@@ -11,7 +11,10 @@ export type ComponentState = "ok" | "degraded" | "down";
 
 export interface ComponentReport {
   state: ComponentState;
+  /** What anyone may read: no path, host, port, address or version (GET /health is public). */
   detail: string;
+  /** The full text, for the operator (the start-up log, /status with the admin token); `detail` when absent. */
+  operator?: string;
 }
 
 export interface HealthReport {
@@ -25,8 +28,8 @@ export interface HealthReport {
 }
 
 export interface HealthOptions {
-  /** What the database is (embedded or external, where), for its component's detail. */
-  database?: string;
+  /** What the database is (embedded or external; where, for the operator), for its component's report. */
+  database?: ComponentReport;
   /** The other components' current reports. */
   components?: () => Promise<Record<string, ComponentReport>>;
   /** Whether public minting is open (the operator's switch). */
@@ -40,11 +43,12 @@ export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): P
     options.components?.() ?? {},
     options.publicMinting?.().catch(() => null) ?? null,
   ]);
-  const what = options.database ?? "PostgreSQL";
+  const what = options.database?.detail ?? "PostgreSQL";
+  // Public: the operator's texts stay out of it.
   const components: Record<string, ComponentReport> = {
     database: database.ok ? { state: "ok", detail: what } : { state: "down", detail: `${what} does not answer` },
-    ...others,
   };
+  for (const [name, report] of Object.entries(others as Record<string, ComponentReport>)) components[name] = { state: report.state, detail: report.detail };
   const state: ComponentState = !database.ok ? "down" : Object.values(components).every((c) => c.state === "ok") ? "ok" : "degraded";
   return {
     status: database.ok ? "ok" : "unavailable",

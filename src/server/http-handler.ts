@@ -6,7 +6,7 @@
 import { cors as connectCors } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { randomUUID } from "node:crypto";
+import { randomUUID, timingSafeEqual } from "node:crypto";
 import type pg from "pg";
 import { ApiError } from "../model/errors.js";
 import type { Clock } from "../model/time.js";
@@ -22,7 +22,7 @@ import { buildOpenApiDocument, type OpenApiDocument } from "./docs/openapi.js";
 import { landing, LANDING_CSP, renderLandingHtml, wantsHtml } from "./docs/landing.js";
 import { CONSOLE_CSP, loadConsoleAssets, type ConsoleAsset, type ConsoleAssets } from "./console.js";
 import { renderLlmsTxt } from "./docs/llms.js";
-import { checkHealth, sharedHealth, type HealthOptions } from "./health.js";
+import { checkHealth, sharedHealth, type ComponentReport, type HealthOptions } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { baseUrlKey, clientAddressKey, requestIdKey } from "../protocol/context.js";
 import { normaliseDecoderErrors } from "./rpc/decoder-errors.js";
@@ -31,7 +31,7 @@ import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
 import { MCP_PATH, type McpHttpEndpoint } from "./mcp/http.js";
-import { renderStatusHtml, sharedStatus, type StatusSources } from "./status.js";
+import { renderStatusHtml, sharedStatus, withOperatorDetails, type StatusSources } from "./status.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
 export interface HttpHandlerOptions {
@@ -56,7 +56,9 @@ export interface HttpHandlerOptions {
   /** The MCP endpoint at /mcp (Streamable HTTP). */
   mcp?: McpHttpEndpoint;
   /** What GET /status and /status.html report; without it they are not served. */
-  status?: StatusSources;
+  status?: StatusSources & { operatorDetails?: () => Promise<Record<string, ComponentReport>> };
+  /** The operator's token: /status with it names each component's hosts, paths and versions. */
+  adminToken?: string;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -282,9 +284,11 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         if ((path === "/status" || path === "/status.html") && currentStatus !== undefined) {
           route = path;
           const html = path === "/status.html";
-          currentStatus().then((report) => {
+          currentStatus().then(async (report) => {
             if (!html) {
-              sendJson(res, 200, report);
+              // The operator (admin token) also reads each component's full text.
+              const operator = options.status?.operatorDetails !== undefined && isAdminToken(req.headers["x-admin-token"], options.adminToken);
+              sendJson(res, 200, operator ? await withOperatorDetails(report, options.status!.operatorDetails!) : report);
               return;
             }
             res.setHeader("Content-Security-Policy", DOCS_CSP);
@@ -377,6 +381,13 @@ function cutOffUnreadBody(req: NodeRequest, res: NodeResponse): void {
 function isClientAbort(err: unknown): boolean {
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
   return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || code === "ECONNABORTED" || message === "aborted";
+}
+
+/** Whether a request carries the operator's token (compared in constant time). */
+function isAdminToken(presented: string | string[] | undefined, expected: string | undefined): boolean {
+  if (expected === undefined || typeof presented !== "string") return false;
+  const a = Buffer.from(presented), b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function rpcProtocol(req: NodeRequest): string {

@@ -171,6 +171,11 @@ export async function listen(options: ListenOptions): Promise<Listener> {
         });
       }
     };
+    // As Node's own servers do for the sockets they accept (http's noDelay):
+    // with Nagle's algorithm on, an answer written in pieces (an MCP event
+    // stream, SSE, gRPC's trailers) waited for the client's delayed ACK, 40 ms
+    // a time (an MCP tool call: 44 ms before, 8 ms after).
+    socket.setNoDelay(true);
     socket.setTimeout(10_000, () => socket.destroy());
     socket.on("error", () => socket.destroy());
     socket.on("readable", onReadable);

@@ -32,6 +32,8 @@ export interface StatusReport {
   uptime_seconds: number;
   database: { state: ComponentState; kind: string };
   wake_bus: { state: ComponentState; kind: string };
+  /** Where per-key request limits are counted (Redis: across replicas), and whether that works. */
+  request_limits: { state: ComponentState };
   job_workers: { state: ComponentState; last_seen_at: string | null; seen_last_minute: number };
   pdf_renderer: { state: ComponentState };
   language_model: { configured: boolean };
@@ -56,6 +58,7 @@ export async function statusReport(s: StatusSources): Promise<StatusReport> {
     uptime_seconds: Math.floor((now - s.startedAt) / 1_000_000),
     database: { state: database, kind: s.databaseKind },
     wake_bus: { state: state("wake_bus"), kind: s.wakeBusKind },
+    request_limits: { state: state("request_limits") },
     job_workers: {
       // No worker seen for two minutes while there are recurring jobs to run: nobody is running them.
       state: workers.lastSeenAt !== null && now - workers.lastSeenAt > 120_000_000 ? "degraded" : "ok",
@@ -66,7 +69,7 @@ export async function statusReport(s: StatusSources): Promise<StatusReport> {
     language_model: { configured: s.languageModelConfigured },
     public_minting_enabled: minting,
   };
-  const overall = worst([report.database.state, report.wake_bus.state, report.job_workers.state, report.pdf_renderer.state]);
+  const overall = worst([report.database.state, report.wake_bus.state, report.request_limits.state, report.job_workers.state, report.pdf_renderer.state]);
   return { ...report, state: overall };
 }
 
@@ -91,6 +94,16 @@ export function sharedStatus(sources: StatusSources, ttlMs = 1000): () => Promis
   };
 }
 
+/**
+ * The report with each component's full text (hosts, ports, folders,
+ * versions): for the operator, who asks with the admin token (issue 26, F17:
+ * nothing public names them).
+ */
+export async function withOperatorDetails(report: StatusReport, components: () => Promise<Record<string, ComponentReport>>): Promise<StatusReport & { details: Record<string, string> }> {
+  const all = await components();
+  return { ...report, details: Object.fromEntries(Object.entries(all).map(([name, c]) => [name, c.operator ?? c.detail])) };
+}
+
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The same report as a small page: inline style only, no scripts, nothing fetched. */
@@ -100,6 +113,7 @@ export function renderStatusHtml(r: StatusReport): string {
   const rows = [
     row("database", r.database.state, r.database.kind),
     row("wake bus", r.wake_bus.state, r.wake_bus.kind),
+    row("request limits", r.request_limits.state),
     row("job workers", r.job_workers.state, r.job_workers.last_seen_at === null ? "not seen yet" : `last seen ${r.job_workers.last_seen_at}`),
     row("PDF renderer", r.pdf_renderer.state),
     row("language model", r.language_model.configured ? "ok" : "degraded", r.language_model.configured ? "configured" : "not configured"),

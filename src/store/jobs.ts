@@ -84,7 +84,7 @@ async function claimJob(db: Db, id: number, now: Micros): Promise<ClaimedJob | u
   const { rows } = await db.query<ClaimedJob>(
     `UPDATE jobs SET status = 'processing', attempts = attempts + 1, updated_at = $2
      WHERE id = $1 AND status IN ('queued', 'processing')
-     RETURNING id, kind, input, attempts`,
+     RETURNING id, kind, input, attempts, owner_key_id AS "ownerKeyId"`,
     [id, formatTimestamp(now)],
     "jobs_claim",
   );

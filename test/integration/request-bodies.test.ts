@@ -183,3 +183,28 @@ describe("the body budget", () => {
     await Promise.all([a.answer, b.answer]);
   });
 });
+
+describe("an upload the client abandons", () => {
+  const server = useTestServer({ AGENTBUS_LOG_LEVEL: "debug" });
+
+  it("is logged at debug without a stack, summed up: 50 abandoned uploads are not 50 lines, and none is an error", async () => {
+    const key = await mintKey(server.url, "abandoner");
+    const url = new URL("/v1/pdf/generate", server.url);
+    await Promise.all(
+      Array.from({ length: 50 }, () =>
+        new Promise<void>((resolve) => {
+          const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "X-API-Key": key, "Content-Type": "application/json", "Content-Length": "100000" } });
+          req.on("error", () => resolve());
+          req.on("close", () => resolve());
+          req.write('{"format":"html","content":"', () => setTimeout(() => req.destroy(), 50));
+        }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const gone = server.logs.filter((l) => String(l.msg).includes("went away"));
+    expect(server.logs.filter((l) => l.level === "error")).toEqual([]);
+    expect(gone.length).toBeGreaterThan(0);
+    expect(gone.length).toBeLessThanOrEqual(2);
+    expect(gone.every((l) => l.level === "debug" && l.err === undefined)).toBe(true);
+  });
+});

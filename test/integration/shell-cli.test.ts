@@ -57,7 +57,7 @@ describe("agentbus shell commands", () => {
   it("key show prints the key's label, scopes and storage quotas", async () => {
     const r = await run(["key", "show"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ak_\S+  \S+  scopes: .*messages:read/);
+    expect(r.stdout).toMatch(/^ak_\S+ {2}\S+ {2}scopes: .*messages:read/);
     expect(r.stdout).toMatch(/^live_messages: \d+ of \d+$/m);
     expect(r.stdout).toMatch(/^channels: \d+ of \d+$/m);
   });

@@ -23,13 +23,36 @@ describe("GET /health", () => {
     const res = await rest(server.url, "GET", "/health");
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "ok", database: "ok", db_latency_ms: expect.any(Number) as unknown });
-    expect(Object.keys(res.body.components as object).sort()).toEqual(["database", "job_workers", "language_model", "pdf_renderer", "wake_bus"]);
-    expect(res.body.components).toMatchObject({
-      database: { state: "ok", detail: expect.stringMatching(/^external PostgreSQL at 127\.0\.0\.1:\d+$/) as unknown },
+    expect(Object.keys(res.body.components as object).sort()).toEqual(["database", "job_workers", "language_model", "pdf_renderer", "request_limits", "wake_bus"]);
+    expect(res.body.components).toEqual({
+      database: { state: "ok", detail: "external PostgreSQL" },
       wake_bus: { state: "ok", detail: "PostgreSQL LISTEN/NOTIFY" },
+      request_limits: { state: "ok", detail: "counted in each process" },
       job_workers: { state: "ok", detail: expect.stringContaining("AGENTBUS_WORKERS=false") as unknown },
-      pdf_renderer: { state: "ok", detail: expect.stringContaining("@sparticuz/chromium") as unknown },
+      pdf_renderer: { state: "ok", detail: "in the worker processes" },
+      language_model: { state: "degraded", detail: expect.stringContaining("OPENAI_API_KEY is unset") as unknown },
     });
+  });
+
+  it("names no path, host, port, address or version of a component to anyone: those are the operator's, in /status with the admin token", async () => {
+    const operator = await startTestServer({ AGENTBUS_ADMIN_TOKEN: "health-admin", OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: "http://llm.example:8443/v1" });
+    try {
+      const port = new URL(operator.databaseUrl).port;
+      for (const path of ["/health", "/status", "/status.html"]) {
+        const text = await (await fetch(new URL(path, operator.url))).text();
+        expect(text, path).not.toContain(port);
+        expect(text, path).not.toMatch(/127\.0\.0\.1|llm\.example|\/tmp\/|@sparticuz|Chromium \d/);
+      }
+      const asOperator = await rest<{ details: Record<string, string> }>(operator.url, "GET", "/status", { headers: { "X-Admin-Token": "health-admin" } });
+      expect(asOperator.body.details).toMatchObject({
+        database: `external PostgreSQL at 127.0.0.1:${port}`,
+        language_model: "gpt-4o-mini at llm.example:8443",
+      });
+      const wrong = await rest<Record<string, unknown>>(operator.url, "GET", "/status", { headers: { "X-Admin-Token": "nope" } });
+      expect(wrong.body).not.toHaveProperty("details");
+    } finally {
+      await operator.close();
+    }
   });
 
   it("reports an unconfigured language model as degraded, and the service as degraded but 200", async () => {
@@ -42,13 +65,15 @@ describe("GET /health", () => {
     });
   });
 
-  it("names the model and the host of a configured one, never its key", async () => {
-    const llm = await startTestServer({ OPENAI_API_KEY: "sk-secret-123", OPENAI_BASE_URL: "https://user:pw@llm.example:8443/v1", AGENTBUS_LLM_MODEL: "small-model" });
+  it("says a language model is configured, naming the model and host only to the operator, and never its key", async () => {
+    const llm = await startTestServer({ AGENTBUS_ADMIN_TOKEN: "llm-admin", OPENAI_API_KEY: "sk-secret-123", OPENAI_BASE_URL: "https://user:pw@llm.example:8443/v1", AGENTBUS_LLM_MODEL: "small-model" });
     try {
       const res = await rest(llm.url, "GET", "/health");
-      expect((res.body.components as Record<string, Component>).language_model).toEqual({ state: "ok", detail: "small-model at llm.example:8443" });
-      expect(JSON.stringify(res.body)).not.toMatch(/sk-secret|pw@|user:/);
+      expect((res.body.components as Record<string, Component>).language_model).toEqual({ state: "ok", detail: "configured" });
       expect(res.body.state).toBe("ok");
+      const status = await rest<{ details: Record<string, string> }>(llm.url, "GET", "/status", { headers: { "X-Admin-Token": "llm-admin" } });
+      expect(status.body.details.language_model).toBe("small-model at llm.example:8443");
+      expect(JSON.stringify([res.body, status.body])).not.toMatch(/sk-secret|pw@|user:/);
     } finally {
       await llm.close();
     }
@@ -69,7 +94,7 @@ describe("GET /health while Redis is down", () => {
 
   it("reports the wake bus degraded (NOTIFY carries wake-ups) and ok again once Redis is back", async () => {
     await waitUntil(async () => (await components(server)).wake_bus!.state === "ok", 10_000, "subscribed to Redis");
-    expect((await components(server)).wake_bus!.detail).toBe(`Redis at 127.0.0.1:${redis.port} (LISTEN/NOTIFY while it is unreachable)`);
+    expect((await components(server)).wake_bus!.detail).toBe("Redis (LISTEN/NOTIFY while it is unreachable)");
     await redis.kill();
     await waitUntil(async () => (await components(server)).wake_bus!.state === "degraded", 10_000, "wake bus degraded");
     const res = await rest(server.url, "GET", "/health");
@@ -93,6 +118,7 @@ describe("start-up", () => {
       const byComponent = (c: string) => messages().filter((m) => m.component === c && !/^PDF renderer: preparing/.test(m.msg)).map((m) => m.msg);
       expect(byComponent("database")).toEqual([expect.stringMatching(/^database: external PostgreSQL at 127\.0\.0\.1:\d+$/)]);
       expect(byComponent("wake_bus")).toEqual(["wake bus: PostgreSQL LISTEN/NOTIFY"]);
+      expect(byComponent("request_limits")).toEqual(["request limits: counted in each process"]);
       expect(byComponent("job_workers")).toEqual([expect.stringMatching(/^job workers: on: pdf, job_posting, transcript jobs/)]);
       expect(byComponent("pdf_renderer")).toEqual([expect.stringMatching(/^PDF renderer: Chromium 143\.[\d.]+ from @sparticuz\/chromium 143\.0\.4, fonts Noto/)]);
       expect(byComponent("language_model")).toEqual([expect.stringMatching(/^language model: not configured .*503 llm_not_configured$/)]);

@@ -14,6 +14,9 @@ export interface TestRedis {
   /** Kills the server (to test outages); `start` brings it back on the same port. */
   kill(): Promise<void>;
   start(): Promise<void>;
+  /** Stops the server process (SIGSTOP): it keeps its connections and its port but answers nothing, until `thaw`. */
+  freeze(): void;
+  thaw(): void;
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -51,5 +54,13 @@ export async function startTestRedis(): Promise<TestRedis> {
     await exited;
   };
   await start();
-  return { url: `redis://127.0.0.1:${port}`, port, stop: kill, kill, start };
+  const signal = (sig: NodeJS.Signals) => {
+    if (child && child.exitCode === null) child.kill(sig);
+  };
+  const stop = async () => {
+    // A frozen server cannot act on SIGKILL's cleanup before it is thawed; SIGKILL needs no cooperation anyway.
+    signal("SIGCONT");
+    await kill();
+  };
+  return { url: `redis://127.0.0.1:${port}`, port, stop, kill, start, freeze: () => signal("SIGSTOP"), thaw: () => signal("SIGCONT") };
 }
