@@ -66,6 +66,7 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/admin/channels/c1/resume", "ResumeChannel"],
   ["POST", "/v1/admin/keys", "CreateKey"],
   ["POST", "/v1/admin/minting", "SetPublicMinting"],
+  ["PUT", "/v1/admin/keys/{key_id}/quotas", "SetKeyQuotas"],
   ["GET", "/v1/admin/minting", "GetPublicMinting"],
   ["GET", "/v1/admin/audit", "ListAuditEvents"],
   ["POST", "/v1/sessions", "CreateSession"],
@@ -134,7 +135,7 @@ describe("method rules from the proto", () => {
 
   it("protects every method with an API key unless the proto says otherwise", () => {
     const open = services.flatMap((s) => s.methods).filter((m) => rulesOf(m).auth !== "api_key").map((m) => `${m.name}:${rulesOf(m).auth}`);
-    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "ListAuditEvents:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetPublicMinting:admin_token"]);
+    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "ListAuditEvents:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetKeyQuotas:admin_token", "SetPublicMinting:admin_token"]);
   });
 
   it("treats reads as side-effect free and everything else as a mutation", () => {
