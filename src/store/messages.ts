@@ -164,6 +164,24 @@ interface PendingAck {
 }
 
 /**
+ * Unclaimed messages: two index range scans (open work, and lapsed leases)
+ * merged, rather than one scan that steps over every claimed message on the
+ * way; `openWork` narrows the first (e.g. to the unacknowledged).
+ */
+function unclaimedSql(openWork: string): string {
+  return `SELECT * FROM (
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
+         ${openWork}
+       ORDER BY m.created_at LIMIT $3)
+      UNION ALL
+      (SELECT ${COLUMNS} FROM messages m
+       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
+       ORDER BY m.created_at LIMIT $3)
+    ) m ORDER BY m.created_at LIMIT $3`;
+}
+
+/**
  * The read and claim statements, exported so the query-plan tests EXPLAIN
  * exactly what runs. List parameters: $1 channel, $2 since, $3 limit, $4 now.
  */
@@ -171,33 +189,14 @@ export const LIST_SQL: Record<ListFilter, string> = {
   all: `SELECT ${COLUMNS} FROM messages m
     WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
     ORDER BY m.created_at LIMIT $3`,
-  // Two index range scans (open work, and lapsed leases) merged, rather than
-  // one scan that steps over every claimed message on the way.
-  unclaimed: `SELECT * FROM (
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
-       ORDER BY m.created_at LIMIT $3)
-      UNION ALL
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
-       ORDER BY m.created_at LIMIT $3)
-    ) m ORDER BY m.created_at LIMIT $3`,
+  unclaimed: unclaimedSql(""),
   claimed: `SELECT ${COLUMNS} FROM messages m
     WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
       AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$4")}
     ORDER BY m.created_at LIMIT $3`,
   // status=unclaimed of a claimable channel: the open work a receive could
   // lease, i.e. unclaimed and not acknowledged by anyone.
-  open: `SELECT * FROM (
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
-         AND ${NOT_ACKNOWLEDGED}
-       ORDER BY m.created_at LIMIT $3)
-      UNION ALL
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
-       ORDER BY m.created_at LIMIT $3)
-    ) m ORDER BY m.created_at LIMIT $3`,
+  open: unclaimedSql(`AND ${NOT_ACKNOWLEDGED}`),
 };
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */

@@ -24,6 +24,7 @@ import { callerKey } from "../../protocol/context.js";
 import { KEYLESS_ACCOUNT, type BodyBudget } from "../http/body-budget.js";
 import { bodyLimit, type BodyLimits } from "./body-limits.js";
 import { toConnectError } from "./errors.js";
+import { wrapHandler } from "./wrap-handler.js";
 import { rulesOf } from "./method-rules.js";
 import type { CallPipeline } from "./pipeline.js";
 
@@ -56,14 +57,7 @@ export function admitBeforeBody(handlers: UniversalHandler[], options: ConnectAd
         account.release();
       }
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
+    handlers[i] = wrapHandler(handler, wrapped);
   });
 }
 

@@ -17,6 +17,7 @@ import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect
 import { ErrorDetailSchema } from "../../../gen/agentbus/v1/errors_pb.js";
 import { ApiError } from "../../model/errors.js";
 import { toApiError, toConnectError, type InternalErrorReporter } from "./errors.js";
+import { wrapHandler } from "./wrap-handler.js";
 
 /** The catalog error for an error Connect raised while decoding or framing a request. */
 export function decoderError(err: ConnectError, report: InternalErrorReporter): ApiError {
@@ -46,14 +47,7 @@ export function normaliseDecoderErrors(handlers: UniversalHandler[], report: Int
       const res = await handler(req);
       return rewrite(handler, protocolOf(req.header.get("content-type") ?? ""), res, report);
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
+    handlers[i] = wrapHandler(handler, wrapped);
   });
 }
 

@@ -23,6 +23,7 @@ import { ListValueSchema, StructSchema, ValueSchema } from "@bufbuild/protobuf/w
 import { promisify } from "node:util";
 import { brotliDecompress, gunzip } from "node:zlib";
 import { rulesOf } from "./method-rules.js";
+import { wrapHandler } from "./wrap-handler.js";
 import { PROTO_KEY, protoKeyPath, shown, type InvalidValue } from "./validate-request.js";
 
 /** What the wrapper found in the request as sent; the pipeline refuses the call with it. */
@@ -49,14 +50,7 @@ export function inspectRawRequests(handlers: UniversalHandler[], defaultMaxBytes
       if (found !== undefined) values.set(seenBeforeDecodingKey, found);
       return handler({ ...req, contextValues: values, body: read.body });
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
+    handlers[i] = wrapHandler(handler, wrapped);
   });
 }
 
