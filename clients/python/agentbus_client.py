@@ -66,7 +66,7 @@ def _find_generated_code() -> None:
 
 _find_generated_code()
 
-from google.protobuf import descriptor_pb2, symbol_database  # noqa: E402
+from google.protobuf import descriptor_pb2, message_factory, symbol_database  # noqa: E402
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from google.protobuf.message import DecodeError, Message  # noqa: E402
@@ -123,7 +123,15 @@ class AgentbusError(Exception):
 
 
 def _message_class(descriptor: Any) -> Any:
-    # The generated modules registered their classes in the default database when imported.
+    """The generated class of a message descriptor, on every protobuf the package admits.
+
+    ``message_factory.GetMessageClass`` came after 4.21 (Debian bookworm's
+    runtime has none); ``SymbolDatabase.GetPrototype`` was deprecated beside it
+    and removed in 6.30. Either returns the class the generated module built.
+    """
+    get_message_class = getattr(message_factory, "GetMessageClass", None)
+    if get_message_class is not None:
+        return get_message_class(descriptor)
     return symbol_database.Default().GetPrototype(descriptor)
 
 
