@@ -13,7 +13,7 @@
  * cache's lifetime. The statements themselves still check what they must
  * (pause, write limits, mode, access for claims and receives) on the rows.
  */
-import { isAmbiguous, type ChannelLookup, type ChannelView } from "../model/channels.js";
+import { type ChannelLookup, type ChannelView } from "../model/channels.js";
 import type { Clock } from "../model/time.js";
 
 export const TTL_MS = 1_000;
@@ -40,7 +40,7 @@ export class ChannelViewCache {
     const generation = this.generation;
     const found = await load();
     // A change that cleared the cache while this lookup ran may not be in what it read.
-    if (found === undefined || isAmbiguous(found) || generation !== this.generation) return found;
+    if (found === undefined || generation !== this.generation) return found;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(key, { view: found, until: now + this.ttlMs });
     return found;

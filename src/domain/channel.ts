@@ -4,7 +4,7 @@
  */
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import { isAmbiguous, type ChannelLookup, type ChannelRecord, type ChannelView } from "../model/channels.js";
+import { type ChannelLookup, type ChannelRecord, type ChannelView } from "../model/channels.js";
 
 export const isOwner = (channel: ChannelRecord, caller: Caller): boolean => channel.createdByKeyId === caller.keyId;
 
@@ -23,17 +23,8 @@ export function assertOwner(channel: ChannelView, caller: Caller): void {
   if (!isOwner(channel, caller)) throw new ApiError("forbidden");
 }
 
-/**
- * The channel a `{identifier}` named (docs/decisions.md#channel-names): 404 channel_not_found when
- * none; 409 ambiguous_channel_name, listing the candidates' ids, when it was a bare name that
- * several channels of the caller's key carry.
- */
+/** The channel a `{identifier}` named (docs/decisions.md#channel-names), or 404 channel_not_found. */
 export function namedChannel<T extends ChannelView>(found: ChannelLookup<T>, identifier: string): T {
   if (found === undefined) throw new ApiError("channel_not_found", `Channel '${identifier}' not found`);
-  if (isAmbiguous(found)) {
-    throw new ApiError("ambiguous_channel_name", `Several of your channels are named '${identifier}'; name one by its id or an alias`, {
-      details: { channel_ids: found.ambiguousIds },
-    });
-  }
   return found;
 }

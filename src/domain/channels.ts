@@ -8,7 +8,6 @@
 import type { Caller } from "../model/caller.js";
 import { assertCanUse, assertOwner, namedChannel } from "./channel.js";
 import {
-  isAmbiguous,
   type ChannelAccess,
   type ChannelChanges,
   type ChannelMode,
@@ -604,7 +603,6 @@ export class Channels {
     const found = await this.store.findView(identifier, caller.keyId);
     const invalid = (why: string) =>
       new ApiError("invalid_dead_letter_channel", `'dead_letter_channel' ${why}`, { details: { field: "dead_letter_channel", channel: identifier } });
-    if (found !== undefined && isAmbiguous(found)) throw invalid("names several of your channels; use an id or alias");
     if (found === undefined || found.createdByKeyId !== caller.keyId) throw invalid("must name a channel your key owns");
     if (found.id === selfId) throw invalid("cannot be the channel itself");
     return found.id;

@@ -5,7 +5,7 @@
  * channel's owner may redrive them back to where they came from.
  */
 import type { Caller } from "../model/caller.js";
-import { isAmbiguous, type ChannelView } from "../model/channels.js";
+import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
@@ -49,7 +49,7 @@ export class DeadLetters {
    */
   private async refuseDeadLetter(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
     const channel = await this.ctx.channels.findView(message.channelId, caller.keyId);
-    if (channel === undefined || isAmbiguous(channel) || channel.maxDeliveries === null || message.deliveryCount < channel.maxDeliveries) return;
+    if (channel === undefined || channel.maxDeliveries === null || message.deliveryCount < channel.maxDeliveries) return;
     await this.moveOut(channel.id, now);
     throw new ApiError("message_not_found", `The message was delivered ${message.deliveryCount} times, its channel's max_deliveries, and is a dead letter now`, {
       suggestion: "Look for it in the channel's dead-letter channel, or in its history when the channel has none.",
@@ -114,7 +114,7 @@ export class DeadLetters {
   /** The origin channel as its owner (the caller) sees it; undefined when it is gone. */
   private async origin(caller: Caller, channelId: string): Promise<ChannelView | undefined> {
     const view = await this.ctx.channels.findView(channelId, caller.keyId);
-    return view === undefined || isAmbiguous(view) ? undefined : view;
+    return view;
   }
 }
 

@@ -10,7 +10,7 @@ import type { Caller } from "../model/caller.js";
 import type { SecurityAudit } from "./audit.js";
 import type { AccessRequestRecord, ChannelEventRecord, InvitationRecord, MemberRecord } from "../model/membership.js";
 import { assertCanUse, assertOwner, isOwner, namedChannel } from "./channel.js";
-import { isAmbiguous, type ChannelView } from "../model/channels.js";
+import type { ChannelView } from "../model/channels.js";
 import { validateText } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
@@ -288,7 +288,7 @@ export class Membership {
     if (caller.keyId !== found.createdByKeyId && caller.keyId !== found.channelOwnerKeyId) {
       const channel = await this.channels.findView(found.channel.id, caller.keyId);
       // By id: one channel or none.
-      if (!channel || isAmbiguous(channel)) throw invitationNotFound();
+      if (!channel) throw invitationNotFound();
       assertCanUse(channel, caller);
       throw new ApiError("forbidden", "Only the invitation's creator or the channel owner may revoke it", {
         suggestion: "Use the key that created the invitation or the key that owns the channel.",

@@ -5,7 +5,6 @@
  */
 import type { ActorRef } from "../model/actors.js";
 import type { Caller } from "../model/caller.js";
-import { isAmbiguous } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { effectiveClaim, type MessageRecord } from "../model/messages.js";
@@ -123,7 +122,7 @@ export class MessageClaims {
       // The bound is the TTL of the message's channel, known only once the message is found.
       const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
       const channel = await this.ctx.channels.findView(found.message.channelId, caller.keyId);
-      checkDelaySeconds(delaySeconds, channel && !isAmbiguous(channel) ? channel.ttlSeconds : Infinity);
+      checkDelaySeconds(delaySeconds, channel ? channel.ttlSeconds : Infinity);
       availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
     }
     const released = await this.ctx.store.release(messageId, caller.keyId, actor, now, availableAt);

@@ -102,6 +102,7 @@ export class MessagePosting {
       delaySeconds,
       channelId: channel.id,
       authorKeyId: caller.keyId,
+      authorLabel: caller.agentLabel,
       actor,
       actorLabel: input.actorLabel ?? null,
       content,

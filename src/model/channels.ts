@@ -39,20 +39,10 @@ export interface ChannelView extends ChannelRecord {
 }
 
 /**
- * A bare name that several channels of the caller's key carry (docs/decisions.md#channel-names):
- * their ids, oldest first, at most AMBIGUOUS_IDS_LISTED of them.
+ * What a `{identifier}` names for a caller: one channel or none. A bare name several of the
+ * caller's channels carry names the newest of them (docs/decisions.md#channel-names).
  */
-export interface AmbiguousChannelName {
-  ambiguousIds: string[];
-}
-
-/** How many of the channels sharing an ambiguous name an answer lists. */
-export const AMBIGUOUS_IDS_LISTED = 10;
-
-/** What a `{identifier}` names for a caller: one channel, several (only a bare name can), or none. */
-export type ChannelLookup<T extends ChannelView> = T | AmbiguousChannelName | undefined;
-
-export const isAmbiguous = <T extends ChannelView>(found: T | AmbiguousChannelName): found is AmbiguousChannelName => "ambiguousIds" in found;
+export type ChannelLookup<T extends ChannelView> = T | undefined;
 
 /** A validated channel with every default applied; related channels still as given (ids or aliases). */
 export interface NewChannel {

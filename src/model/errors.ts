@@ -74,7 +74,6 @@ export const errorCatalog = {
   // 405
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
   // 409
-  ambiguous_channel_name: spec(409, "failed_precondition", "Several of your channels have this name", "Address the channel by its id (listed in channel_ids) or give it an alias with POST /v1/channels/{identifier}/aliases; renaming one of them also ends the ambiguity."),
   alias_conflict: spec(409, "already_exists", "That alias is already taken", "Choose another alias."),
   label_in_use: spec(409, "already_exists", "An active key already uses this agent_label", "Choose another agent_label (e.g. add a suffix), or keep using the key that holds it; revoking that key with DELETE /v1/keys/me frees the label."),
   already_claimed: spec(409, "failed_precondition", "This message has already been claimed", "List open work with GET /v1/channels/{identifier}/messages?status=unclaimed and claim another message."),

@@ -7,6 +7,8 @@ export interface MemberRecord {
   id: string;
   channelId: string;
   keyId: string;
+  /** The member key's agent label. */
+  agentLabel: string;
   grantedAt: Micros;
   grantedViaInvitationId: string | null;
 }

@@ -22,6 +22,8 @@ export interface MessageRecord {
   id: string;
   channelId: string;
   authorKeyId: string;
+  /** The posting key's agent label (keys never change theirs). */
+  authorLabel: string;
   actor: ActorRef | null;
   actorLabel: string | null;
   content: string;
@@ -49,7 +51,7 @@ export interface DeadLetterOrigin {
   lastError: string;
 }
 
-export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "actor" | "actorLabel" | "content" | "metadata" | "mentions"> & {
+export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "authorLabel" | "actor" | "actorLabel" | "content" | "metadata" | "mentions"> & {
   /** Seconds after createdAt before the message is open work; none (0) when absent. */
   delaySeconds?: number;
 };

@@ -13,6 +13,7 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     actor: message.actor ?? undefined,
     actorLabel: message.actorLabel ?? undefined,
     authorKeyId: message.authorKeyId,
+    authorLabel: message.authorLabel,
     content: message.content,
     metadata: message.metadata,
     createdAt: toProtoTimestamp(message.createdAt),

@@ -97,6 +97,7 @@ function renderMember(m: MemberRecord): MessageInitShape<typeof MemberSchema> {
     id: m.id,
     channelId: m.channelId,
     keyId: m.keyId,
+    agentLabel: m.agentLabel,
     grantedAt: toProtoTimestamp(m.grantedAt),
     grantedViaInvitationId: m.grantedViaInvitationId ?? undefined,
   };

@@ -1,7 +1,6 @@
 /** SQL for channels: lookup by id, alias or owned name on behalf of a caller, create, discovery, update, delete, aliases, pause. */
 import type { Caller } from "../model/caller.js";
 import {
-  AMBIGUOUS_IDS_LISTED,
   type ChannelChanges,
   type ChannelLookup,
   type ChannelRecord,
@@ -80,18 +79,20 @@ export const hasNul = (text: string): boolean => text.includes("\u0000");
 
 /**
  * The one rule for what a `{identifier}` names (docs/decisions.md#channel-names), as the CTE
- * `named(id)`: the channel with that id; else the channel holding that alias; else every channel
- * the caller's key created under that name (more than one only when the key gave two channels one
- * name). Parameters: $1 the identifier when it is a UUID (else null), $2 the identifier, $3 the
- * caller's key id (null: no names resolve). Each branch is one index probe: the primary key,
- * channel_aliases' primary key, channels_by_owner_key_and_name.
+ * `named(id)`: the channel with that id; else the channel holding that alias; else the newest
+ * channel the caller's key created under that name (a key may give many channels one name).
+ * Parameters: $1 the identifier when it is a UUID (else null), $2 the identifier, $3 the caller's
+ * key id (null: no names resolve). Each branch is one index probe: the primary key,
+ * channel_aliases' primary key, and the first entry of channels_by_owner_key_and_name (ordered
+ * newest first within a name, so a key with thousands of channels of one name costs no sort).
  */
 const NAMED_CHANNELS = `named_candidates AS (
     SELECT c.id, 1 AS precedence FROM channels c WHERE c.id = $1::uuid
     UNION ALL
     SELECT a.channel_id, 2 FROM channel_aliases a WHERE a.alias = $2
     UNION ALL
-    SELECT c.id, 3 FROM channels c WHERE c.created_by_key_id = $3 AND c.name = $2
+    (SELECT c.id, 3 FROM channels c WHERE c.created_by_key_id = $3 AND c.name = $2
+     ORDER BY c.created_at DESC, c.id DESC LIMIT 1)
   ), named AS (
     SELECT id FROM named_candidates WHERE precedence = (SELECT min(precedence) FROM named_candidates)
   )`;
@@ -103,24 +104,21 @@ const namedParams = (identifier: string, callerKeyId: string | null): [string | 
   callerKeyId,
 ];
 
-/** One row: the channel; several (only a bare name matches several): the ambiguity, by id; none: undefined. */
+/** The one row a look-up finds, or undefined. */
 function oneNamed<R extends { id: string }, T extends ChannelView>(rows: R[], toFound: (row: R) => T): ChannelLookup<T> {
-  const [first, ...others] = rows;
-  if (first === undefined) return undefined;
-  return others.length === 0 ? toFound(first) : { ambiguousIds: rows.map((r) => r.id) };
+  const first = rows[0];
+  return first === undefined ? undefined : toFound(first);
 }
 
 /** The caller's standing in the channel: owner or a member row. $3 is the caller's key id. */
 const IS_MEMBER = `(c.created_by_key_id = $3 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $3)) AS is_member`;
 
-/** Every channel the identifier names for the caller (several only when ambiguous), oldest first. Exported for the query-plan test. */
+/** The channel the identifier names for the caller. Exported for the query-plan test. */
 export const CHANNEL_VIEW_SQL = `WITH ${NAMED_CHANNELS}
   SELECT ${CHANNEL_COLUMNS}, ${IS_MEMBER}
-  FROM named JOIN channels c ON c.id = named.id
-  ORDER BY c.created_at
-  LIMIT ${AMBIGUOUS_IDS_LISTED}`;
+  FROM named JOIN channels c ON c.id = named.id`;
 
-/** The channel the identifier names, with the caller's membership; its ambiguity, or undefined when none. */
+/** The channel the identifier names, with the caller's membership, or undefined when none. */
 export async function findChannelView(db: Db, identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
   if (hasNul(identifier)) return undefined;
   const { rows } = await db.query<ChannelRow & { is_member: boolean }>(
@@ -236,9 +234,7 @@ export async function findChannelResource(
   const { rows } = await db.query<ChannelRow & ChannelExtrasRow & { is_member: boolean }>(
     `WITH ${NAMED_CHANNELS}
      SELECT ${CHANNEL_COLUMNS}, ${CHANNEL_EXTRAS}, ${IS_MEMBER}
-     FROM named JOIN channels c ON c.id = named.id
-     ORDER BY c.created_at
-     LIMIT ${AMBIGUOUS_IDS_LISTED}`,
+     FROM named JOIN channels c ON c.id = named.id`,
     namedParams(identifier, callerKeyId),
   );
   return oneNamed(rows, (row) => ({ ...toResource(row), callerIsMember: row.is_member }));

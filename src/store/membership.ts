@@ -59,14 +59,17 @@ interface MemberRow {
   key_id: string;
   granted_at: Micros;
   granted_via_invitation_id: string | null;
+  agent_label: string | null;
 }
 
-const MEMBER_COLUMNS = "m.id, m.channel_id, m.key_id, m.granted_at, m.granted_via_invitation_id";
+const MEMBER_COLUMNS = `m.id, m.channel_id, m.key_id, m.granted_at, m.granted_via_invitation_id,
+  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.key_id) AS agent_label`;
 
 const toMember = (r: MemberRow): MemberRecord => ({
   id: r.id,
   channelId: r.channel_id,
   keyId: r.key_id,
+  agentLabel: r.agent_label ?? "",
   grantedAt: r.granted_at,
   grantedViaInvitationId: r.granted_via_invitation_id,
 });

@@ -49,6 +49,7 @@ export interface MessageRow {
   id: string;
   channel_id: string;
   author_key_id: string;
+  author_label: string | null;
   actor_id: string | null;
   actor_name: string | null;
   actor_label: string | null;
@@ -73,7 +74,8 @@ export interface MessageRow {
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
   m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count, m.dead_letter,
-  coalesce(m.available_at, m.created_at) AS available_at`;
+  coalesce(m.available_at, m.created_at) AS available_at,
+  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -109,6 +111,7 @@ export function toRecord(row: MessageRow): MessageRecord {
     id: row.id,
     channelId: row.channel_id,
     authorKeyId: row.author_key_id,
+    authorLabel: row.author_label ?? "",
     actor: row.actor_id === null ? null : { id: row.actor_id, name: row.actor_name ?? "" },
     actorLabel: row.actor_label,
     content: row.content,
@@ -463,6 +466,7 @@ export class PgMessageStore implements MessageStore {
                 id: row.message_id,
                 channelId,
                 authorKeyId: input.authorKeyId,
+                authorLabel: input.authorLabel,
                 actor: input.actor,
                 actorLabel: input.actorLabel,
                 content: input.content,

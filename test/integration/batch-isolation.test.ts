@@ -31,7 +31,7 @@ describe("batched message writes", () => {
   it("store every valid message of a burst when other rows of the same batch fail in the database", async () => {
     const channelId = await createChannel(server.url, key, { mode: "broadcast", max_messages: 10_000 });
     const store = new PgMessageStore(new Db(server.app.pool));
-    const base = { channelId, authorKeyId: keyIdOf(key), actor: null, actorLabel: null, mentions: [] };
+    const base = { channelId, authorKeyId: keyIdOf(key), authorLabel: "batch", actor: null, actorLabel: null, mentions: [] };
     const writes = Array.from({ length: 160 }, (_, i) => {
       const poisoned = i % 5 === 3;
       const row: NewMessage = poisoned ? { ...base, ...POISONS[i % POISONS.length]! } : { ...base, content: `valid ${i}`, metadata: { i } };

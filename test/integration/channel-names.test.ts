@@ -185,37 +185,49 @@ describe("names of other keys' channels do not resolve", () => {
   });
 });
 
-describe("two of the caller's channels with one name", () => {
-  it("answers 409 ambiguous_channel_name listing both ids, oldest first, with a suggestion", async () => {
+describe("several of the caller's channels with one name", () => {
+  it("resolve to the newest of them on every route that takes a name", async () => {
     const key = await mintKey(server.url);
     const name = uniqueName("twice");
-    const first = await createChannel(server.url, key, { name });
-    const second = await createChannel(server.url, key, { name });
+    await createChannel(server.url, key, { name });
+    const newest = await createChannel(server.url, key, { name });
     for (const [method, suffix, body] of [
       ["GET", "", undefined],
-      ["PATCH", "", { description: "which?" }],
-      ["POST", "/messages", { content: "which?" }],
+      ["PATCH", "", { description: "the newest" }],
+      ["POST", "/messages", { content: "to the newest" }],
+      ["GET", "/messages", undefined],
       ["GET", "/members", undefined],
-      ["DELETE", "", undefined],
+      ["GET", "/stats", undefined],
     ] as const) {
-      const res = await rest<ErrorJson>(server.url, method, path(name, suffix), { key, body });
-      expect(res.status, `${method} ${suffix}`).toBe(409);
-      expect(res.body.error).toBe("ambiguous_channel_name");
-      expect(res.body.channel_ids).toEqual([first, second]);
-      expect(res.body.suggestion).toMatch(/id/);
+      const res = await rest<{ id?: string; message?: { channel_id: string }; data?: Array<{ channel_id: string }> }>(server.url, method, path(name, suffix), { key, body });
+      expect(res.status, `${method} ${suffix}`).toBeLessThan(300);
+      if (method === "POST") expect(res.body.message?.channel_id).toBe(newest);
     }
+    expect((await getChannel(key, name)).body).toMatchObject({ id: newest, description: "the newest" });
+    expect((await rest(server.url, "DELETE", path(name), { key })).status).toBe(204);
+    expect((await rest(server.url, "GET", path(newest), { key })).status).toBe(404);
   });
 
-  it("stays reachable by id and by alias, and the name resolves again once one is renamed", async () => {
+  it("move to the next newest when the newest is deleted or renamed", async () => {
     const key = await mintKey(server.url);
     const name = uniqueName("again");
     const first = await createChannel(server.url, key, { name });
     const second = await createChannel(server.url, key, { name });
-    const alias = uniqueName("the-second");
-    expect((await rest(server.url, "POST", path(second, "/aliases"), { key, body: { alias } })).status).toBe(201);
-    expect((await getChannel(key, first)).body.id).toBe(first);
-    expect((await getChannel(key, alias)).body.id).toBe(second);
+    const third = await createChannel(server.url, key, { name });
+    expect((await getChannel(key, name)).body.id).toBe(third);
+    expect((await rest(server.url, "DELETE", path(third), { key })).status).toBe(204);
+    expect((await getChannel(key, name)).body.id).toBe(second);
     expect((await rest(server.url, "PATCH", path(second), { key, body: { name: uniqueName("renamed") } })).status).toBe(200);
+    expect((await getChannel(key, name)).body.id).toBe(first);
+  });
+
+  it("leave the older ones reachable by id and by alias, which win over the name", async () => {
+    const key = await mintKey(server.url);
+    const name = uniqueName("older");
+    const first = await createChannel(server.url, key, { name });
+    await createChannel(server.url, key, { name });
+    expect((await getChannel(key, first)).body.id).toBe(first);
+    expect((await rest(server.url, "POST", path(first, "/aliases"), { key, body: { alias: name } })).status).toBe(201);
     expect((await getChannel(key, name)).body.id).toBe(first);
   });
 });
@@ -263,17 +275,13 @@ describe("channels by name over gRPC", () => {
     expect(created.message?.channelId).toBe(id);
   });
 
-  it("reports ambiguity as FailedPrecondition with ambiguous_channel_name and the ids in details", async () => {
+  it("resolves a name two of the caller's channels share to the newest", async () => {
     const key = await mintKey(server.url);
     const name = uniqueName("grpc-twice");
-    const first = await createChannel(server.url, key, { name });
+    await createChannel(server.url, key, { name });
     const second = await createChannel(server.url, key, { name });
-    const err = await createClient(ChannelService, transport())
-      .getChannel({ identifier: name }, { headers: { "x-api-key": key } })
-      .catch((e: unknown) => e);
-    expect(ConnectError.from(err).code).toBe(Code.FailedPrecondition);
-    expect(detail(err)?.error).toBe("ambiguous_channel_name");
-    expect(detail(err)?.details?.channel_ids).toEqual([first, second]);
+    const channel = await createClient(ChannelService, transport()).getChannel({ identifier: name }, { headers: { "x-api-key": key } });
+    expect(channel.id).toBe(second);
   });
 
   it("reports another key's channel name as NotFound", async () => {

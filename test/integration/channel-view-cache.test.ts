@@ -86,15 +86,15 @@ describe("a change through this process is seen by the next request", () => {
     expect(refused.status).toBe(422);
   });
 
-  it("a second channel with the same name makes the name ambiguous at once", async () => {
+  it("a second channel with the same name takes the name at once", async () => {
     const owner = await mintKey(url());
     const name = `twin-${Date.now()}`;
     await createChannel(url(), owner, { name });
     expect(await readStatus(url(), owner, encodeURIComponent(name))).toBe(200);
-    await createChannel(url(), owner, { name });
-    const res = await rest<{ error: string }>(url(), "GET", `/v1/channels/${encodeURIComponent(name)}/messages`, { key: owner });
-    expect(res.status).toBe(409);
-    expect(res.body.error).toBe("ambiguous_channel_name");
+    const second = await createChannel(url(), owner, { name });
+    const res = await rest<{ message: { channel_id: string } }>(url(), "POST", `/v1/channels/${encodeURIComponent(name)}/messages`, { key: owner, body: { content: "x" } });
+    expect(res.status).toBe(201);
+    expect(res.body.message.channel_id).toBe(second);
   });
 });
 

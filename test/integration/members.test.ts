@@ -34,7 +34,7 @@ const detailOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetai
 
 describe("GET /v1/channels/{identifier}/members", () => {
   it("lists the owner's own row first, every field present", async () => {
-    const owner = await mintKey(url());
+    const owner = await mintKey(url(), `members-owner-${Math.random().toString(36).slice(2, 8)}`);
     const ch = await createChannel(url(), owner);
     const res = await members(owner, ch);
     expect(res.status).toBe(200);
@@ -44,6 +44,7 @@ describe("GET /v1/channels/{identifier}/members", () => {
           id: expect.stringMatching(UUID),
           channel_id: ch,
           key_id: keyIdOf(owner),
+          agent_label: expect.stringMatching(/^members-owner-/),
           granted_at: expect.stringMatching(TIMESTAMP_6),
           granted_via_invitation_id: null,
         },
@@ -97,7 +98,8 @@ describe("GET /v1/channels/{identifier}/members", () => {
 describe("POST /v1/channels/{identifier}/members", () => {
   it("adds an active key: 201 Member", async () => {
     const owner = await mintKey(url());
-    const other = keyIdOf(await mintKey(url()));
+    const label = `members-other-${Math.random().toString(36).slice(2, 8)}`;
+    const other = keyIdOf(await mintKey(url(), label));
     const ch = await createChannel(url(), owner, { access: "restricted" });
     const res = await rest<MemberJson>(url(), "POST", `/v1/channels/${ch}/members`, { key: owner, body: { key_id: other } });
     expect(res.status).toBe(201);
@@ -105,6 +107,7 @@ describe("POST /v1/channels/{identifier}/members", () => {
       id: expect.stringMatching(UUID),
       channel_id: ch,
       key_id: other,
+      agent_label: label,
       granted_at: expect.stringMatching(TIMESTAMP_6),
       granted_via_invitation_id: null,
     });

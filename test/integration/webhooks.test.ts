@@ -564,7 +564,7 @@ describe("the outbox", () => {
     const keyId = keyIdOf(key);
     await expect(
       db.transaction(async () => {
-        const outcome = await store.create({ channelId: ch, authorKeyId: keyId, actor: null, actorLabel: null, content: "undone", metadata: {}, mentions: [] });
+        const outcome = await store.create({ channelId: ch, authorKeyId: keyId, authorLabel: "webhooks", actor: null, actorLabel: null, content: "undone", metadata: {}, mentions: [] });
         expect(outcome.outcome).toBe("created");
         const { rows } = await db.query("SELECT 1 FROM webhook_outbox WHERE channel_id = $1", [ch]);
         expect(rows).toHaveLength(1);

@@ -8,6 +8,7 @@ export interface MemberJson {
   id: string;
   channel_id: string;
   key_id: string;
+  agent_label: string;
   granted_at: string;
   granted_via_invitation_id: string | null;
 }

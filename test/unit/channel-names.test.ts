@@ -4,25 +4,16 @@ import { namedChannel } from "../../src/domain/channel.js";
 import type { Channels } from "../../src/domain/channels.js";
 import type { Membership } from "../../src/domain/membership.js";
 import type { Messages } from "../../src/domain/messages.js";
-import { AMBIGUOUS_IDS_LISTED } from "../../src/model/channels.js";
 import { ApiError } from "../../src/model/errors.js";
 import { alice, bob, channelUpdateInput as update, createChannelInput as input, fakeDomain } from "../support/domain.js";
 import { settle } from "../support/clock.js";
-import { refusalCode as refusal, rejectionOf, thrownBy } from "../support/errors.js";
+import { refusalCode as refusal, thrownBy } from "../support/errors.js";
 
 describe("namedChannel", () => {
   it("answers 404 channel_not_found naming the identifier when nothing matched", () => {
     const err = thrownBy(ApiError, () => namedChannel(undefined, "nowhere"));
     expect(err.code).toBe("channel_not_found");
     expect(err.message).toContain("nowhere");
-  });
-
-  it("answers 409 ambiguous_channel_name with the ids in details and a suggestion", () => {
-    const err = thrownBy(ApiError, () => namedChannel({ ambiguousIds: ["a", "b"] }, "twice"));
-    expect(err.code).toBe("ambiguous_channel_name");
-    expect(err.status).toBe(409);
-    expect(err.details).toEqual({ channel_ids: ["a", "b"] });
-    expect(err.suggestion).toBeTruthy();
   });
 });
 
@@ -58,15 +49,15 @@ describe("use cases by name", () => {
     expect((await channels.get(alice, "builds")).id).toBe(aliased.id);
   });
 
-  it("refuses a name two of the caller's channels share, listing at most AMBIGUOUS_IDS_LISTED ids oldest first", async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < AMBIGUOUS_IDS_LISTED + 2; i++) ids.push((await channels.create(alice, input({ name: "twice" }))).id);
-    const err = await rejectionOf(ApiError, channels.update(alice, "twice", update({ description: "x" }), undefined));
-    expect(err.code).toBe("ambiguous_channel_name");
-    expect(err.details.channel_ids).toEqual(ids.slice(0, AMBIGUOUS_IDS_LISTED));
+  it("resolves a name several of the caller's channels share to the newest of them", async () => {
+    await channels.create(alice, input({ name: "twice" }));
+    await clock.advance(1_000);
+    const newest = await channels.create(alice, input({ name: "twice" }));
+    expect((await channels.update(alice, "twice", update({ description: "x" }), undefined)).id).toBe(newest.id);
+    expect((await post("twice", "to the newest")).message.channelId).toBe(newest.id);
   });
 
-  it("keeps a watch opened by name on its channel once the name turns ambiguous", async () => {
+  it("keeps a watch opened by name on its channel once a newer channel takes the name", async () => {
     const first = await channels.create(alice, input({ name: "builds" }));
     const abort = new AbortController();
     const watch = await messages.openWatch(alice, "builds", undefined, abort.signal);

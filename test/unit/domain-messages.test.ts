@@ -346,7 +346,7 @@ describe("Messages.receive", () => {
     const waited = waiting.receive(bob, channelId, receiveInput({ wait: 30, signal: gone.signal }));
     await eventually(async () => bus.subscriptions === 1);
     // Work arrives unannounced (no wake-up), then the caller leaves: the wait ends with nothing leased.
-    const { message } = await messageStore.create({ channelId, authorKeyId: alice.keyId, actor: null, actorLabel: null, content: "late", metadata: {}, mentions: [] }).then((o) => {
+    const { message } = await messageStore.create({ channelId, authorKeyId: alice.keyId, authorLabel: alice.agentLabel, actor: null, actorLabel: null, content: "late", metadata: {}, mentions: [] }).then((o) => {
       if (o.outcome !== "created") throw new Error(o.outcome);
       return o;
     });

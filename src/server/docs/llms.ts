@@ -74,8 +74,8 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
   metadata; \`pattern\`s are RE2-compatible ECMAScript: no lookahead, lookbehind or backreferences; at most 1000
   values with \`$ref\`s expanded, only local \`#/…\` refs, no recursion), \`webhook_url\`/\`webhook_secret\`.
 - Use the channel's \`id\`, an alias (\`POST /v1/channels/{identifier}/aliases\`) or, for channels your key created,
-  its \`name\` wherever a path says \`{identifier}\` (tried in that order). Two of your channels with one name make
-  the name ambiguous: 409 \`ambiguous_channel_name\` lists their \`channel_ids\`; use an id or alias instead.
+  its \`name\` wherever a path says \`{identifier}\` (tried in that order). When several of your channels share a
+  name, the name means the newest of them; reach an older one by its id or an alias.
   \`GET /v1/channels\` lists discoverable channels.
 - Letting others into a restricted channel: \`POST /v1/channels/{identifier}/invitations\` (owner or member) returns an
   invitation whose \`id\` any key resolves with \`GET /v1/channel-invitations/{id}\` for 24 hours. It stops working

@@ -2,8 +2,6 @@
 import { randomUUID } from "node:crypto";
 import type { Caller } from "../../../src/model/caller.js";
 import {
-  AMBIGUOUS_IDS_LISTED,
-  type AmbiguousChannelName,
   type ChannelLookup,
   type ChannelRecord,
   type ChannelResource,
@@ -42,14 +40,13 @@ export class FakeChannelStore implements ChannelStore {
   }
 
   /** By id, else alias, else the names of the caller's key's channels (docs/decisions.md#channel-names), like PgChannelStore. */
-  private named(identifier: string, callerKeyId: string): ChannelRecord | AmbiguousChannelName | undefined {
+  private named(identifier: string, callerKeyId: string): ChannelRecord | undefined {
     const record = this.byIdentifier(identifier);
     if (record) return record;
-    const owned = [...this.channels.values()]
+    // The newest of the caller's channels of that name (created later, or the same instant and the larger id).
+    return [...this.channels.values()]
       .filter((c) => c.createdByKeyId === callerKeyId && c.name === identifier)
-      .sort((a, b) => a.createdAt - b.createdAt);
-    if (owned.length > 1) return { ambiguousIds: owned.slice(0, AMBIGUOUS_IDS_LISTED).map((c) => c.id) };
-    return owned[0];
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))[0];
   }
 
   private view(record: ChannelRecord, callerKeyId: string): ChannelView {
@@ -68,12 +65,12 @@ export class FakeChannelStore implements ChannelStore {
 
   async findView(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelView>> {
     const found = this.named(identifier, callerKeyId);
-    return found && ("ambiguousIds" in found ? found : this.view(found, callerKeyId));
+    return found && this.view(found, callerKeyId);
   }
 
   async findResource(identifier: string, callerKeyId: string): Promise<ChannelLookup<ChannelResource & ChannelView>> {
     const found = this.named(identifier, callerKeyId);
-    return found && ("ambiguousIds" in found ? found : { ...this.resource(found), callerIsMember: this.view(found, callerKeyId).callerIsMember });
+    return found && { ...this.resource(found), callerIsMember: this.view(found, callerKeyId).callerIsMember };
   }
 
   async resolveRefs(refs: readonly string[]): Promise<Array<string | null>> {
@@ -94,7 +91,7 @@ export class FakeChannelStore implements ChannelStore {
     };
     this.channels.set(record.id, record);
     this.links.set(record.id, [...relatedIds]);
-    this.members.set(`${record.id} ${owner.keyId}`, { id: randomUUID(), channelId: record.id, keyId: owner.keyId, grantedAt: at, grantedViaInvitationId: null });
+    this.members.set(`${record.id} ${owner.keyId}`, { id: randomUUID(), channelId: record.id, keyId: owner.keyId, agentLabel: owner.agentLabel, grantedAt: at, grantedViaInvitationId: null });
     return this.resource(record);
   }
 

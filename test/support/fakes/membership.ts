@@ -54,7 +54,8 @@ export class FakeMembershipStore implements MembershipStore {
     const key = `${channelId} ${keyId}`;
     const existing = this.channels.members.get(key);
     if (existing) return { member: existing, created: false };
-    const member = { id: randomUUID(), channelId, keyId, grantedAt: now, grantedViaInvitationId: via };
+    // The fake knows no key labels; the key id stands in for one.
+    const member = { id: randomUUID(), channelId, keyId, agentLabel: keyId, grantedAt: now, grantedViaInvitationId: via };
     this.channels.members.set(key, member);
     return { member, created: true };
   }
