@@ -340,6 +340,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     const mcp = new McpHttpEndpoint({
       selfUrl: () => selfUrl,
       corsOrigins: config.corsOrigins,
+      trustProxy: config.trustProxy,
       maxBodyBytes: config.maxBodyBytes,
       admit: (key, headers) => pipeline.authenticate(key, { requestHeader: headers, responseHeader: new Headers(), values: createContextValues() }),
       internalCallHeaders: { [INTERNAL_CALL_HEADER]: internalCallToken },

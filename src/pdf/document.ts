@@ -94,7 +94,8 @@ h1, h2, h3, h4, h5, h6 { line-height: 1.2; margin: 1.1em 0 0.5em; break-after: a
 h1 { font-size: 1.9em; } h2 { font-size: 1.5em; } h3 { font-size: 1.2em; }
 p, ul, ol, blockquote, pre, table { margin: 0 0 0.8em; }
 pre, code, kbd, samp {
-  font-family: monospace; font-size: 0.92em;
+  /* Named, not only the generic monospace: Chromium shrinks text whose sole family is monospace (13px for 16px). CJK and emoji fall back as in the body. */
+  font-family: "Noto Sans Mono", monospace, "Noto Sans S Chinese", "Noto Sans Korean", "Noto Color Emoji"; font-size: 0.92em;
 }
 pre { background: #f5f5f5; padding: 0.6em 0.8em; white-space: pre-wrap; border-radius: 3px; }
 code { background: #f5f5f5; padding: 0 0.2em; border-radius: 2px; }

@@ -85,14 +85,15 @@ describe("agentbus pdf | parse | transcript", () => {
 });
 
 describe("jobs through MCP", () => {
-  it("submits a PDF job and fetches its completed result with get_job", async () => {
+  it("submits a PDF job and gets the finished PDF from get_job as an embedded application/pdf resource", async () => {
     const client = new Client({ name: "jobs-test", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", server.url), { requestInit: { headers: { "X-API-Key": key } } }));
     try {
+      let last: CallToolResult | undefined;
       const call = async (name: string, args: Record<string, unknown>) => {
-        const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-        expect(r.isError, JSON.stringify(r.structuredContent)).toBeFalsy();
-        return r.structuredContent as Record<string, unknown>;
+        last = (await client.callTool({ name, arguments: args })) as CallToolResult;
+        expect(last.isError, JSON.stringify(last.structuredContent)).toBeFalsy();
+        return last.structuredContent as Record<string, unknown>;
       };
       const { job_id: jobId } = await call("submit_pdf_job", { content: "<h1>Hello from MCP</h1>", format: "html" });
       let job = await call("get_job", { job_id: jobId });
@@ -100,7 +101,14 @@ describe("jobs through MCP", () => {
         await new Promise((r) => setTimeout(r, 200));
         job = await call("get_job", { job_id: jobId });
       }
-      expect(job).toMatchObject({ status: "completed", result: { url: expect.stringContaining(`/pdf/${String(jobId)}`) } });
+      // An absolute link, where this client reached the service.
+      expect(job).toMatchObject({ status: "completed", result: { url: `${server.url}/v1/pdf/${String(jobId)}` }, pdf: { embedded: true, uri: `agentbus://jobs/${String(jobId)}/pdf` } });
+      const embedded = last!.content.find((c) => c.type === "resource");
+      expect(embedded).toMatchObject({ type: "resource", resource: { uri: `agentbus://jobs/${String(jobId)}/pdf`, mimeType: "application/pdf", blob: expect.any(String) } });
+      const pdf = Buffer.from((embedded as { resource: { blob: string } }).resource.blob, "base64");
+      expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+      expect(await pdfText(pdf)).toContain("Hello from MCP");
+      expect(job.pdf).toMatchObject({ size_bytes: pdf.byteLength });
     } finally {
       await client.close();
     }

@@ -2,8 +2,9 @@
  * The MCP server, driven by the SDK's own Client over Streamable HTTP (/mcp
  * on the service's port) and over stdio (`agentbus mcp` against the running
  * service): the tool list, a two-agent hand-off with MCP tools only, tool
- * errors in the catalog's shape, the API's rights holding through MCP, and a
- * resource subscription notified when a message is posted.
+ * errors in the catalog's shape, the API's rights holding through MCP, a
+ * resource subscription notified when a message is posted, and what an agent
+ * reads: REST spellings only, and suggestions that name tools, not routes.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -155,6 +156,63 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
     });
     expect([hijack.status, ((await hijack.json()) as { error: string }).error]).toEqual([404, "mcp_session_not_found"]);
+  });
+});
+
+/** An enum value as protobuf spells it (CHANNEL_MODE_CLAIMABLE), as a whole word: internal, never for an agent. */
+const ENUM_SHAPED = /\b[A-Z]+_[A-Z_]+\b/;
+
+/** Every string in a tool answer (keys too): its text blocks and its structured content. */
+function stringsOf(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsOf);
+  if (typeof value === "object" && value !== null) return Object.entries(value).flatMap(([k, v]) => [k, ...stringsOf(v)]);
+  return [];
+}
+
+describe("what an agent sees over MCP (issue 27, item 14)", () => {
+  it("answers a whole session (create, post, receive, complete, list) in REST spellings, never an internal enum name", async () => {
+    const owner = await httpClient(alice);
+    const answers: CallToolResult[] = [];
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const result = (await owner.callTool({ name, arguments: args })) as CallToolResult;
+      answers.push(result);
+      return result.structuredContent as Structured;
+    };
+    const name = `agent-view-${Date.now()}`;
+    const { channel } = (await call("find_or_create_channel", { name, mode: "claimable", access: "restricted" })) as { channel: Record<string, unknown> };
+    expect(channel).toMatchObject({ mode: "claimable", access: "restricted" });
+    await call("get_channel", { identifier: name });
+    const posted = (await call("post_message", { identifier: name, content: "summarise the report", metadata: { priority: "high" } })) as { message: { id: string } };
+    await call("read_messages", { identifier: name, since: "0", status: "unclaimed" });
+    const received = (await call("receive_task", { identifier: name, max_messages: 1, lease_seconds: 60 })) as { data: Array<{ lease_token: string }> };
+    await call("heartbeat_lease", { lease_token: received.data[0]!.lease_token, lease_seconds: 120 });
+    expect(await call("complete_task", { message_id: posted.message.id, result: "done" })).toMatchObject({ status: "acknowledged" });
+    await call("wait_for_result", { message_id: posted.message.id });
+    await call("channel_stats", { identifier: name });
+    await call("list_my_channels", { limit: 10 });
+    await call("discover_channels", {});
+    await call("whoami", {});
+    await call("create_invitation", { identifier: name });
+    await call("receive_task", { identifier: "no-such-channel" });
+    expect(answers.at(-1)!.isError).toBe(true);
+
+    const enumShaped = answers.flatMap((a) => stringsOf([a.content, a.structuredContent])).filter((text) => ENUM_SHAPED.test(text));
+    expect(enumShaped).toEqual([]);
+    const { tools } = await owner.listTools();
+    expect(stringsOf(tools).filter((text) => ENUM_SHAPED.test(text))).toEqual([]);
+  });
+
+  it("tells a refused call which tool (and argument) to use instead of a REST route", async () => {
+    const stranger = await httpClient(bob);
+    const missing = await toolError(stranger, "receive_task", { identifier: "no-such-channel" });
+    expect(missing).toMatchObject({ error: "channel_not_found", suggestion: expect.stringContaining("list_my_channels") });
+    const lease = await toolError(stranger, "heartbeat_lease", { lease_token: "lease_nonesuch" });
+    expect(lease).toMatchObject({ error: "lease_expired", suggestion: expect.stringContaining("receive_task (identifier)") });
+    const restricted = await createChannel(server.url, alice, { access: "restricted" });
+    const denied = await toolError(stranger, "read_messages", { identifier: restricted, since: "0" });
+    expect(denied).toMatchObject({ error: "channel_access_denied", suggestion: expect.stringContaining("request_access (identifier, reason)") });
+    for (const err of [missing, lease, denied]) expect(err.suggestion).not.toMatch(/\/v1\/|\b(GET|POST|PUT|PATCH|DELETE)\b|X-API-Key|Idempotency-Key/);
   });
 });
 

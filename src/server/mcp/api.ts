@@ -11,18 +11,26 @@ import type { JsonObject, JsonValue } from "../../model/json.js";
 import { routesInDeclarationOrder } from "../docs/openapi.js";
 import type { RestRoute } from "../rest/routes.js";
 
+/** The REST error body: the catalog's code, message and suggestion, with the error's details (retry_after, fields, violations, ...). */
+export interface ApiErrorBody {
+  error: string;
+  message: string;
+  suggestion?: string;
+  [detail: string]: JsonValue | undefined;
+}
+
 /** An answer of the API other than 2xx, in the error catalog's shape. */
 export class ApiCallError extends Error {
   constructor(
     readonly status: number,
-    readonly body: { error: string; message: string; suggestion?: string },
+    readonly body: ApiErrorBody,
   ) {
     super(body.message);
   }
 
   /** One of our own refusals, as the API would have answered it. */
   static of(err: ApiError): ApiCallError {
-    return new ApiCallError(err.status, { error: err.code, message: err.message, ...(err.suggestion === undefined ? {} : { suggestion: err.suggestion }) });
+    return new ApiCallError(err.status, { ...err.details, error: err.code, message: err.message, ...(err.suggestion === undefined ? {} : { suggestion: err.suggestion }) });
   }
 }
 
@@ -33,6 +41,9 @@ export interface CallOptions {
   /** Added to the request's time limit: how long the call may long-poll. */
   waitSeconds?: number;
 }
+
+/** A binary answer (HttpBody), or only its size when it is larger than the caller takes. */
+export type Download = { bytes: Buffer; contentType: string } | { tooLarge: true; size: number | undefined };
 
 /** An ordinary call's time limit; a long-poll gets its wait on top. */
 const CALL_TIMEOUT_MS = 30_000;
@@ -51,19 +62,66 @@ export class AgentbusApi {
     for (const route of routesInDeclarationOrder(services)) if (!this.routes.has(route.method)) this.routes.set(route.method, route);
   }
 
+  /** Where the API answers (the tools' links to the service start here). */
+  get url(): string {
+    return this.baseUrl();
+  }
+
   /** Calls `method` with `args` (REST JSON: path fields fill the path, the rest the body or the query). */
   async call(method: DescMethod, args: JsonObject, options: CallOptions = {}): Promise<JsonObject> {
+    const res = await this.send(method, args, options);
+    const parsed = parseJson(await res.text());
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : { value: parsed };
+  }
+
+  /**
+   * Calls a method whose answer is a file (google.api.HttpBody: the PDF
+   * download). A body larger than `maxBytes` is not read: the caller gets its
+   * size (when the service declared one) and links to it instead.
+   */
+  async download(method: DescMethod, args: JsonObject, maxBytes: number, options: CallOptions = {}): Promise<Download> {
+    const res = await this.send(method, args, options);
+    const declared = res.headers.get("content-length");
+    const size = declared === null ? undefined : Number(declared);
+    if (size !== undefined && size > maxBytes) {
+      await res.body?.cancel();
+      return { tooLarge: true, size };
+    }
+    const chunks: Buffer[] = [];
+    let read = 0;
+    for await (const chunk of res.body ?? []) {
+      read += chunk.byteLength;
+      // Leaving the loop cancels the rest of the body.
+      if (read > maxBytes) return { tooLarge: true, size };
+      chunks.push(Buffer.from(chunk));
+    }
+    return { bytes: Buffer.concat(chunks), contentType: res.headers.get("content-type") ?? "application/octet-stream" };
+  }
+
+  /** The path `method` is called at with `args` (e.g. a download route, to link to). */
+  pathOf(method: DescMethod, args: JsonObject): string {
+    return this.route(method, { ...args }).path;
+  }
+
+  /** The method's route with its path filled from `rest`, whose path fields are taken out. */
+  private route(method: DescMethod, rest: JsonObject): { route: RestRoute; path: string } {
     const route = this.routes.get(method);
     if (route === undefined) throw new Error(`${method.name} has no REST route`);
-    const rest: JsonObject = { ...args };
     const path = route.template.template.replace(/\{([a-z_.]+)(=[^}]*)?\}/g, (_all, name: string) => {
       const value = rest[name];
       delete rest[name];
       if (value === undefined || value === null || value === "") {
-        throw new ApiCallError(422, { error: "invalid_fields", message: `'${name}' is required`, suggestion: `Pass '${name}'.` });
+        throw new ApiCallError(422, { error: "missing_field", message: `'${name}' is required`, field: name, suggestion: `Pass '${name}'.` });
       }
       return encodeURIComponent(String(value));
     });
+    return { route, path };
+  }
+
+  /** Sends the request; a non-2xx answer is thrown as ApiCallError. */
+  private async send(method: DescMethod, args: JsonObject, options: CallOptions): Promise<Response> {
+    const rest: JsonObject = { ...args };
+    const { route, path } = this.route(method, rest);
     const url = new URL(path, this.baseUrl());
     const headers: Record<string, string> = { ...this.extraHeaders, Accept: "application/json" };
     if (this.apiKey !== undefined) headers["X-API-Key"] = this.apiKey;
@@ -81,22 +139,23 @@ export class AgentbusApi {
     const timeout = AbortSignal.timeout(CALL_TIMEOUT_MS + (options.waitSeconds ?? 0) * 1000);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     const res = await fetch(url, { method: route.httpMethod, headers, body, signal });
-    const text = await res.text();
-    let parsed: JsonValue;
-    try {
-      parsed = text === "" ? {} : (JSON.parse(text) as JsonValue);
-    } catch {
-      parsed = { error: "internal_error", message: text.slice(0, 500) };
-    }
-    if (!res.ok) {
-      const error = parsed as { error?: unknown; message?: unknown; suggestion?: unknown };
-      throw new ApiCallError(res.status, {
-        error: typeof error.error === "string" ? error.error : "internal_error",
-        message: typeof error.message === "string" ? error.message : `HTTP ${res.status}`,
-        ...(typeof error.suggestion === "string" ? { suggestion: error.suggestion } : {}),
-      });
-    }
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : { value: parsed };
+    if (res.ok) return res;
+    const parsed = parseJson(await res.text());
+    const error = (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : {}) as JsonObject;
+    throw new ApiCallError(res.status, {
+      ...error,
+      error: typeof error.error === "string" ? error.error : "internal_error",
+      message: typeof error.message === "string" ? error.message : `HTTP ${res.status}`,
+      ...(typeof error.suggestion === "string" ? { suggestion: error.suggestion } : {}),
+    });
+  }
+}
+
+function parseJson(text: string): JsonValue {
+  try {
+    return text === "" ? {} : (JSON.parse(text) as JsonValue);
+  } catch {
+    return { error: "internal_error", message: text.slice(0, 500) };
   }
 }
 

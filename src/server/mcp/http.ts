@@ -24,6 +24,7 @@ import { isJSONRPCRequest, type JSONRPCMessage, type RequestId } from "@modelcon
 import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
 import type { Clock, Timer } from "../../model/time.js";
+import { requestBaseUrl } from "../base-url.js";
 import type { BodyBudget } from "../http/body-budget.js";
 import { continueBody } from "../http/body-deadline.js";
 import type { NodeRequest, NodeResponse } from "../http/node-http.js";
@@ -39,6 +40,8 @@ export interface McpHttpOptions {
   /** Where this process's own API answers (its listener). */
   selfUrl: () => string;
   corsOrigins: readonly string[];
+  /** Whether X-Forwarded-Proto/Host say where clients reach the service (the links tools answer with). */
+  trustProxy?: boolean;
   maxSessions?: number;
   maxSessionsPerKey?: number;
   /** A session unused this long is closed. */
@@ -180,7 +183,9 @@ export class McpHttpEndpoint {
       refuse(req, res, new ApiError("too_many_mcp_sessions", `Too many MCP sessions are open (${limit})`, { headers: { "Retry-After": "60" } }), requestId);
       return;
     }
-    const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders));
+    // Links in tool answers point where this client reached the service, not at the process's own listener.
+    const publicUrl = requestBaseUrl(req, this.options.trustProxy ?? false);
+    const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders), { publicUrl: () => publicUrl });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       maxRequestBodySize: this.options.maxBodyBytes,

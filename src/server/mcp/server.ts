@@ -19,13 +19,17 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
   type CallToolResult,
+  type EmbeddedResource,
+  type ResourceLink,
 } from "@modelcontextprotocol/sdk/types.js";
+import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { ApiError } from "../../model/errors.js";
 import type { JsonObject } from "../../model/json.js";
 import { SERVICE_VERSION } from "../../platform/version.js";
 import { ApiCallError, notSpinning, pause, type AgentbusApi } from "./api.js";
-import { TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
+import { mcpErrorBody } from "./suggestions.js";
+import { MAX_EMBEDDED_PDF_BYTES, sizeText, TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
 
 const RESOURCE_PREFIX = "agentbus://channels/";
 const RESOURCE_SUFFIX = "/messages";
@@ -34,6 +38,7 @@ export const MAX_FOLLOWED_CHANNELS = 16;
 /** Long-poll seconds of a follower; the server caps it lower if it is configured so. */
 const FOLLOW_WAIT_SECONDS = 20;
 const PAGE = 100;
+const PDF_PATTERN = /^agentbus:\/\/jobs\/([1-9][0-9]{0,15})\/pdf$/;
 
 export const channelResourceUri = (identifier: string) => `${RESOURCE_PREFIX}${encodeURIComponent(identifier)}${RESOURCE_SUFFIX}`;
 
@@ -49,15 +54,15 @@ function identifierOf(uri: string): string {
   throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${uri}; use ${RESOURCE_PREFIX}{channel}${RESOURCE_SUFFIX}`);
 }
 
-const textResult = (value: JsonObject, isError = false): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(value) }],
+const textResult = (value: JsonObject, isError = false, files: Array<EmbeddedResource | ResourceLink> = []): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(value) }, ...files],
   structuredContent: value,
   ...(isError ? { isError: true } : {}),
 });
 
-/** A failed call as the tool error a model reads: the catalog's code, message and suggestion. */
+/** A failed call as the tool error a model reads: the catalog's code and message, the details, and what to do about it over MCP. */
 function toolError(err: unknown): CallToolResult {
-  if (err instanceof ApiCallError) return textResult({ ...err.body }, true);
+  if (err instanceof ApiCallError) return textResult(mcpErrorBody(err.body), true);
   const reason = err instanceof Error && err.name === "TimeoutError" ? "the service did not answer in time" : "the service could not be reached";
   return textResult({ error: "service_unavailable", message: `The call failed: ${reason}`, suggestion: "Check that agentbus is running at the configured URL, then retry." }, true);
 }
@@ -68,7 +73,23 @@ export interface AgentbusMcp {
   stop(): void;
 }
 
-export function createMcpServer(api: AgentbusApi): AgentbusMcp {
+export interface McpServerOptions {
+  /** Where the agent reaches the service, for absolute links; default where the API client calls it. */
+  publicUrl?: () => string;
+  /** Default MAX_EMBEDDED_PDF_BYTES. */
+  maxEmbeddedBytes?: number;
+}
+
+/** A refused resource read as the protocol error MCP defines for it, with the MCP suggestion. */
+function resourceError(err: unknown): unknown {
+  if (!(err instanceof ApiCallError)) return err;
+  const body = mcpErrorBody(err.body);
+  return new McpError(ErrorCode.InvalidParams, `${err.body.error}: ${err.body.message}`, body);
+}
+
+export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}): AgentbusMcp {
+  const publicUrl = options.publicUrl ?? (() => api.url);
+  const maxEmbeddedBytes = options.maxEmbeddedBytes ?? MAX_EMBEDDED_PDF_BYTES;
   const server = new Server(
     { name: "agentbus", title: "agentbus", version: SERVICE_VERSION },
     {
@@ -155,15 +176,20 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
     const tool = TOOLS.find((t) => t.name === request.params.name);
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
     const args = (request.params.arguments ?? {}) as JsonObject;
+    const files: Array<EmbeddedResource | ResourceLink> = [];
     const ctx: ToolContext = {
       api,
       signal: extra.signal,
       callId: `${extra.sessionId ?? instance}-${String(extra.requestId)}`,
       follow: (identifier) => follow(identifier, extra.signal),
       unfollow: (identifier) => unfollow(channelResourceUri(identifier)),
+      publicUrl: publicUrl(),
+      maxEmbeddedBytes,
+      attach: (block) => files.push(block),
     };
     try {
-      return textResult(tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal }));
+      const value = tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal });
+      return textResult(value, false, files);
     } catch (err) {
       return toolError(err);
     }
@@ -178,6 +204,13 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
         description: "The channel's live messages, oldest first (up to 100). Subscribe to be notified when a message arrives.",
         mimeType: "application/json",
       },
+      {
+        uriTemplate: "agentbus://jobs/{job_id}/pdf",
+        name: "job-pdf",
+        title: "A PDF job's document",
+        description: `The PDF of a completed submit_pdf_job job (kept 24 hours), up to ${sizeText(maxEmbeddedBytes)}; get_job links larger ones.`,
+        mimeType: "application/pdf",
+      },
     ],
   }));
 
@@ -188,11 +221,20 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const { uri } = request.params;
     try {
+      const job = PDF_PATTERN.exec(uri)?.[1];
+      if (job !== undefined) {
+        const file = await api.download(JobService.method.downloadPdf, { job_id: Number(job) }, maxEmbeddedBytes, { signal: extra.signal });
+        if ("bytes" in file) return { contents: [{ uri, mimeType: "application/pdf", blob: file.bytes.toString("base64") }] };
+        // The job's own download path, as get_job links it.
+        const record = await api.call(JobService.method.getJob, { job_id: Number(job) }, { signal: extra.signal });
+        const path = typeof record.result === "object" && record.result !== null && !Array.isArray(record.result) ? record.result.url : undefined;
+        const url = new URL(typeof path === "string" ? path : api.pathOf(JobService.method.downloadPdf, { job_id: Number(job) }), publicUrl()).href;
+        throw new McpError(ErrorCode.InvalidParams, `The PDF is larger than ${sizeText(maxEmbeddedBytes)}; download it from ${url} with your API key`, { download_url: url });
+      }
       const page = await api.call(MessageService.method.listMessages, { identifier: identifierOf(uri), since: "0", limit: PAGE }, { signal: extra.signal });
       return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(page) }] };
     } catch (err) {
-      if (err instanceof ApiCallError) throw new McpError(ErrorCode.InvalidParams, `${err.body.error}: ${err.body.message}`, err.body);
-      throw err;
+      throw resourceError(err);
     }
   });
 
@@ -200,8 +242,7 @@ export function createMcpServer(api: AgentbusApi): AgentbusMcp {
     try {
       await follow(identifierOf(request.params.uri), extra.signal);
     } catch (err) {
-      if (err instanceof ApiCallError) throw new McpError(ErrorCode.InvalidParams, `${err.body.error}: ${err.body.message}`, err.body);
-      throw err;
+      throw resourceError(err);
     }
     return {};
   });

@@ -5,13 +5,18 @@
  * the tool does, when to use it, and what comes back.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
+import type { EmbeddedResource, ResourceLink } from "@modelcontextprotocol/sdk/types.js";
 import { ChannelService } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
+import { DISCOVERY_PAGE, TTL_SECONDS } from "../../domain/channels.js";
+import { LEASE_SECONDS, MAX_METADATA_BYTES, MAX_RESULT_BYTES, RECEIVE_MAX_MESSAGES } from "../../domain/message-rules.js";
+import { MAX_MENTIONS } from "../../domain/actors.js";
+import { STANDARD_PAGE } from "../../domain/paging.js";
 import type { JsonObject } from "../../model/json.js";
 import { ApiCallError, type AgentbusApi, type CallOptions } from "./api.js";
-import { inputSchema, type SchemaOptions } from "./schema.js";
+import { inputSchema, type FieldDocs, type SchemaOptions } from "./schema.js";
 
 /** What a tool call gets besides its arguments. */
 export interface ToolContext {
@@ -22,6 +27,12 @@ export interface ToolContext {
   /** Subscribes this session to a channel's message resource (follow_channel). */
   follow(identifier: string): Promise<string>;
   unfollow(identifier: string): boolean;
+  /** Where the agent reaches the service (absolute links in answers start here). */
+  publicUrl: string;
+  /** A PDF up to this size comes back embedded; a larger one as a link. */
+  maxEmbeddedBytes: number;
+  /** Adds a content block (a file) to the answer, after its JSON. */
+  attach(block: EmbeddedResource | ResourceLink): void;
 }
 
 export interface ToolSpec {
@@ -36,10 +47,119 @@ export interface ToolSpec {
   run?(args: JsonObject, ctx: ToolContext): Promise<JsonObject>;
 }
 
-const IDENTIFIER = "The channel: its id, an alias, or the name of a channel you created.";
-const WAIT = "Seconds to wait for something to arrive before answering (long-poll; capped by the server, e.g. 20). 0 or absent answers at once.";
+/**
+ * The longest long-poll a service can be configured to hold
+ * (AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS, at most 300: src/platform/config.ts).
+ * The domain takes any wait from 0 and caps it at the service's own setting,
+ * which the stdio server cannot know, so the schema offers the whole range.
+ */
+const MAX_WAIT_SECONDS = 300;
+const KIB = 1024;
+const MIB = KIB * KIB;
+/**
+ * The largest PDF a tool answer embeds. As base64 it grows by a third (5 MiB
+ * is 6.7 MiB of JSON), and the whole answer sits in the client's memory and,
+ * with many clients, in the model's context. Text prints small (a page of
+ * Markdown with code and CJK: 28 KiB); a PDF past 5 MiB is carrying large
+ * images, and for it a link costs the agent nothing. The service keeps PDFs
+ * up to 64 MiB; get_job links those between the two.
+ */
+export const MAX_EMBEDDED_PDF_BYTES = 5 * 1024 * 1024;
+
+export const sizeText = (bytes: number) => (bytes % MIB === 0 ? `${bytes / MIB} MiB` : `${bytes} bytes`);
+
+/**
+ * The fields the tools share, by name, at any depth (a receive's complete
+ * items too): what a model is told, and for numbers the bounds the domain
+ * checks (imported, so they move with the rule).
+ */
+const FIELDS: FieldDocs = {
+  identifier: { description: "The channel: its id, an alias, or the name of a channel you created." },
+  name: { description: "The channel's name, unique among your channels." },
+  mode: { description: "claimable (a work queue: each message goes to one worker) or broadcast (every reader sees every message)." },
+  access: { description: "open (any key may use it) or restricted (only members: the owner invites or approves requests). Default open." },
+  description: { description: "What the channel is for, shown to those who discover it." },
+  discoverable: { description: "Whether discover_channels lists it for other agents. Default: the service's setting for open channels, false for restricted ones." },
+  ttl_seconds: {
+    description: `How long a message lives before it expires unread (${TTL_SECONDS.min}..${TTL_SECONDS.max}, default ${TTL_SECONDS.default}); used only when creating.`,
+    minimum: TTL_SECONDS.min,
+    maximum: TTL_SECONDS.max,
+  },
+  cursor: { description: "next_cursor of the previous page, for the next (older) page; leave it out for the first page." },
+  limit: { description: `How many items per page (${STANDARD_PAGE.min}..${STANDARD_PAGE.max}, default ${STANDARD_PAGE.default}).`, minimum: STANDARD_PAGE.min, maximum: STANDARD_PAGE.max },
+  since: { description: "A next_cursor from an earlier answer (only what came after it), or '0' for every live message." },
+  status: { description: "Only unclaimed (open work) or only claimed messages; all when left out." },
+  wait: {
+    description: `Seconds to wait for something to arrive before answering (long-poll; the service caps it at its own limit, 25 by default). 0 or absent answers at once.`,
+    minimum: 0,
+    maximum: MAX_WAIT_SECONDS,
+  },
+  content: { description: "The message text (up to the channel's max_content_bytes)." },
+  metadata: { description: `Structured data to keep with it: a JSON object, at most ${MAX_METADATA_BYTES / KIB} KiB (checked against the channel's metadata_schema when it has one).` },
+  mentions: { description: `Actors (ids or aliases, up to ${MAX_MENTIONS}) to notify of the message.` },
+  delay_seconds: {
+    description: `Seconds (fractions allowed) before the message is open work: until then no one can receive it. 0 (default) up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}).`,
+    minimum: 0,
+    maximum: TTL_SECONDS.max,
+  },
+  actor_label: { description: "A free-text label of who posts, shown with the message." },
+  actor: { description: "Who does this: one of your own actors (id, alias or name; a new name creates one). Default: your key's own agent." },
+  max_messages: {
+    description: `How many tasks to take at once (${RECEIVE_MAX_MESSAGES.min}..${RECEIVE_MAX_MESSAGES.max}, default ${RECEIVE_MAX_MESSAGES.default}).`,
+    minimum: RECEIVE_MAX_MESSAGES.min,
+    maximum: RECEIVE_MAX_MESSAGES.max,
+  },
+  lease_seconds: {
+    description: `How long the task stays yours (${LEASE_SECONDS.min}..${LEASE_SECONDS.max}, default ${LEASE_SECONDS.default}); extend it with heartbeat_lease.`,
+    minimum: LEASE_SECONDS.min,
+    maximum: LEASE_SECONDS.max,
+  },
+  complete: { description: "Tasks you finished, each {message_id, result?}: completed before new work is taken." },
+  message_id: { description: "The message's (task's) id, as post_message, read_messages or receive_task returned it." },
+  result: { description: `The outcome of the work for whoever waits on it (text, at most ${MAX_RESULT_BYTES / KIB} KiB).` },
+  lease_token: { description: "The lease_token receive_task returned with the task." },
+  invitation_id: { description: "The invitation's id, as the channel's owner or a member gave it to you." },
+  reason: { description: "Why you want in, for the owner who decides." },
+  format: { description: "How content is written: html (default) or markdown." },
+  css: { description: "Extra CSS applied to the page, after the document's own (e.g. @page { size: letter; })." },
+  url: { description: "The public http(s) URL to fetch." },
+  text: { description: "The posting's text, instead of a url." },
+  language: { description: "Preferred caption language code, e.g. en (default), de or pt-BR." },
+  job_id: { description: "The job_id a submit_* tool returned.", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+};
+
+/** A listing that clamps its page size rather than refusing it (channel listings). */
+const CHANNEL_PAGE = {
+  limit: { description: `How many channels per page (${DISCOVERY_PAGE.min}..${DISCOVERY_PAGE.max}, default ${DISCOVERY_PAGE.default}).`, minimum: DISCOVERY_PAGE.min, maximum: DISCOVERY_PAGE.max },
+};
+
 const waitOf = (args: JsonObject) => (typeof args.wait === "number" ? args.wait : 0);
 const call = (ctx: ToolContext, method: DescMethod, args: JsonObject, options: CallOptions = {}) => ctx.api.call(method, args, { signal: ctx.signal, ...options });
+
+/** The MCP address of a PDF job's file: embedded answers name it, and resources/read reads it. */
+export const pdfResourceUri = (jobId: number | string) => `agentbus://jobs/${encodeURIComponent(String(jobId))}/pdf`;
+
+/**
+ * A completed PDF job with its file: the PDF itself as an embedded resource
+ * when it is small enough, else a link to the download route (absolute, so
+ * the agent can fetch it). result.url is made absolute either way.
+ */
+async function withPdf(job: JsonObject, ctx: ToolContext): Promise<JsonObject> {
+  const result = job.result;
+  if (job.kind !== "pdf" || job.status !== "completed" || typeof result !== "object" || result === null || Array.isArray(result) || typeof result.url !== "string") return job;
+  const jobId = job.job_id as number;
+  const url = new URL(result.url, ctx.publicUrl).href;
+  const file = await ctx.api.download(JobService.method.downloadPdf, { job_id: jobId }, ctx.maxEmbeddedBytes, { signal: ctx.signal });
+  const name = `job-${jobId}.pdf`;
+  if ("bytes" in file) {
+    const uri = pdfResourceUri(jobId);
+    ctx.attach({ type: "resource", resource: { uri, mimeType: "application/pdf", blob: file.bytes.toString("base64") } });
+    return { ...job, result: { ...result, url }, pdf: { embedded: true, uri, name, size_bytes: file.bytes.byteLength } };
+  }
+  const note = `Larger than ${sizeText(ctx.maxEmbeddedBytes)}, so not embedded: download it from download_url with your API key (GET, X-API-Key header) within 24 hours.`;
+  ctx.attach({ type: "resource_link", uri: url, name, mimeType: "application/pdf", description: note, ...(file.size === undefined ? {} : { size: file.size }) });
+  return { ...job, result: { ...result, url }, pdf: { embedded: false, download_url: url, name, ...(file.size === undefined ? {} : { size_bytes: file.size }), note } };
+}
 
 export const TOOLS: readonly ToolSpec[] = [
   {
@@ -51,9 +171,14 @@ export const TOOLS: readonly ToolSpec[] = [
       "Returns the channel (id, name, mode, access, ttl_seconds, …) and whether it was created.",
     method: ChannelService.method.createChannel,
     schema: {
-      fields: ["name", "mode", "access", "description", "discoverable"],
+      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds"],
       required: ["name"],
-      descriptions: { name: "The channel's name, unique among your channels.", mode: "claimable (default) or broadcast; used only when creating." },
+      docs: {
+        mode: "claimable (default: a work queue, each message goes to one worker) or broadcast (every reader sees every message); used only when creating.",
+        access: "open (default: any key may use it) or restricted (only members); used only when creating.",
+        description: "What the channel is for; used only when creating.",
+        discoverable: "Whether discover_channels lists it for other agents; used only when creating.",
+      },
     },
     async run(args, ctx) {
       try {
@@ -70,7 +195,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Get a channel",
     description: "Returns a channel's settings and state (mode, access, TTL, pinned message, your role). Use it to check a channel before posting or working on it.",
     method: ChannelService.method.getChannel,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
     readOnly: true,
   },
   {
@@ -80,7 +205,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Lists the channels you created or joined (as a member), newest first, a page at a time (pass next_cursor back as cursor): " +
       "where you can post, read and take work. Returns {data: [{id, name, mode, access, description, created_at, is_member}], next_cursor}.",
     method: ChannelService.method.listMyChannels,
-    schema: {},
+    schema: { docs: CHANNEL_PAGE },
     readOnly: true,
   },
   {
@@ -88,7 +213,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Discover public channels",
     description: "Lists the channels their owners made discoverable, newest first, a page at a time (pass next_cursor back as cursor).",
     method: ChannelService.method.discoverChannels,
-    schema: {},
+    schema: { docs: CHANNEL_PAGE },
     readOnly: true,
   },
   {
@@ -101,7 +226,6 @@ export const TOOLS: readonly ToolSpec[] = [
     schema: {
       fields: ["identifier", "content", "metadata", "mentions", "delay_seconds", "actor_label"],
       required: ["identifier", "content"],
-      descriptions: { identifier: IDENTIFIER, content: "The message text (up to the channel's size limit).", delay_seconds: "Hold the message back this long before anyone may receive it." },
     },
     run: (args, ctx) => call(ctx, MessageService.method.createMessage, args, { idempotencyKey: `mcp-${ctx.callId}` }),
   },
@@ -115,7 +239,6 @@ export const TOOLS: readonly ToolSpec[] = [
     schema: {
       fields: ["identifier", "since", "limit", "wait", "status"],
       required: ["identifier"],
-      descriptions: { identifier: IDENTIFIER, since: "A next_cursor from an earlier answer, or '0' for the start.", wait: WAIT },
     },
     readOnly: true,
     run: (args, ctx) => call(ctx, MessageService.method.listMessages, args, { waitSeconds: waitOf(args) }),
@@ -131,12 +254,6 @@ export const TOOLS: readonly ToolSpec[] = [
     schema: {
       fields: ["identifier", "max_messages", "lease_seconds", "wait", "complete", "actor"],
       required: ["identifier"],
-      descriptions: {
-        identifier: IDENTIFIER,
-        lease_seconds: "How long the task is yours (30..3600, default 300); extend it with heartbeat_lease.",
-        wait: WAIT,
-        complete: "Tasks you finished, each {message_id, result?}: acknowledged before new work is taken.",
-      },
     },
     run: (args, ctx) => call(ctx, MessageService.method.receiveMessages, args, { waitSeconds: waitOf(args) }),
   },
@@ -147,7 +264,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Marks a task you received as done, with its result (text, up to 64 KiB) for whoever waits on it. " +
       "Returns {status: acknowledged | already_acknowledged, message}.",
     method: MessageService.method.ackMessage,
-    schema: { fields: ["message_id", "result", "metadata", "actor"], required: ["message_id"] },
+    schema: { fields: ["message_id", "result", "metadata", "actor"], required: ["message_id"], docs: { metadata: `Structured data kept with this completion: a JSON object, at most ${MAX_METADATA_BYTES / KIB} KiB.` } },
   },
   {
     name: "release_task",
@@ -155,12 +272,16 @@ export const TOOLS: readonly ToolSpec[] = [
     description:
       "Gives a task you received back unfinished, so another worker (or you) can take it, after delay_seconds if given (back-off for a retry). Returns the message.",
     method: MessageService.method.releaseMessage,
-    schema: { fields: ["message_id", "delay_seconds", "actor"], required: ["message_id"] },
+    schema: {
+      fields: ["message_id", "delay_seconds", "actor"],
+      required: ["message_id"],
+      docs: { delay_seconds: { ...FIELDS.delay_seconds!, description: `Seconds (fractions allowed) before the task is open work again (back-off for a retry): 0 (default) up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}).` } },
+    },
   },
   {
     name: "heartbeat_lease",
     title: "Extend a lease",
-    description: "Extends the lease of a task you are still working on (by lease_seconds, default the original length). Returns the new expires_at.",
+    description: "Extends the lease of a task you are still working on: it stays yours for lease_seconds from now. Returns the new expires_at.",
     method: MessageService.method.heartbeatLease,
     schema: { required: ["lease_token"] },
   },
@@ -171,7 +292,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Returns a message with its result once a worker completed it, waiting up to 'wait' seconds. " +
       "Use it after post_message to get the answer to your task: check message.result and message.acknowledged_by; call again if it is not there yet.",
     method: MessageService.method.getMessage,
-    schema: { required: ["message_id"], descriptions: { wait: WAIT } },
+    schema: { required: ["message_id"], docs: { wait: { ...FIELDS.wait!, description: "Seconds to wait for the result before answering (long-poll; the service caps it at its own limit, 25 by default). 0 or absent answers at once." } } },
     readOnly: true,
     run: (args, ctx) => call(ctx, MessageService.method.getMessage, args, { waitSeconds: waitOf(args) }),
   },
@@ -180,7 +301,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Queue state of a channel",
     description: "Counts a channel's messages by state (ready, delayed, in_flight, acknowledged, dead_lettered) with the oldest ready task's age.",
     method: MessageService.method.getChannelStats,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
     readOnly: true,
   },
   {
@@ -190,7 +311,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Subscribes this session to a channel: you are notified (resources/updated) each time a message arrives, for the resource " +
       "agentbus://channels/{id}/messages, which reads the channel's messages. Returns that resource's URI.",
     method: MessageService.method.getChannelStats,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
     async run(args, ctx) {
       return { uri: await ctx.follow(String(args.identifier ?? "")) };
     },
@@ -200,7 +321,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Stop following a channel",
     description: "Ends a follow_channel subscription. Returns whether there was one.",
     method: MessageService.method.getChannelStats,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
     async run(args, ctx) {
       return { unfollowed: ctx.unfollow(String(args.identifier ?? "")) };
     },
@@ -210,7 +331,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Invite to a channel",
     description: "Creates an invitation to a restricted channel you own; give its id to another agent, who joins with resolve_invitation.",
     method: ChannelService.method.createInvitation,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
   },
   {
     name: "resolve_invitation",
@@ -224,7 +345,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Ask to join a channel",
     description: "Asks a restricted channel's owner to let you in, with a reason; the owner approves or denies it.",
     method: ChannelService.method.createAccessRequest,
-    schema: { required: ["identifier"], descriptions: { identifier: IDENTIFIER } },
+    schema: { required: ["identifier"] },
   },
   {
     name: "whoami",
@@ -238,32 +359,36 @@ export const TOOLS: readonly ToolSpec[] = [
     name: "submit_pdf_job",
     title: "Render a PDF",
     description:
-      "Starts rendering HTML or Markdown to a PDF. Returns {job_id}; poll get_job until its status is completed; its result.url is where the PDF downloads (GET, with your API key).",
+      "Starts rendering HTML or Markdown to a PDF. Returns {job_id}; call get_job with it every second or two until its status is completed: " +
+      `get_job then returns the PDF itself (an embedded application/pdf resource), or a link to download it when it is larger than ${sizeText(MAX_EMBEDDED_PDF_BYTES)}.`,
     method: JobService.method.createPdfJob,
-    schema: { required: ["content"] },
+    schema: { required: ["content"], docs: { content: "The document: an HTML page, or Markdown (set format to markdown)." } },
   },
   {
     name: "submit_job_posting_parse",
     title: "Parse a job posting",
     description: "Starts extracting structured fields (title, company, salary, …) from a job posting's URL or text. Returns {job_id}; poll get_job for the fields.",
     method: JobService.method.createJobPostingParseJob,
-    schema: {},
+    schema: { docs: { url: "The posting's public web page (http or https); or send its text instead." } },
   },
   {
     name: "submit_transcript_job",
     title: "Transcribe a video",
     description: "Starts fetching a video's timestamped transcript (YouTube URL; optional language). Returns {job_id}; poll get_job for the transcript.",
     method: JobService.method.createTranscriptJob,
-    schema: { required: ["url"] },
+    schema: { required: ["url"], docs: { url: "The video's watch-page URL (…/watch?v=<id>) or short link (…/<id>)." } },
   },
   {
     name: "get_job",
     title: "Get a job",
-    description: "Returns a job's status (queued, processing, completed, failed) and, once completed, its result (or, once failed, its error). Poll it every second or two.",
+    description:
+      "Returns a job's status (queued, processing, completed, failed) and, once completed, its result (or, once failed, its error). Poll it every second or two. " +
+      `A completed PDF job comes with the PDF: embedded (application/pdf, base64) up to ${sizeText(MAX_EMBEDDED_PDF_BYTES)}, else a link to download it; 'pdf' says which.`,
     method: JobService.method.getJob,
     schema: { required: ["job_id"] },
     readOnly: true,
+    run: async (args, ctx) => withPdf(await call(ctx, JobService.method.getJob, args), ctx),
   },
 ];
 
-export const toolInputSchema = (tool: ToolSpec): JsonObject => inputSchema(tool.method.input, tool.schema);
+export const toolInputSchema = (tool: ToolSpec): JsonObject => inputSchema(tool.method.input, tool.schema, FIELDS);
