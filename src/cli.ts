@@ -25,8 +25,9 @@ commands:
   mcp       an MCP server on stdin/stdout (for an MCP client) that talks to a running
             service: AGENTBUS_URL (default http://127.0.0.1:8080), AGENTBUS_API_KEY
 
-shell commands (against a running service; --help on each):
-  login, key create, channel create|get|list, send, tail, work, result, pdf, parse, transcript
+shell commands (against a running service; --help on each; --url, --key and --raw on all):
+  login, key create|show, channel create|get|list|rename|alias|delete, send, tail, work, result,
+  pdf, parse, transcript
 
 Configuration comes from the environment; see the README for every variable.`;
 

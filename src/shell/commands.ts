@@ -4,15 +4,16 @@
  * Arguments are parsed by commander. Each command talks to a running service
  * over its REST API (the same client the MCP tools use).
  *
- * Exit codes: 0 done; 1 the service refused (its error code and suggestion go
- * to stderr); 2 bad usage; 3 the service could not be reached; 4 a wait ran
- * out before the awaited thing happened (result, job).
+ * Exit codes (./exit.ts): 0 done; 1 the service refused (its error code and
+ * suggestion go to stderr) or something else went wrong; 2 bad usage or a
+ * local file that cannot be read or written; 3 the service could not be
+ * reached; 4 a wait ran out before the awaited thing happened (result, job);
+ * `work` adds 126, 127 and 130.
  *
  * Everything printed goes through one writer that escapes what would act on
  * a terminal (./terminal.ts); `--raw` turns that off.
  */
-import { spawn } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
+import { createInterface } from "node:readline";
 import { Command, CommanderError, Option } from "commander";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
@@ -21,23 +22,16 @@ import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { JsonObject } from "../model/json.js";
 import { AgentbusApi, ApiCallError, notSpinning, pause } from "../server/mcp/api.js";
 import { MCP_SERVICES } from "../server/mcp/services.js";
+import { EXIT, Exit } from "./exit.js";
+import { readAll, readInput, writeOutput } from "./files.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 import { onTerminal, type Io as TerminalIo } from "./terminal.js";
+import { work } from "./work.js";
 
-export const EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3, waitEnded: 4 } as const;
-
-/** Ends a command with an exit code (and a line for stderr). */
-class Exit extends Error {
-  constructor(
-    readonly code: number,
-    message = "",
-  ) {
-    super(message);
-  }
-}
+export { EXIT } from "./exit.js";
 
 export interface Io extends TerminalIo {
-  /** Stops `tail` and `work` as Ctrl-C does, for a caller that runs them in its own process. */
+  /** Stops `tail` as Ctrl-C does, and `work` as a first Ctrl-C does, for a caller that runs them in its own process. */
   stop?: AbortSignal;
 }
 
@@ -49,14 +43,8 @@ interface GlobalFlags {
 
 /** How long a result or job wait may be asked for, per request (the service caps long-polls lower). */
 const WAIT_SLICE = 20;
-const RESULT_MAX_BYTES = 64 * 1024;
-/** What is kept of a command's stdout: a multi-byte character cut at the end decodes to U+FFFD (3 bytes), still within the limit. */
-const STDOUT_KEPT_BYTES = RESULT_MAX_BYTES - 3;
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks).toString("utf8");
-}
+/** How often a job's state is asked for: GET /v1/jobs/{id} does not long-poll. */
+const JOB_POLL_MS = 500;
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ⏎ ");
 
@@ -92,15 +80,66 @@ function commandEnvironment(env: NodeJS.ProcessEnv, key: string | undefined, pas
   return child;
 }
 
-/** A task is retried after 2^(delivery−1) s, at most 5 minutes. */
-const retryDelaySeconds = (message: JsonObject) => Math.min(2 ** Math.max(0, Number(message.delivery_count ?? 1) - 1), 300);
-
-const errorText = (err: unknown) => (err instanceof ApiCallError ? `${err.body.error}: ${err.body.message}` : err instanceof Error ? err.message : String(err));
-
-function messageLine(m: JsonObject): string {
-  const who = (m.actor as { name?: string } | null)?.name ?? (m.actor_label as string | null) ?? String(m.author_key_id ?? "");
-  return `${String(m.created_at)}  ${who}  ${oneLine(String(m.content ?? ""))}`;
+/**
+ * Who wrote a message, as a person knows them: the actor it names, else the
+ * posting key's agent label, else the key's id (a service that does not send
+ * author_label yet, or a key since deleted).
+ */
+function authorOf(m: JsonObject): string {
+  const actor = m.actor as { name?: unknown } | null | undefined;
+  for (const name of [actor?.name, m.actor_label, m.author_label]) if (typeof name === "string" && name !== "") return name;
+  return String(m.author_key_id ?? "");
 }
+
+const messageLine = (m: JsonObject) => `${String(m.created_at)}  ${authorOf(m)}  ${oneLine(String(m.content ?? ""))}`;
+const channelLine = (c: JsonObject) => `${String(c.id)}  ${String(c.name)}  ${String(c.mode)}`;
+
+/** stdin is a terminal: a person can answer a question there. */
+const stdinIsTTY = (io: Io) => (io.stdin as { isTTY?: boolean }).isTTY === true;
+
+/** Asks on stderr and reads one line of stdin; only "y" or "yes" is a yes. */
+async function confirm(io: Io, question: string): Promise<boolean> {
+  io.err(`${question} [y/N]`);
+  const lines = createInterface({ input: io.stdin, terminal: false });
+  try {
+    for await (const line of lines) return /^\s*y(es)?\s*$/i.test(line);
+    return false;
+  } finally {
+    lines.close();
+  }
+}
+
+/** `send`'s content from stdin: what `echo` and an editor add, one trailing newline, is not part of the message. */
+const withoutTrailingNewline = (text: string) => text.replace(/\r?\n$/, "");
+
+/** A failure to reach the service: fetch's own errors (they carry a cause), or a call's time limit. */
+function unreachable(err: unknown): err is Error {
+  return err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError" || (err instanceof TypeError && err.cause !== undefined));
+}
+
+function unreachableReason(err: Error): string {
+  const cause = err.cause as { code?: unknown; message?: unknown } | undefined;
+  if (typeof cause?.code === "string") return cause.code;
+  if (typeof cause?.message === "string" && cause.message !== "") return cause.message;
+  return err.message;
+}
+
+const WORK_EXIT_CODES = `
+Exit codes:
+  0    stopped by Ctrl-C (after the current task), or --once and the task was completed
+  1    --once and the command failed (non-zero exit, killed) or the service refused its result;
+       or the service refused a call (e.g. no such channel)
+  2    bad usage
+  3    the service could not be reached
+  126  the command cannot be run (e.g. not executable); the task is released at once
+  127  the command was not found; the task is released at once and the worker stops
+  130  stopped by a second Ctrl-C: the command was stopped and the task released
+
+Ctrl-C (or SIGTERM) once: the running command goes on, its task is completed (or released if it
+fails), then the worker exits. Twice: the command's process group gets SIGTERM (SIGKILL 5 s later,
+or at a third Ctrl-C), the task is released, exit 130. The command runs in its own session and
+process group, without a controlling terminal, so the terminal's Ctrl-C does not reach it; it is
+killed with its group if the worker ends any other way (kill -9, a closed terminal).`;
 
 export function buildProgram(io: Io): Command {
   const program = new Command("agentbus")
@@ -122,14 +161,22 @@ export function buildProgram(io: Io): Command {
 
   program
     .command("login")
-    .description("store the service URL and an API key in the profile file (mode 0600); mints a key when none is given (--key, AGENTBUS_API_KEY, the profile)")
+    .description(
+      "store the service URL and an API key in the profile file (mode 0600): checks a given key (--key, AGENTBUS_API_KEY, the profile) with the service, " +
+        "or mints one when none is given",
+    )
     .option("--label <label>", "the agent label of a key minted here", "cli")
     .action(async (opts: { label: string }) => {
       const p = await profile();
+      const client = new AgentbusApi(MCP_SERVICES, () => p.url, p.key);
       let key = p.key;
-      if (key === undefined) {
-        const issued = await (await api(false)).call(KeyService.method.createKey, { agent_label: opts.label });
-        key = String(issued.key ?? "");
+      try {
+        if (key === undefined) key = String((await client.call(KeyService.method.createKey, { agent_label: opts.label })).key ?? "");
+        else await client.call(KeyService.method.getCurrentKey, {});
+      } catch (err) {
+        // Unreachable: the general message names the URL too.
+        if (err instanceof ApiCallError) io.err(`agentbus: login to ${p.url} failed`);
+        throw err;
       }
       const file = await writeProfile(io.env, { url: p.url, key });
       io.out(`logged in to ${p.url}; profile saved in ${file}`);
@@ -163,14 +210,27 @@ export function buildProgram(io: Io): Command {
   const channel = program.command("channel").description("channels");
   channel
     .command("create <name>")
-    .description("create a channel (claimable: a work queue; broadcast: every reader sees every message)")
-    .addOption(new Option("--mode <mode>", "claimable or broadcast").choices(["claimable", "broadcast"]).default("claimable"))
-    .addOption(new Option("--access <access>", "open or restricted").choices(["open", "restricted"]).default("open"))
-    .option("--description <text>", "what the channel is for")
+    .description(
+      "find or create a channel: your channel of that name is reused as it is (stderr says it already existed), else one is created " +
+        "(claimable: a work queue; broadcast: every reader sees every message)",
+    )
+    .addOption(new Option("--mode <mode>", "claimable or broadcast (when creating)").choices(["claimable", "broadcast"]).default("claimable"))
+    .addOption(new Option("--access <access>", "open or restricted (when creating)").choices(["open", "restricted"]).default("open"))
+    .option("--description <text>", "what the channel is for (when creating)")
+    .option("--new", "create a new channel even if you have one of that name")
     .option("--json", "print the channel as JSON")
-    .action(async (name: string, opts: { mode: string; access: string; description?: string; json?: boolean }) => {
-      const created = await (await api()).call(ChannelService.method.createChannel, { name, mode: opts.mode, access: opts.access, description: opts.description ?? null });
-      io.out(opts.json ? JSON.stringify(created) : `${String(created.id)}  ${String(created.name)}  ${String(created.mode)}`);
+    .action(async (name: string, opts: { mode: string; access: string; description?: string; new?: boolean; json?: boolean }) => {
+      const client = await api();
+      const print = (c: JsonObject) => io.out(opts.json ? JSON.stringify(c) : channelLine(c));
+      if (!opts.new) {
+        const existing = await ownChannelNamed(client, name);
+        if (existing !== undefined) {
+          io.err(`agentbus: channel ${name} already existed (${String(existing.id)}); reusing it as it is (--new creates another)`);
+          print(existing);
+          return;
+        }
+      }
+      print(await client.call(ChannelService.method.createChannel, { name, mode: opts.mode, access: opts.access, description: opts.description ?? null }));
     });
   channel
     .command("get <channel>")
@@ -185,15 +245,46 @@ export function buildProgram(io: Io): Command {
     .option("--json", "one JSON object per line")
     .action(async (opts: { discover?: boolean; json?: boolean }) => {
       const page = await (await api()).call(opts.discover ? ChannelService.method.discoverChannels : ChannelService.method.listMyChannels, {});
-      for (const c of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(c) : `${String(c.id)}  ${String(c.name)}  ${String(c.mode)}`);
+      for (const c of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(c) : channelLine(c));
+    });
+  channel
+    .command("rename <channel> <new-name>")
+    .description("rename a channel you own (its id and aliases stay)")
+    .option("--json", "print the channel as JSON")
+    .action(async (identifier: string, name: string, opts: { json?: boolean }) => {
+      const renamed = await (await api()).call(ChannelService.method.updateChannel, { identifier, channel: { name } });
+      io.out(opts.json ? JSON.stringify(renamed) : channelLine(renamed));
+    });
+  channel
+    .command("alias <channel> <alias>")
+    .description("give a channel you own an alias: a name unique across the service, by which anyone can address it (aliases cannot be removed yet)")
+    .option("--json", "print the channel as JSON")
+    .action(async (identifier: string, alias: string, opts: { json?: boolean }) => {
+      const aliased = await (await api()).call(ChannelService.method.addChannelAlias, { identifier, alias });
+      io.out(opts.json ? JSON.stringify(aliased) : `${channelLine(aliased)}  aliases: ${((aliased.aliases ?? []) as string[]).join(" ")}`);
+    });
+  channel
+    .command("delete <channel>")
+    .description("delete a channel you own, with its messages, for good; asks first on a terminal, needs --yes when stdin is not one")
+    .option("--yes", "delete without asking")
+    .action(async (identifier: string, opts: { yes?: boolean }) => {
+      if (opts.yes !== true && !stdinIsTTY(io)) throw new Exit(EXIT.usage, "channel delete asks for confirmation on a terminal; pass --yes to delete without asking");
+      const client = await api();
+      // Deleted by id: what was confirmed is what goes, whatever the name or alias resolves to meanwhile.
+      const found = await client.call(ChannelService.method.getChannel, { identifier });
+      if (opts.yes !== true && !(await confirm(io, `delete channel ${String(found.name)} (${String(found.id)}) and all its messages for good?`))) {
+        throw new Exit(EXIT.refused, "not deleted");
+      }
+      await client.call(ChannelService.method.deleteChannel, { identifier: String(found.id) });
+      io.out(`${String(found.id)}  ${String(found.name)}  deleted`);
     });
 
   program
     .command("send <channel> [content]")
-    .description("post a message; the content comes from the argument or, without one, from stdin")
+    .description("post a message; the content comes from the argument or, without one (or with -), from stdin less one trailing newline")
     .option("--json", "print the stored message as JSON")
     .action(async (identifier: string, content: string | undefined, opts: { json?: boolean }) => {
-      const text = content ?? (await readAll(io.stdin));
+      const text = content === undefined || content === "-" ? withoutTrailingNewline(await readAll(io.stdin)) : content;
       if (text === "") throw new Exit(EXIT.usage, "nothing to send: give the content as an argument or on stdin");
       const posted = await (await api()).call(MessageService.method.createMessage, { identifier, content: text });
       const message = posted.message as JsonObject;
@@ -225,7 +316,7 @@ export function buildProgram(io: Io): Command {
 
   program
     .command("tail <channel>")
-    .description("follow a channel: one line per message (or --json), resuming after a dropped connection, until Ctrl-C")
+    .description("follow a channel: one line per message (time, author, content) or --json, resuming after a dropped connection, until Ctrl-C")
     .option("--since <cursor>", "start after this cursor (0: every live message)", "0")
     .option("--json", "one JSON object per line")
     .action(async (identifier: string, opts: { since: string; json?: boolean }) => {
@@ -263,170 +354,113 @@ export function buildProgram(io: Io): Command {
     .description(
       "work a claimable channel: receive a task, run the command with its content on stdin, complete it with the command's stdout " +
         "as the result on exit 0, release it with back-off otherwise (also when the service refuses the result); heartbeats while the command runs; " +
-        "Ctrl-C stops after the current task. The command does not get the API key: AGENTBUS_API_KEY (and any variable holding the key) " +
+        "Ctrl-C stops after the current task, a second Ctrl-C stops the command. The command does not get the API key: AGENTBUS_API_KEY (and any variable holding the key) " +
         "is removed from its environment unless --pass-key",
     )
     .option("--lease <seconds>", "lease length (30..3600)", (v) => Number(v), 60)
-    .option("--once", "stop after one task (exit 1 when the service refused its result)")
+    .option("--once", "stop after one task (exit 1 when its command failed or the service refused its result)")
     .option("--pass-key", "give the command the API key as AGENTBUS_API_KEY (by default it does not get it)")
+    .addHelpText("after", WORK_EXIT_CODES)
     .action(async (identifier: string, command: string[], opts: { lease: number; once?: boolean; passKey?: boolean }) => {
       const client = await api();
       const env = commandEnvironment(io.env, (await profile()).key, opts.passKey === true);
-      const stop = interruption(io);
-      try {
-        while (!stop.signal.aborted) {
-          let received: JsonObject;
-          const receivedAt = Date.now();
-          try {
-            received = await client.call(MessageService.method.receiveMessages, { identifier, max_messages: 1, lease_seconds: opts.lease, wait: WAIT_SLICE }, { waitSeconds: WAIT_SLICE, signal: stop.signal });
-          } catch (err) {
-            if (stop.signal.aborted) break;
-            throw err;
-          }
-          const [task] = (received.data ?? []) as Array<{ message: JsonObject; lease_token: string }>;
-          if (task === undefined) {
-            await notSpinning(0, receivedAt, stop.signal);
-            continue;
-          }
-          const id = String(task.message.id);
-          // Ctrl-C between the lease and the command's start: the command would
-          // not hear it (it did not exist yet) and would run to its end. Hand
-          // the task back at once instead.
-          if (stop.signal.aborted) {
-            await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: 0 });
-            io.err(`${id}: stopping; released without running the command`);
-            break;
-          }
-          const outcome = await runTask(command, String(task.message.content ?? ""), env, () => {
-            void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: opts.lease }).catch(() => undefined);
-          }, (opts.lease * 1000) / 3);
-          const settled = await settleTask(client, io, task.message, outcome);
-          if (opts.once) {
-            if (settled === "refused") throw new Exit(EXIT.refused);
-            break;
-          }
-        }
-      } finally {
-        stop.dispose();
-      }
+      await work(client, io, identifier, command, { lease: opts.lease, once: opts.once === true, env, stop: io.stop });
     });
 
-  const jobCommand = (name: string, description: string, submit: (arg: string) => Promise<{ client: AgentbusApi; jobId: string }>) =>
-    program
-      .command(`${name} <input>`)
-      .description(description)
-      .option("-o, --output <file>", "where to write the PDF (pdf only)")
-      .option("--wait <seconds>", "how long to wait for the job", (v) => Number(v), 120)
-      .action(async (input: string, opts: { output?: string; wait: number }) => {
-        if (name === "pdf" && opts.output === undefined) throw new Exit(EXIT.usage, "pdf needs -o <file.pdf>");
-        const { client, jobId } = await submit(input);
-        io.err(`job ${jobId} submitted`);
-        const deadline = Date.now() + opts.wait * 1000;
-        let job = await client.call(JobService.method.getJob, { job_id: jobId });
-        while (job.status !== "completed" && job.status !== "failed") {
-          if (Date.now() > deadline) throw new Exit(EXIT.waitEnded, `job ${jobId} is still ${String(job.status)}`);
-          io.err(`job ${jobId}: ${String(job.status)}`);
-          await pause(500);
-          job = await client.call(JobService.method.getJob, { job_id: jobId });
-        }
-        if (job.status === "failed") {
-          const error = (job.error ?? {}) as { error?: string; message?: string };
-          throw new Exit(EXIT.refused, `job ${jobId} failed: ${error.error ?? ""}: ${error.message ?? ""}`);
-        }
-        if (name === "pdf") {
-          const p = await profile();
-          const res = await fetch(new URL(`/v1/pdf/${jobId}`, p.url), { headers: p.key === undefined ? {} : { "X-API-Key": p.key } });
-          if (!res.ok) throw new Exit(EXIT.refused, `the PDF could not be downloaded (HTTP ${res.status})`);
-          await writeFile(opts.output!, Buffer.from(await res.arrayBuffer()));
-          io.out(opts.output!);
-          return;
-        }
-        io.out(JSON.stringify(job.result, null, 2));
-      });
+  /** Waits for a job without a line per poll: the one line naming it is all a person or a log needs. */
+  const finishedJob = async (client: AgentbusApi, jobId: string, waitSeconds: number): Promise<JsonObject> => {
+    io.err(`job ${jobId} submitted`);
+    const deadline = Date.now() + waitSeconds * 1000;
+    let job = await client.call(JobService.method.getJob, { job_id: jobId });
+    while (job.status !== "completed" && job.status !== "failed") {
+      if (Date.now() > deadline) throw new Exit(EXIT.waitEnded, `job ${jobId} is still ${String(job.status)}`);
+      await pause(JOB_POLL_MS);
+      job = await client.call(JobService.method.getJob, { job_id: jobId });
+    }
+    if (job.status === "failed") {
+      const error = (job.error ?? {}) as { error?: string; message?: string };
+      throw new Exit(EXIT.refused, `job ${jobId} failed: ${error.error ?? ""}: ${error.message ?? ""}`);
+    }
+    return job;
+  };
+  const waitOption = () => new Option("--wait <seconds>", "how long to wait for the job").argParser((v) => Number(v)).default(120);
+  const checkWait = (wait: number) => {
+    if (!Number.isFinite(wait) || wait < 0) throw new Exit(EXIT.usage, "--wait takes a number of seconds");
+  };
+  /** Prints a job's JSON result, or writes it to `output` and prints the file's name. */
+  const emitResult = async (job: JsonObject, output: string | undefined) => {
+    const text = JSON.stringify(job.result, null, 2);
+    if (output === undefined) {
+      io.out(text);
+      return;
+    }
+    await writeOutput(output, `${text}\n`);
+    io.out(output);
+  };
 
-  jobCommand("pdf", "render an HTML or Markdown file to PDF (-o out.pdf): submit, show progress, download", async (file) => {
-    const content = await readFile(file, "utf8");
-    const client = await api();
-    const format = /\.(md|markdown)$/i.test(file) ? "markdown" : "html";
-    return { client, jobId: String((await client.call(JobService.method.createPdfJob, { content, format })).job_id) };
-  });
-  jobCommand("parse", "extract a job posting's fields from its URL", async (url) => {
-    const client = await api();
-    return { client, jobId: String((await client.call(JobService.method.createJobPostingParseJob, { url })).job_id) };
-  });
-  jobCommand("transcript", "fetch a video's timestamped transcript", async (url) => {
-    const client = await api();
-    return { client, jobId: String((await client.call(JobService.method.createTranscriptJob, { url })).job_id) };
-  });
+  program
+    .command("pdf <file>")
+    .description("render an HTML or Markdown file (- for stdin) to PDF: submit, wait, download to -o")
+    .requiredOption("-o, --output <file>", "where to write the PDF")
+    .addOption(new Option("--format <format>", "the input's format (default: markdown for .md and .markdown files, else html)").choices(["html", "markdown"]))
+    .addOption(waitOption())
+    .action(async (file: string, opts: { output: string; format?: string; wait: number }) => {
+      checkWait(opts.wait);
+      const content = await readInput(file, io.stdin);
+      const format = opts.format ?? (/\.(md|markdown)$/i.test(file) ? "markdown" : "html");
+      const client = await api();
+      const jobId = String((await client.call(JobService.method.createPdfJob, { content, format })).job_id);
+      await finishedJob(client, jobId, opts.wait);
+      const p = await profile();
+      const res = await fetch(new URL(`/v1/pdf/${jobId}`, p.url), { headers: p.key === undefined ? {} : { "X-API-Key": p.key } });
+      if (!res.ok) throw new Exit(EXIT.refused, `the PDF could not be downloaded (HTTP ${res.status})`);
+      await writeOutput(opts.output, Buffer.from(await res.arrayBuffer()));
+      io.out(opts.output);
+    });
+  program
+    .command("parse <posting>")
+    .description("extract a job posting's fields from its URL (http:// or https://), or from its text in a file (- for stdin); prints them as JSON")
+    .option("-o, --output <file>", "write the JSON to this file instead of stdout")
+    .addOption(waitOption())
+    .action(async (posting: string, opts: { output?: string; wait: number }) => {
+      checkWait(opts.wait);
+      const fields: JsonObject = /^https?:\/\//i.test(posting) ? { url: posting } : { text: await readInput(posting, io.stdin) };
+      const client = await api();
+      const jobId = String((await client.call(JobService.method.createJobPostingParseJob, fields)).job_id);
+      await emitResult(await finishedJob(client, jobId, opts.wait), opts.output);
+    });
+  program
+    .command("transcript <url>")
+    .description("fetch a video's timestamped transcript; prints it as JSON")
+    .option("-o, --output <file>", "write the JSON to this file instead of stdout")
+    .addOption(waitOption())
+    .action(async (url: string, opts: { output?: string; wait: number }) => {
+      checkWait(opts.wait);
+      const client = await api();
+      const jobId = String((await client.call(JobService.method.createTranscriptJob, { url })).job_id);
+      await emitResult(await finishedJob(client, jobId, opts.wait), opts.output);
+    });
 
   return program;
 }
 
-interface TaskOutcome {
-  code: number;
-  stdout: string;
-  truncated: boolean;
-}
-
 /**
- * Completes a task with its command's stdout, or hands it back to be retried
- * after its back-off. A refusal (of the result, say a NUL byte the service
- * cannot store, or of the release, when the lease ran out meanwhile) is
- * reported and the worker goes on: one bad task must not stop the queue nor
- * stay leased. When the service cannot be reached, the task is released if
- * the service still answers that, and the error ends the worker (exit 3).
- * docs/decisions.md#shell-work
+ * The channel `name` names when it is the caller's own of exactly that name
+ * (as the MCP tool find_or_create_channel reuses it; the newest, when several
+ * share the name), else undefined: no such name, or an id or another key's
+ * alias that the name resolves to first (docs/decisions.md#channel-names).
  */
-async function settleTask(client: AgentbusApi, io: Io, message: JsonObject, outcome: TaskOutcome): Promise<"done" | "released" | "refused"> {
-  const id = String(message.id);
-  const delay = retryDelaySeconds(message);
-  const release = async (why: string): Promise<"released" | "refused"> => {
-    try {
-      await client.call(MessageService.method.releaseMessage, { message_id: id, delay_seconds: delay });
-      io.err(`${id}: ${why}; released, retried in ${delay} s`);
-      return "released";
-    } catch (err) {
-      io.err(`${id}: ${why}; the release failed too (${errorText(err)})`);
-      if (!(err instanceof ApiCallError)) throw err;
-      return "refused";
-    }
-  };
-  if (outcome.code !== 0) return release(`the command exited with ${outcome.code}`);
-  if (outcome.truncated) io.err(`${id}: the command wrote more than ${STDOUT_KEPT_BYTES} bytes; the result keeps the first ${STDOUT_KEPT_BYTES}`);
+async function ownChannelNamed(client: AgentbusApi, name: string): Promise<JsonObject | undefined> {
+  let found: JsonObject;
   try {
-    const acked = await client.call(MessageService.method.ackMessage, { message_id: id, result: outcome.stdout });
-    io.err(`${id}: done (${String(acked.status)})`);
-    return "done";
+    found = await client.call(ChannelService.method.getChannel, { identifier: name });
   } catch (err) {
-    if (err instanceof ApiCallError) {
-      await release(`the service refused the result (${errorText(err)})`);
-      return "refused";
-    }
-    await release(`the result could not be sent (${errorText(err)})`).catch(() => undefined);
+    if (err instanceof ApiCallError && err.body.error === "channel_not_found") return undefined;
     throw err;
   }
-}
-
-/** Runs the command with `input` on stdin and `env` as its environment; its stdout (up to the result limit) and exit code. Heartbeats while it runs. */
-function runTask(command: string[], input: string, env: NodeJS.ProcessEnv, heartbeat: () => void, everyMs: number): Promise<TaskOutcome> {
-  return new Promise((resolve) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: ["pipe", "pipe", "inherit"], env });
-    const timer = setInterval(heartbeat, everyMs);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (size < STDOUT_KEPT_BYTES) chunks.push(chunk.subarray(0, STDOUT_KEPT_BYTES - size));
-      size += chunk.length;
-    });
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(input);
-    const done = (code: number) => {
-      clearInterval(timer);
-      resolve({ code, stdout: Buffer.concat(chunks).toString("utf8"), truncated: size > STDOUT_KEPT_BYTES });
-    };
-    child.on("error", () => done(127));
-    child.on("close", (code, signal) => done(code ?? (signal ? 128 : 1)));
-  });
+  if (found.name !== name) return undefined;
+  const me = await client.call(KeyService.method.getCurrentKey, {});
+  return found.created_by_key_id === me.key_id ? found : undefined;
 }
 
 /** Runs the shell command line `argv` (after `agentbus`); resolves to the exit code. */
@@ -448,7 +482,12 @@ export async function runShell(argv: readonly string[], streams: Io): Promise<nu
       if (err.body.suggestion !== undefined) io.err(`hint: ${err.body.suggestion}`);
       return EXIT.refused;
     }
-    io.err(`agentbus: the service could not be reached (${err instanceof Error ? err.message : String(err)})`);
-    return EXIT.unreachable;
+    if (unreachable(err)) {
+      const { url } = await resolveProfile(io.env, program.opts<GlobalFlags>());
+      io.err(`agentbus: the service at ${url} could not be reached (${unreachableReason(err)})`);
+      return EXIT.unreachable;
+    }
+    io.err(`agentbus: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.refused;
   }
 }

@@ -3,8 +3,10 @@
  * run as real child processes against a real service, the way a person or a
  * script does: output, exit codes, stdin, the profile file.
  */
-import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { constants } from "node:fs";
+import { access, mkdtemp, open, readFile, rm, stat, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +15,7 @@ import { createChannel, postMessage } from "../support/fixtures.js";
 import { startCuttableProxy } from "../../clients/typescript/test/proxy.js";
 import { AdjustableClock } from "../support/clock.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
-import { spawnShell } from "../support/shell.js";
+import { runInProcess, spawnShell } from "../support/shell.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const clock = new AdjustableClock();
@@ -44,6 +46,55 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10
 
 const run = (args: string[], options: { input?: string; env?: Record<string, string> } = {}) => cli(args, options).done;
 
+/** What a running command has written to stderr so far. */
+function stderrOf(shell: ReturnType<typeof cli>): () => string {
+  let text = "";
+  shell.child.stderr.on("data", (c: Buffer) => (text += c.toString("utf8")));
+  return () => text;
+}
+
+const exists = (file: string) => access(file).then(
+  () => true,
+  () => false,
+);
+
+/** A named pipe: a command that reads it waits until the test writes it, so the test decides when the command ends. */
+function gate(): string {
+  const file = path.join(home, `gate-${randomUUID()}`);
+  execFileSync("mkfifo", [file]);
+  return file;
+}
+
+/**
+ * Lets the command reading `file` (a gate) go on with `text`, once it has the
+ * gate open: opened without blocking, a FIFO without a reader answers ENXIO,
+ * so a command that died fails the wait instead of hanging the test.
+ */
+async function pass(file: string, text: string): Promise<void> {
+  let writer: FileHandle | undefined;
+  await until(async () => {
+    writer = await open(file, constants.O_WRONLY | constants.O_NONBLOCK).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENXIO") return undefined;
+      throw err;
+    });
+    return writer !== undefined;
+  });
+  await writer!.write(text);
+  await writer!.close();
+}
+
+/** The process has ended: gone, or a zombie nobody has reaped yet. */
+async function ended(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+const inProcessEnv = () => ({ HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json") });
+
 describe("agentbus shell commands", () => {
   it("key create prints a new key that works", async () => {
     const r = await run(["key", "create", "--label", "from-shell"]);
@@ -73,6 +124,71 @@ describe("agentbus shell commands", () => {
     expect(listed.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { name: string }).name)).toContain(name);
   });
 
+  it("channel create reuses your channel of that name, saying it already existed", async () => {
+    const name = `reused-${randomUUID()}`;
+    const first = await run(["channel", "create", name]);
+    const second = await run(["channel", "create", name]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toBe(first.stdout);
+    expect(second.stderr).toContain(`channel ${name} already existed`);
+  });
+
+  it("channel create --new makes another channel of the same name", async () => {
+    const name = `twice-${randomUUID()}`;
+    const first = await run(["channel", "create", name]);
+    const second = await run(["channel", "create", name, "--new"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout.split("  ")[0]).not.toBe(first.stdout.split("  ")[0]);
+  });
+
+  it("channel rename moves the channel to the new name", async () => {
+    const [before, after] = [`old-${randomUUID()}`, `new-${randomUUID()}`];
+    const id = (await run(["channel", "create", before])).stdout.split("  ")[0];
+    const r = await run(["channel", "rename", before, after]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((await rest<{ id: string }>(server.url, "GET", `/v1/channels/${after}`, { key })).body.id).toBe(id);
+    expect((await rest(server.url, "GET", `/v1/channels/${before}`, { key })).status).toBe(404);
+  });
+
+  it("channel alias gives the channel a name another key can address it by", async () => {
+    const ch = await createChannel(server.url, key);
+    const alias = `alias-${randomUUID()}`;
+    const r = await run(["channel", "alias", ch, alias]);
+    expect(r.code, r.stderr).toBe(0);
+    const other = await mintKey(server.url);
+    expect((await rest<{ id: string }>(server.url, "GET", `/v1/channels/${alias}`, { key: other })).body.id).toBe(ch);
+  });
+
+  it("channel delete --yes deletes the channel", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await run(["channel", "delete", ch, "--yes"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((await rest(server.url, "GET", `/v1/channels/${ch}`, { key })).status).toBe(404);
+  });
+
+  it("channel delete without --yes refuses when stdin is not a terminal, deleting nothing", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await run(["channel", "delete", ch]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--yes");
+    expect((await rest(server.url, "GET", `/v1/channels/${ch}`, { key })).status).toBe(200);
+  });
+
+  it("channel delete on a terminal asks, and deletes on yes", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await runInProcess(["channel", "delete", ch], { env: inProcessEnv(), tty: true, stdinIsTTY: true, input: "y\n" });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`delete channel \\S+ \\(${ch}\\) and all its messages for good\\? \\[y/N\\]`));
+    expect((await rest(server.url, "GET", `/v1/channels/${ch}`, { key })).status).toBe(404);
+  });
+
+  it("channel delete on a terminal keeps the channel on any answer but yes", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await runInProcess(["channel", "delete", ch], { env: inProcessEnv(), tty: true, stdinIsTTY: true, input: "\n" });
+    expect(r.code).toBe(1);
+    expect((await rest(server.url, "GET", `/v1/channels/${ch}`, { key })).status).toBe(200);
+  });
+
   it("send posts the argument, or stdin without one, and prints the message id", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     const fromArg = await run(["send", ch, "hello"]);
@@ -81,8 +197,30 @@ describe("agentbus shell commands", () => {
     const page = await rest<{ data: Array<{ id: string; content: string }> }>(server.url, "GET", `/v1/channels/${ch}/messages?since=0`, { key });
     expect(page.body.data.map((m) => [m.id, m.content])).toEqual([
       [fromArg.stdout.trim(), "hello"],
-      [fromStdin.stdout.trim(), "line one\nline two\n"],
+      [fromStdin.stdout.trim(), "line one\nline two"],
     ]);
+  });
+
+  it("send drops one trailing newline from stdin, and only one", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    const r = await run(["send", ch], { input: "hi\n\n" });
+    expect(r.code, r.stderr).toBe(0);
+    expect((await rest<{ content: string }>(server.url, "GET", `/v1/messages/${r.stdout.trim()}`, { key })).body.content).toBe("hi\n");
+  });
+
+  it("send - reads the content from stdin", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    const r = await run(["send", ch, "-"], { input: "from stdin" });
+    expect(r.code, r.stderr).toBe(0);
+    expect((await rest<{ content: string }>(server.url, "GET", `/v1/messages/${r.stdout.trim()}`, { key })).body.content).toBe("from stdin");
+  });
+
+  it("pdf and parse name an input file that does not exist (exit 2), not the service", async () => {
+    const missing = path.join(home, "no-such-report.md");
+    for (const args of [["pdf", missing, "-o", path.join(home, "out.pdf")], ["parse", missing]]) {
+      const r = await run(args);
+      expect([r.code, r.stderr.trim()], args[0]).toEqual([2, `agentbus: no such file: ${missing}`]);
+    }
   });
 
   it("work runs the command per task with the content on stdin and completes it with the command's stdout", async () => {
@@ -110,7 +248,6 @@ describe("agentbus shell commands", () => {
     const ch = await createChannel(server.url, key);
     const task = await postMessage(server.url, key, ch, { content: "doomed" });
     const r = await run(["work", ch, "--once", "--", "sh", "-c", "exit 3"]);
-    expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/exited with 3; released, retried in 1 s/);
     const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[]; delivery_count: number }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
     expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [], delivery_count: 1 });
@@ -264,18 +401,73 @@ describe("agentbus shell commands", () => {
     }
   }, 30_000);
 
-  it("work stops on Ctrl-C: the interrupted task is released, and the command exits 0", async () => {
+  // The worker runs detached in its own group, and the test sends SIGINT to that whole group, as a
+  // terminal does to its foreground job on Ctrl-C: the command sees it only if it is in that group.
+  it("work: the first Ctrl-C lets the running command finish and its task complete, then the worker exits 0", async () => {
     const ch = await createChannel(server.url, key);
-    const task = await postMessage(server.url, key, ch, { content: "interrupted" });
-    const work = cli(["work", ch, "--", "sleep", "30"], { group: true });
-    await until(async () => (await rest<{ claimed_by: unknown }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.claimed_by !== null);
+    const task = await postMessage(server.url, key, ch, { content: "finish me" });
+    const started = path.join(home, `started-${randomUUID()}`);
+    const release = gate();
+    const work = cli(["work", ch, "--", "sh", "-c", 'echo started > "$0"; exec cat "$1"', started, release], { group: true });
+    const stderr = stderrOf(work);
+    await until(() => exists(started));
     process.kill(-work.child.pid!, "SIGINT");
+    await until(() => stderr().includes(`${task.id}: stopping once this task is done`));
+    await pass(release, "finished\n");
     const r = await work.done;
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/released/);
+    const m = await rest<{ result: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body.result).toBe("finished\n");
+  }, 30_000);
+
+  it("work: a second Ctrl-C stops the command, releases its task, and the worker exits 130", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "stop me" });
+    const started = path.join(home, `started-${randomUUID()}`);
+    const never = gate();
+    const work = cli(["work", ch, "--", "sh", "-c", 'echo started > "$0"; exec cat "$1"', started, never], { group: true });
+    const stderr = stderrOf(work);
+    await until(() => exists(started));
+    process.kill(-work.child.pid!, "SIGINT");
+    await until(() => stderr().includes(`${task.id}: stopping once this task is done`));
+    process.kill(-work.child.pid!, "SIGINT");
+    const r = await work.done;
+    expect(r.code, r.stderr).toBe(130);
     const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[] }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
     expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [] });
   }, 30_000);
+
+  it("work: the command ends with the worker when the worker is killed with SIGKILL", async () => {
+    const ch = await createChannel(server.url, key);
+    await postMessage(server.url, key, ch, { content: "orphan?" });
+    const pidFile = path.join(home, `pid-${randomUUID()}`);
+    const never = gate();
+    const work = cli(["work", ch, "--", "sh", "-c", 'echo $$ > "$0"; exec cat "$1"', pidFile, never]);
+    await until(async () => (await readFile(pidFile, "utf8").catch(() => "")).endsWith("\n"));
+    const pid = Number((await readFile(pidFile, "utf8")).trim());
+    // Not work.done: that waits for the worker's pipes, which a surviving command would hold open.
+    const exited = new Promise((resolve) => work.child.once("exit", resolve));
+    work.child.kill("SIGKILL");
+    await exited;
+    await until(() => ended(pid));
+  }, 30_000);
+
+  it("work --once exits 1 when the command fails", async () => {
+    const ch = await createChannel(server.url, key);
+    await postMessage(server.url, key, ch, { content: "doomed" });
+    const r = await run(["work", ch, "--once", "--", "sh", "-c", "exit 3"]);
+    expect(r.code, r.stderr).toBe(1);
+  });
+
+  it("work exits 127 naming a command that does not exist, and releases the task for another worker at once", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "nobody can run this" });
+    const r = await run(["work", ch, "--", "no-such-command-for-agentbus"]);
+    expect(r.code).toBe(127);
+    expect(r.stderr).toContain("agentbus: command not found: no-such-command-for-agentbus");
+    const received = await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { max_messages: 1 } });
+    expect(received.body.data.map((t) => t.message.id)).toEqual([task.id]);
+  });
 
   it("login stores the URL and a new key in a profile file only its owner can read", async () => {
     const profile = path.join(home, "login-profile.json");
@@ -288,6 +480,35 @@ describe("agentbus shell commands", () => {
     const me = await run(["channel", "create", `via-profile-${Date.now()}`], { env: { AGENTBUS_API_KEY: "", AGENTBUS_URL: "", AGENTBUS_PROFILE: profile } });
     expect(me.code, me.stderr).toBe(0);
     expect(saved.key).toMatch(/^ak_/);
+  });
+
+  it("login names the URL it tried when the service cannot be reached", async () => {
+    const r = await run(["login"], { env: { AGENTBUS_URL: "http://127.0.0.1:9", AGENTBUS_API_KEY: "", AGENTBUS_PROFILE: path.join(home, `unreached-${randomUUID()}.json`) } });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("the service at http://127.0.0.1:9 could not be reached");
+  });
+
+  it("login checks a given key with the service and, when it is refused, names the URL and saves nothing", async () => {
+    const profile = path.join(home, `refused-${randomUUID()}.json`);
+    const r = await run(["login"], { env: { AGENTBUS_API_KEY: "ak_not_a_key", AGENTBUS_PROFILE: profile } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`agentbus: login to ${server.url} failed`);
+    expect(await exists(profile)).toBe(false);
+  });
+
+  it("tail names a message's author by the posting key's label when the message names no actor", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    const label = `poster-${randomUUID().slice(0, 8)}`;
+    await postMessage(server.url, await mintKey(server.url, label), ch, { content: "hello" });
+    const r = await runInProcess(["tail", ch], { env: inProcessEnv(), tty: false, stopWhen: (out) => out.stdout.includes("\n") });
+    expect(r.stdout).toMatch(new RegExp(`^\\S+  ${label}  hello$`, "m"));
+  });
+
+  it("tail names the actor a message names rather than the key's label", async () => {
+    const ch = await createChannel(server.url, key, { mode: "broadcast" });
+    await postMessage(server.url, key, ch, { content: "hello", actor_label: "planner" });
+    const r = await runInProcess(["tail", ch], { env: inProcessEnv(), tty: false, stopWhen: (out) => out.stdout.includes("\n") });
+    expect(r.stdout).toMatch(/^\S+ {2}planner {2}hello$/m);
   });
 
   it("answers --help on every command and exits 2 on bad usage", async () => {

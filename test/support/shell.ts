@@ -46,6 +46,10 @@ export interface InProcessOptions {
   tty: boolean;
   /** Aborted when `stopWhen` first holds for the output so far: ends `tail` and `work` as Ctrl-C does. */
   stopWhen?: (out: ShellRun) => boolean;
+  /** What the command reads on stdin (default: nothing). */
+  input?: string;
+  /** Whether stdin counts as a terminal, where a person can answer a question. */
+  stdinIsTTY?: boolean;
 }
 
 /**
@@ -59,9 +63,10 @@ export async function runInProcess(args: string[], options: InProcessOptions): P
   const check = () => {
     if (options.stopWhen?.(run) === true) stop.abort();
   };
+  const stdin = Object.assign(Readable.from(options.input === undefined ? [] : [options.input]), { isTTY: options.stdinIsTTY === true });
   run.code = await runShell(args, {
     env: options.env,
-    stdin: Readable.from([]),
+    stdin,
     out: (line) => {
       run.stdout += `${line}\n`;
       check();
