@@ -176,13 +176,13 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
   const webhookStore = new PgWebhookStore(db);
   return {
     keys,
-    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable }, quotas),
+    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable, allowPrivateTargets: config.allowPrivateTargets }, quotas),
     membership: new Membership(new PgMembershipStore(db, forget), channelStore, audit, clock),
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
     webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,
     actors,
-    actorWebhooks: new ActorWebhooks(webhookStore, clock),
+    actorWebhooks: new ActorWebhooks(webhookStore, clock, { allowPrivateTargets: config.allowPrivateTargets }),
     channelAdmin: new ChannelAdmin(channelStore, audit),
     jobs: new AsyncJobs(new PgJobStore(db, PROCESS_NAME), clock, config.jobsMaxQueuedPerKey),
     minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),

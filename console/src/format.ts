@@ -39,5 +39,11 @@ export function messageState(message: Message, claimable: boolean, now = Date.no
   return claimable ? "ready" : "posted";
 }
 
-/** The actor a message or claim names; "no actor" when the key acted without one (the key id says who). */
-export const actorName = (ref: { id: string; name: string } | undefined, label?: string): string => label || ref?.name || ref?.id || "no actor";
+/** Who posted a message, as people know them: the posting key's agent label (the key id only if a label is missing). */
+export const authorName = (message: Message): string => message.authorLabel || message.authorKeyId;
+
+/** The actor the poster named, if any: a registered actor's name, or the free-text actor_label. */
+export const actorOf = (message: Message): string | undefined => message.actor?.name || message.actorLabel || undefined;
+
+/** An actor that claimed or acknowledged: its name (a key's default actor is named after its label). */
+export const refName = (ref: { id: string; name: string }): string => ref.name || ref.id;

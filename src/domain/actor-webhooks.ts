@@ -5,7 +5,7 @@
  * not an alias. The secret is write-only.
  */
 import type { Caller } from "../model/caller.js";
-import { validateWebhookSecret, validateWebhookUrl } from "./channels.js";
+import { validateWebhookSecret, validateWebhookUrl, type WebhookTargets } from "./channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
 import type { Clock } from "../model/time.js";
@@ -16,6 +16,8 @@ export class ActorWebhooks {
   constructor(
     private readonly store: WebhookStore,
     private readonly clock: Clock,
+    /** Mention pushes go through the same outbound rule as channel webhooks; absent, private targets are refused. */
+    private readonly targets: WebhookTargets = { allowPrivateTargets: false },
   ) {}
 
   /** Registers (or replaces) the webhook; a registration without a secret sends unsigned pushes. */
@@ -23,7 +25,7 @@ export class ActorWebhooks {
     if (url === undefined) {
       throw new ApiError("missing_field", "'url' is required: the absolute http(s) URL mention pushes are POSTed to", { details: { field: "url" } });
     }
-    const validUrl = validateWebhookUrl(url, "url");
+    const validUrl = validateWebhookUrl(url, this.targets, "url");
     const validSecret = secret === undefined ? null : validateWebhookSecret(secret, "secret");
     await this.ownActor(caller, actorId);
     return this.store.upsertActorWebhook(actorId, validUrl, validSecret, this.clock.now());

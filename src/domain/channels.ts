@@ -25,6 +25,7 @@ import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
+import { refusedHost } from "../platform/address-policy.js";
 import type { ChannelStore } from "../ports/channels.js";
 
 
@@ -145,8 +146,23 @@ export const validateMaxWritesPerMinute = (value: number): number =>
   intInRange(value, MAX_WRITES_PER_MINUTE, "invalid_max_writes_per_minute", "max_writes_per_minute");
 export const validateMaxDeliveries = (value: number): number => intInRange(value, MAX_DELIVERIES, "invalid_max_deliveries", "max_deliveries");
 
-/** An absolute http(s) URL, stored verbatim. */
-export function validateWebhookUrl(value: string, field = "webhook_url"): string {
+/** Where webhooks may point: the outbound rule delivery applies (docs/decisions.md#outbound-addresses). */
+export interface WebhookTargets {
+  /** AGENTBUS_ALLOW_PRIVATE_TARGETS: delivery may reach loopback and private addresses, so a saved URL may name them. */
+  allowPrivateTargets: boolean;
+}
+
+const PRIVATE_TARGET_SUGGESTION =
+  "Use a URL whose host is public: webhooks are never sent to loopback, private or link-local addresses (unless the operator sets AGENTBUS_ALLOW_PRIVATE_TARGETS=true).";
+
+/**
+ * An absolute http(s) URL, stored verbatim. Unless private targets are
+ * allowed, a host that delivery would refuse whatever DNS says (a loopback or
+ * private IP literal, localhost) is refused now, rather than accepted and
+ * then failing every delivery; other names are checked when delivery
+ * resolves them.
+ */
+export function validateWebhookUrl(value: string, targets: WebhookTargets, field = "webhook_url"): string {
   const fail = (why: string) =>
     new ApiError("invalid_webhook_url", `'${field}' ${why}`, { details: { field } });
   if (codePoints(value) > MAX_WEBHOOK_URL_LENGTH) throw fail(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
@@ -160,6 +176,13 @@ export function validateWebhookUrl(value: string, field = "webhook_url"): string
   }
   if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
     throw fail("must be an absolute http:// or https:// URL");
+  }
+  const range = targets.allowPrivateTargets ? undefined : refusedHost(url.hostname);
+  if (range !== undefined) {
+    throw new ApiError("invalid_webhook_url", `'${field}' points at ${url.hostname} (${range}), a non-public address that webhooks are never delivered to`, {
+      details: { field, range },
+      suggestion: PRIVATE_TARGET_SUGGESTION,
+    });
   }
   return value;
 }
@@ -260,10 +283,13 @@ export interface CreateChannelInput {
   deadLetterChannel: string | undefined;
 }
 
-export interface ChannelDefaults {
+export interface ChannelDefaults extends Partial<WebhookTargets> {
   /** Whether an open channel is discoverable when its creator does not say (AGENTBUS_DEFAULT_DISCOVERABLE). */
   defaultDiscoverable: boolean;
 }
+
+/** Absent, private targets are refused, as delivery refuses them by default. */
+const targetsOf = (settings: Partial<WebhookTargets>): WebhookTargets => ({ allowPrivateTargets: settings.allowPrivateTargets ?? false });
 
 /** Validates a create request in field order and applies the defaults (docs/decisions.md#channel-fields). */
 export function validateCreateChannel(input: CreateChannelInput, defaults: ChannelDefaults): NewChannel {
@@ -278,7 +304,7 @@ export function validateCreateChannel(input: CreateChannelInput, defaults: Chann
     description: validateText(input.description ?? "", "description"),
     metadataSchema: validateMetadataSchema(input.metadataSchema ?? {}),
     pinnedMessage: input.pinnedMessage === undefined ? null : validateText(input.pinnedMessage, "pinned_message"),
-    webhookUrl: input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl),
+    webhookUrl: input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl, targetsOf(defaults)),
     webhookSecret: input.webhookSecret === undefined ? null : validateWebhookSecret(input.webhookSecret),
     relatedChannels: validateRelatedChannels(input.relatedChannels),
     ttlSeconds: input.ttlSeconds === undefined ? TTL_SECONDS.default : validateTtlSeconds(input.ttlSeconds),
@@ -361,7 +387,7 @@ const cannotClear = (code: "invalid_mode" | "invalid_access" | "invalid_discover
  * that are set are applied — proto3 cannot tell an empty related_channels list
  * from an unset one, so clearing it over gRPC needs a mask.
  */
-export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly string[] | undefined): ChannelPatch {
+export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly string[] | undefined, targets: Partial<WebhookTargets> = {}): ChannelPatch {
   const fields = mask === undefined ? fieldsSetIn(input) : parseUpdateMask(mask);
   const patch: ChannelPatch = {};
   for (const field of fields) {
@@ -408,7 +434,7 @@ export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly stri
         patch.paused = input.paused;
         break;
       case "webhook_url":
-        patch.webhookUrl = input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl);
+        patch.webhookUrl = input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl, targetsOf(targets));
         break;
       case "webhook_secret":
         patch.webhookSecret = input.webhookSecret === undefined ? null : validateWebhookSecret(input.webhookSecret);
@@ -549,7 +575,7 @@ export class Channels {
 
   /** Owner only (docs/decisions.md#owner-only). Applies the patch; updated_at moves only when something changed. */
   async update(caller: Caller, identifier: string, input: ChannelUpdateInput, mask: readonly string[] | undefined): Promise<ChannelResource> {
-    const patch = buildChannelPatch(input, mask);
+    const patch = buildChannelPatch(input, mask, this.defaults);
     await checkMetadataSchema(caller.keyId, patch.metadataSchema);
     const view = await this.ownedChannel(caller, identifier);
     const relatedIds =

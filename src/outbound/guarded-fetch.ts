@@ -5,7 +5,7 @@
  * (docs/decisions.md#outbound-addresses).
  *
  * - Only http: and https: URLs.
- * - The address rule (address-policy.ts) is applied to the
+ * - The address rule (src/platform/address-policy.ts) is applied to the
  *   address the socket actually connects to: a custom `lookup` on the
  *   keep-alive agents resolves the name, refuses forbidden addresses and
  *   hands only checked ones to the socket. A name that resolves to a public
@@ -34,7 +34,7 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { refusedRange } from "./address-policy.js";
+import { refusedRange } from "../platform/address-policy.js";
 
 export type OutboundErrorCode =
   | "invalid_url"

@@ -41,12 +41,22 @@ afterAll(async () => {
   await server?.close();
 });
 
+interface OpenOptions {
+  viewport?: { width: number; height: number };
+  /**
+   * The page's setInterval never fires: no poll can move anything, so what
+   * still moves is moved by events (the watch, the page's own actions).
+   */
+  withoutPolls?: boolean;
+}
+
 /** A fresh browser profile (its own sessionStorage) on the console, watched for errors. */
-async function openConsole(hash = "", viewport = { width: 1200, height: 900 }): Promise<Page> {
+async function openConsole(hash = "", { viewport = { width: 1200, height: 900 }, withoutPolls = false }: OpenOptions = {}): Promise<Page> {
   const context = await browser.createBrowserContext();
   contexts.push(context);
   const page = await context.newPage();
   await page.setViewport(viewport);
+  if (withoutPolls) await page.evaluateOnNewDocument("window.setInterval = () => 0;");
   const errors: string[] = [];
   pageErrors.set(page, errors);
   page.on("console", (msg) => {
@@ -59,6 +69,13 @@ async function openConsole(hash = "", viewport = { width: 1200, height: 900 }): 
 
 function expectNoPageErrors(page: Page): void {
   expect(pageErrors.get(page) ?? []).toEqual([]);
+}
+
+/** For a test of a refusal: Chromium logs the refused request itself, and nothing else may go wrong. */
+function expectOnlyRefusalsLogged(page: Page): void {
+  const errors = pageErrors.get(page) ?? [];
+  expect(errors.length).toBeGreaterThan(0);
+  for (const error of errors) expect(error).toMatch(/^console: Failed to load resource: the server responded with a status of 4\d\d /);
 }
 
 /**
@@ -81,11 +98,44 @@ async function textOf(page: Page, selector: string): Promise<string> {
   return page.$eval(selector, (el) => el.textContent ?? "");
 }
 
-async function createRestricted(key: string): Promise<string> {
-  const res = await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: unique("work"), mode: "claimable", access: "restricted" } });
+async function createRestricted(key: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const res = await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: unique("work"), mode: "claimable", access: "restricted", ...extra } });
   expect(res.status).toBe(201);
   return res.body.id;
 }
+
+const keyIdOf = (key: string): string => key.split(".")[0] as string;
+
+async function post(key: string, channel: string, body: Record<string, unknown>): Promise<string> {
+  const res = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, { key, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.message.id;
+}
+
+interface MessageJson {
+  claimed_by_key_id: string | null;
+  acknowledged_by: Array<{ id: string }>;
+  result: string | null;
+  available_at: string;
+}
+
+async function messageOf(key: string, id: string): Promise<MessageJson> {
+  const res = await rest<MessageJson>(server.url, "GET", `/v1/messages/${id}`, { key });
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** A claimable channel of a new key with one task, the task already claimed by that key when `held`. */
+async function taskOf(held: boolean): Promise<{ owner: string; label: string; channel: string; item: string; id: string }> {
+  const label = unique("operator");
+  const owner = await mintKey(server.url, label);
+  const channel = await createRestricted(owner);
+  const id = await post(owner, channel, { content: "convert report.docx" });
+  if (held) expect((await rest(server.url, "POST", `/v1/messages/${id}/claim`, { key: owner, body: {} })).status).toBe(200);
+  return { owner, label, channel, id, item: `[data-message-id="${id}"]` };
+}
+
+const figure = (page: Page, kind: string) => textOf(page, `.figure-${kind} .figure-value`);
 
 describe("the console", () => {
   it("mints a key, creates a channel and shows a message posted through the API within a second", async () => {
@@ -165,7 +215,7 @@ describe("the console", () => {
     });
     const [first] = received.body.data;
     await rest(server.url, "POST", `/v1/messages/${first!.message.id}/ack`, { key: worker, body: { result: "sku-1041.jpg: 640×480, 38 KB" } });
-    const page = await openConsole(`#/channels/${channel}`, { width: 1100, height: 780 });
+    const page = await openConsole(`#/channels/${channel}`, { viewport: { width: 1100, height: 780 } });
     await signIn(page, owner);
     await until(page, `document.querySelector(".figure-acknowledged .figure-value")?.textContent === "1"`);
     await page.waitForSelector(".message.state-acknowledged");
@@ -196,9 +246,10 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
-  it("brings a person without a key from an invitation link to the channel", async () => {
+  it("brings a person without a key from an invitation link to the channel, named once they joined", async () => {
     const owner = await mintKey(server.url, unique("owner"));
-    const channel = await createRestricted(owner);
+    const name = unique("nightly-builds");
+    const channel = await createRestricted(owner, { name, description: "Builds to verify overnight" });
     const invitation = await rest<{ id: string }>(server.url, "POST", `/v1/channels/${channel}/invitations`, { key: owner, body: {} });
     // Without a key the API answers 401 and points a person at the console.
     const keyless = await rest<{ error: string; redirect_to: string }>(server.url, "GET", `/v1/channel-invitations/${invitation.body.id}`);
@@ -212,6 +263,9 @@ describe("the console", () => {
     await page.locator("button ::-p-text(Continue with this key)").click();
     // Joining is asked for, never done by opening a link.
     await page.locator("button ::-p-text(Join the channel)").click();
+    await until(page, `document.querySelector("h1")?.textContent === ${JSON.stringify(`You joined ${name}`)}`);
+    expect(await textOf(page, "main")).toContain("Builds to verify overnight");
+    await page.locator(`a ::-p-text(Open ${name})`).click();
     await until(page, `location.hash === ${JSON.stringify(`#/channels/${channel}`)}`);
     await page.waitForSelector("h2 .live");
     expectNoPageErrors(page);
@@ -257,6 +311,7 @@ describe("the console", () => {
     const key = await mintKey(server.url, unique("writer"));
     const page = await openConsole("#/pdf");
     await signIn(page, key);
+    await page.locator('textarea[name="markdown"]').fill("# Weekly report\n\n- 42 tasks done");
     await page.locator("button ::-p-text(Make PDF)").click();
     await page.waitForSelector("a[download]", { timeout: 60_000 });
     expect(await page.$eval("a[download]", (a) => a.getAttribute("href"))).toMatch(/^blob:/);
@@ -268,7 +323,7 @@ describe("the console", () => {
   it("lists my channels and discoverable ones, and fits a narrow window", async () => {
     const key = await mintKey(server.url, unique("narrow"));
     for (const name of ["alpha", "beta"]) await rest(server.url, "POST", "/v1/channels", { key, body: { name: unique(name), mode: "broadcast" } });
-    const page = await openConsole("", { width: 380, height: 800 });
+    const page = await openConsole("", { viewport: { width: 380, height: 800 } });
     await signIn(page, key);
     await page.waitForSelector("table.list");
     expect(await page.$$eval("table.list tbody tr", (rows) => rows.length)).toBe(2);
@@ -276,6 +331,183 @@ describe("the console", () => {
     await page.screenshot({ path: `${ARTIFACTS}/channels-narrow.png`, fullPage: true });
     await page.goto(`${server.url}/#/discover`, { waitUntil: "networkidle0" });
     await page.waitForSelector("table.list");
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console names people", () => {
+  it("shows a message's author by agent label, and the actor the poster named, with the key id on hover", async () => {
+    const label = unique("night-shift");
+    const key = await mintKey(server.url, label);
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key, body: { name: unique("log"), mode: "broadcast" } })).body.id;
+    const id = await post(key, channel, { content: "deploy finished", actor_label: "release bot" });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, key);
+    const item = `[data-message-id="${id}"]`;
+    await page.waitForSelector(item);
+    expect(await textOf(page, `${item} .author`)).toBe(label);
+    expect(await page.$eval(`${item} .author`, (el) => el.getAttribute("title"))).toContain(keyIdOf(key));
+    expect(await textOf(page, `${item} .actor`)).toBe("as release bot");
+    expect(await textOf(page, item)).not.toContain("no actor");
+    expectNoPageErrors(page);
+  });
+
+  it("lists members by agent label, with the key id on hover", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const memberLabel = unique("builder");
+    const member = await mintKey(server.url, memberLabel);
+    const channel = await createRestricted(owner);
+    expect((await rest(server.url, "POST", `/v1/channels/${channel}/members`, { key: owner, body: { key_id: keyIdOf(member) } })).status).toBe(201);
+    const page = await openConsole(`#/channels/${channel}/people`);
+    await signIn(page, owner);
+    const row = `::-p-xpath(//span[@class="member-label" and text()=${JSON.stringify(memberLabel)}])`;
+    const cell = await page.waitForSelector(row);
+    expect(await cell!.evaluate((el) => el.getAttribute("title"))).toBe(`Key ${keyIdOf(member)}`);
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console operates a work queue", () => {
+  it("claims a ready task for the signed-in key, which then holds it", async () => {
+    const { owner, label, channel, id, item } = await taskOf(false);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-ready`);
+    await page.locator(`${item} button ::-p-text(Claim)`).click();
+    await page.waitForSelector(`${item}.state-in-flight`);
+    expect(await textOf(page, `${item} .holder`)).toBe(`${label} (you)`);
+    expect((await messageOf(owner, id)).claimed_by_key_id).toBe(keyIdOf(owner));
+    expectNoPageErrors(page);
+  });
+
+  it("acknowledges a task the key holds, with the result typed in", async () => {
+    const { owner, channel, id, item } = await taskOf(true);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-in-flight`);
+    await page.locator(`${item} input[name="ack-result"]`).fill("report.pdf, 12 pages");
+    await page.locator(`${item} button ::-p-text(Acknowledge)`).click();
+    await page.waitForSelector(`${item}.state-acknowledged`);
+    expect(await textOf(page, `${item} .result`)).toBe("report.pdf, 12 pages");
+    expect((await messageOf(owner, id)).result).toBe("report.pdf, 12 pages");
+    expectNoPageErrors(page);
+  });
+
+  it("releases a task the key holds, which is ready work again at once", async () => {
+    const { owner, channel, id, item } = await taskOf(true);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-in-flight`);
+    await page.locator(`${item} button ::-p-text(Release)`).click();
+    await page.waitForSelector(`${item}.state-ready`);
+    expect((await messageOf(owner, id)).claimed_by_key_id).toBeNull();
+    expectNoPageErrors(page);
+  });
+
+  it("requeues a task the key holds: released with a delay, it is open work again only after it", async () => {
+    const { owner, channel, id, item } = await taskOf(true);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-in-flight`);
+    await page.locator(`${item} input[name="requeue-delay"]`).fill("600");
+    const before = Date.now();
+    await page.locator(`${item} button ::-p-text(Requeue in)`).click();
+    await page.waitForSelector(`${item}.state-delayed`);
+    const task = await messageOf(owner, id);
+    expect(task.claimed_by_key_id).toBeNull();
+    expect(Date.parse(task.available_at)).toBeGreaterThanOrEqual(before + 600_000 - 1_000);
+    expectNoPageErrors(page);
+  });
+
+  it("offers each action only where it applies: Claim on ready work, nothing on work another key holds or that is done", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const worker = await mintKey(server.url, unique("worker"));
+    const channel = await createRestricted(owner);
+    await rest(server.url, "POST", `/v1/channels/${channel}/members`, { key: owner, body: { key_id: keyIdOf(worker) } });
+    const theirs = await post(owner, channel, { content: "held by the worker" });
+    const done = await post(owner, channel, { content: "finished" });
+    const ready = await post(owner, channel, { content: "waiting" });
+    expect((await rest(server.url, "POST", `/v1/messages/${theirs}/claim`, { key: worker, body: {} })).status).toBe(200);
+    expect((await rest(server.url, "POST", `/v1/messages/${done}/ack`, { key: worker, body: {} })).status).toBe(200);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`[data-message-id="${theirs}"].state-in-flight`);
+    await page.waitForSelector(`[data-message-id="${done}"].state-acknowledged`);
+    await page.waitForSelector(`[data-message-id="${ready}"].state-ready`);
+    const buttons = (id: string) => page.$$eval(`[data-message-id="${id}"] .message-actions button`, (els) => els.map((el) => el.textContent));
+    expect(await buttons(ready)).toEqual(["Claim"]);
+    expect(await buttons(theirs)).toEqual([]);
+    expect(await buttons(done)).toEqual([]);
+    expectNoPageErrors(page);
+  });
+
+  it("shows the service's message and suggestion when an action is refused", async () => {
+    const { owner, channel, id, item } = await taskOf(true);
+    // What the API answers for a delay past the channel's TTL (the message stays held).
+    const refused = await rest<{ error: string; message: string; suggestion: string }>(server.url, "POST", `/v1/messages/${id}/release`, { key: owner, body: { delay_seconds: 999_999 } });
+    expect(refused.status).toBe(422);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-in-flight`);
+    await page.locator(`${item} input[name="requeue-delay"]`).fill("999999");
+    await page.locator(`${item} button ::-p-text(Requeue in)`).click();
+    await page.waitForSelector(`${item} .problem`);
+    const shown = await textOf(page, `${item} .problem`);
+    expect(shown).toContain(refused.body.message);
+    expect(shown).toContain(refused.body.suggestion);
+    expect(shown).toContain(refused.body.error);
+    expect(await page.$(`${item}.state-in-flight`)).not.toBeNull();
+    expectOnlyRefusalsLogged(page);
+  });
+});
+
+describe("the console's queue figures", () => {
+  it("count a message as soon as it arrives in the list, with no poll to wait for", async () => {
+    const { owner, channel } = await taskOf(false);
+    const page = await openConsole(`#/channels/${channel}`, { withoutPolls: true });
+    await signIn(page, owner);
+    await until(page, `document.querySelector(".figure-ready .figure-value")?.textContent === "1"`);
+    const id = await post(owner, channel, { content: "one more" });
+    await page.waitForSelector(`[data-message-id="${id}"]`);
+    await until(page, `document.querySelector(".figure-ready .figure-value")?.textContent === "2"`);
+    expectNoPageErrors(page);
+  });
+
+  it("move a task from ready to in flight as soon as the console claims it", async () => {
+    const { owner, channel, item } = await taskOf(false);
+    const page = await openConsole(`#/channels/${channel}`, { withoutPolls: true });
+    await signIn(page, owner);
+    await until(page, `document.querySelector(".figure-ready .figure-value")?.textContent === "1"`);
+    await page.locator(`${item} button ::-p-text(Claim)`).click();
+    await until(page, `document.querySelector(".figure-in-flight .figure-value")?.textContent === "1"`);
+    expect(await figure(page, "ready")).toBe("0");
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console's other pages", () => {
+  it("shows why a loopback webhook URL is refused when the settings are saved", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.locator('input[name="webhook-url"]').fill("http://127.0.0.1:9/hook");
+    await page.locator("button ::-p-text(Save settings)").click();
+    await page.waitForSelector("form.settings .problem");
+    const shown = await textOf(page, "form.settings .problem");
+    expect(shown).toContain("invalid_webhook_url");
+    expect(shown).toContain("'webhook_url' points at 127.0.0.1 (loopback)");
+    expect(await page.$("form.settings .ok")).toBeNull();
+    expectOnlyRefusalsLogged(page);
+  });
+
+  it("opens the PDF box empty, with a placeholder that shows what to write", async () => {
+    const key = await mintKey(server.url, unique("writer"));
+    const page = await openConsole("#/pdf");
+    await signIn(page, key);
+    const box = await page.waitForSelector('textarea[name="markdown"]');
+    expect(await box!.evaluate((el) => (el as unknown as { value: string }).value)).toBe("");
+    expect(await box!.evaluate((el) => el.getAttribute("placeholder"))).toBe("# Title\n\nMarkdown or HTML…");
     expectNoPageErrors(page);
   });
 });

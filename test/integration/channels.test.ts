@@ -494,11 +494,11 @@ describe("PATCH /v1/channels/{identifier}", () => {
 
   it("sets webhook_url and webhook_secret without rendering them", async () => {
     const channel = await createChannel({ name: "late-hook" });
-    const res = await patch(channel.id, { webhook_url: "http://127.0.0.1:9/hook", webhook_secret: "shh" });
+    const res = await patch(channel.id, { webhook_url: "https://example.com/late-hook", webhook_secret: "shh" });
     expect(res.status).toBe(200);
     expect(JSON.stringify(res.body)).not.toContain("shh");
     const { rows } = await sql.query("SELECT webhook_url, webhook_secret FROM channels WHERE id = $1", [channel.id]);
-    expect(rows[0]).toEqual({ webhook_url: "http://127.0.0.1:9/hook", webhook_secret: "shh" });
+    expect(rows[0]).toEqual({ webhook_url: "https://example.com/late-hook", webhook_secret: "shh" });
   });
 
   it("drops the channel itself from related_channels", async () => {

@@ -279,30 +279,82 @@ describe("channel webhooks", () => {
 });
 
 describe("the private-address rule (outbound-addresses)", () => {
-  it("refuses a loopback webhook target by default and logs why; allowed with AGENTBUS_ALLOW_PRIVATE_TARGETS=true", async () => {
-    const strict = await startTestServer({ ...FAST, AGENTBUS_ALLOW_PRIVATE_TARGETS: "false" });
-    try {
-      const hook = await receiver();
-      const key = await mintKey(strict.url);
-      const literal = await createChannel(strict.url, key, { webhook_url: hook.url });
-      const named = await createChannel(strict.url, key, { webhook_url: hook.url.replace("127.0.0.1", "localhost") });
-      await postMessage(strict.url, key, literal, { content: "to 127.0.0.1" });
-      await postMessage(strict.url, key, named, { content: "to localhost" });
-      for (const ch of [literal, named]) {
-        const [row] = await eventually(async () => {
-          const page = await deliveryLog(strict.url, key, ch);
-          return page.data.length > 0 && page.data.slice(-1);
-        });
-        expect(row).toMatchObject({ attempt: 1, status: "failed", response_status: null });
-        // The class only: what localhost resolves to is not the owner's business (docs/decisions.md#failure-classes).
-        expect(row!.error).toBe("private_address_refused");
-      }
-      expect(hook.requests).toHaveLength(0);
-    } finally {
-      await strict.close();
+  let strict: TestServer;
+  beforeAll(async () => {
+    strict = await startTestServer({ ...FAST, AGENTBUS_ALLOW_PRIVATE_TARGETS: "false" });
+  });
+  afterAll(async () => {
+    await strict?.close();
+  });
+
+  it("refuses to save a channel webhook_url on a loopback or private address, on create and on update, with 422 invalid_webhook_url", async () => {
+    const key = await mintKey(strict.url);
+    for (const url of ["http://127.0.0.1:9/hook", "http://localhost:9/hook", "http://[::1]:9/hook", "http://10.0.0.7/hook", "http://169.254.169.254/"]) {
+      const created = await rest(strict.url, "POST", "/v1/channels", { key, body: { name: "hooked", mode: "broadcast", webhook_url: url } });
+      const body = expectError(created, 422, "invalid_webhook_url");
+      expect(body.message, url).toMatch(/^'webhook_url' points at .+, a non-public address that webhooks are never delivered to$/);
     }
-    // The same target with the rule lifted: the first test of this file.
-    expect(server.app.webhooks).toBeDefined();
+    const ch = await createChannel(strict.url, key);
+    expectError(await rest(strict.url, "PATCH", `/v1/channels/${ch}`, { key, body: { webhook_url: "http://127.0.0.1:9/hook" } }), 422, "invalid_webhook_url");
+    const sql = new pg.Client({ connectionString: strict.databaseUrl });
+    await sql.connect();
+    try {
+      const { rows } = await sql.query<{ webhook_url: string | null }>("SELECT webhook_url FROM channels WHERE id = $1", [ch]);
+      expect(rows[0]!.webhook_url).toBeNull();
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it("refuses to save an actor's webhook on a loopback address with 422 invalid_webhook_url", async () => {
+    const key = await mintKey(strict.url);
+    const actor = await rest<{ id: string }>(strict.url, "POST", "/v1/actors", { key, body: { name: "local" } });
+    expectError(await rest(strict.url, "POST", `/v1/actors/${actor.body.id}/webhook`, { key, body: { url: "http://127.0.0.1:9/hook" } }), 422, "invalid_webhook_url");
+  });
+
+  it("refuses a loopback webhook_url over gRPC with INVALID_ARGUMENT and invalid_webhook_url", async () => {
+    const key = await mintKey(strict.url);
+    const ch = await createChannel(strict.url, key);
+    const client = createClient(ChannelService, createGrpcTransport({ baseUrl: strict.url }));
+    const err = await client
+      .updateChannel({ identifier: ch, channel: { webhookUrl: "http://127.0.0.1:9/hook" }, updateMask: { paths: ["webhook_url"] } }, { headers: { "x-api-key": key } })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.InvalidArgument);
+    expect(errorCode(err)).toBe("invalid_webhook_url");
+  });
+
+  it("still refuses at delivery a loopback target saved before the save-time rule, and logs why", async () => {
+    const hook = await receiver();
+    const key = await mintKey(strict.url);
+    const literal = await createChannel(strict.url, key);
+    const named = await createChannel(strict.url, key);
+    // Written past the API, as a row from before the rule (or a name that resolves to loopback) would be.
+    const sql = new pg.Client({ connectionString: strict.databaseUrl });
+    await sql.connect();
+    try {
+      await sql.query("UPDATE channels SET webhook_url = $2 WHERE id = $1", [literal, hook.url]);
+      await sql.query("UPDATE channels SET webhook_url = $2 WHERE id = $1", [named, hook.url.replace("127.0.0.1", "localhost")]);
+    } finally {
+      await sql.end();
+    }
+    await postMessage(strict.url, key, literal, { content: "to 127.0.0.1" });
+    await postMessage(strict.url, key, named, { content: "to localhost" });
+    for (const ch of [literal, named]) {
+      const [row] = await eventually(async () => {
+        const page = await deliveryLog(strict.url, key, ch);
+        return page.data.length > 0 && page.data.slice(-1);
+      });
+      expect(row).toMatchObject({ attempt: 1, status: "failed", response_status: null });
+      // The class only: what localhost resolves to is not the owner's business (docs/decisions.md#failure-classes).
+      expect(row!.error).toBe("private_address_refused");
+    }
+    expect(hook.requests).toHaveLength(0);
+  });
+
+  it("saves a loopback webhook_url when AGENTBUS_ALLOW_PRIVATE_TARGETS=true, as delivery then reaches it", async () => {
+    const key = await mintKey(server.url);
+    const created = await rest(server.url, "POST", "/v1/channels", { key, body: { name: "local", mode: "broadcast", webhook_url: "http://127.0.0.1:9/hook" } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
   });
 });
 

@@ -38,6 +38,13 @@ describe("ActorWebhooks", () => {
     expect(await code(webhooks.get(owner, "some-alias"))).toBe("actor_not_found");
   });
 
+  it("refuses a loopback url unless private targets are allowed, as mention pushes are delivered", async () => {
+    const { store } = setup();
+    expect(await code(new ActorWebhooks(store, new ManualClock()).set(owner, ACTOR, "http://127.0.0.1:9/hook", undefined))).toBe("invalid_webhook_url");
+    const allowed = new ActorWebhooks(store, new ManualClock(), { allowPrivateTargets: true });
+    expect(await allowed.set(owner, ACTOR, "http://127.0.0.1:9/hook", undefined)).toMatchObject({ url: "http://127.0.0.1:9/hook" });
+  });
+
   it("requires a url before looking at the actor", async () => {
     const { webhooks } = setup();
     expect(await code(webhooks.set(stranger, ACTOR, undefined, undefined))).toBe("missing_field");

@@ -1,6 +1,6 @@
 /** The private-address rule of outbound requests (docs/decisions.md#outbound-addresses), address by address. */
 import { describe, expect, it } from "vitest";
-import { refusedRange } from "../../src/outbound/address-policy.js";
+import { refusedHost, refusedRange } from "../../src/platform/address-policy.js";
 
 describe("refusedRange", () => {
   it.each([
@@ -81,5 +81,25 @@ describe("refusedRange", () => {
     expect(refusedRange("example.com")).toBe("invalid");
     expect(refusedRange("")).toBe("invalid");
     expect(refusedRange("1.2.3.4.5")).toBe("invalid");
+  });
+});
+
+describe("refusedHost (a URL's host, judged without resolving it)", () => {
+  it.each([
+    ["127.0.0.1", "loopback"],
+    ["[::1]", "loopback"],
+    ["[fe80::1]", "linkLocal"],
+    ["192.168.1.1", "private"],
+    ["localhost", "loopback"],
+    ["localhost.", "loopback"],
+    ["api.localhost", "loopback"],
+    ["localhost.localdomain", "loopback"],
+    ["ip6-loopback", "loopback"],
+  ])("refuses %s (%s)", (host, range) => {
+    expect(refusedHost(host)).toBe(range);
+  });
+
+  it.each(["example.com", "93.184.215.14", "[2606:4700:4700::1111]", "localhost.example.com", "mylocalhost"])("leaves %s to delivery", (host) => {
+    expect(refusedHost(host)).toBeUndefined();
   });
 });

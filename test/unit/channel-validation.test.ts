@@ -78,9 +78,59 @@ describe("validateCreateChannel defaults", () => {
   });
 
   it("accepts absolute http and https webhook URLs", () => {
-    for (const url of ["http://localhost:8080/hook", "https://example.com/a?b=c"]) {
+    for (const url of ["http://example.com:8080/hook", "https://example.com/a?b=c", "https://93.184.215.14/hook"]) {
       expect(validateCreateChannel({ ...base, webhookUrl: url }, defaults).webhookUrl).toBe(url);
     }
+  });
+});
+
+describe("webhook URLs and the private-address rule (docs/decisions.md#outbound-addresses)", () => {
+  const refused = [
+    "http://127.0.0.1:8080/hook",
+    "http://127.1/hook", // the URL parser's form of 127.0.0.1
+    "http://2130706433/hook", // 127.0.0.1 as one number
+    "http://0.0.0.0/hook",
+    "http://10.1.2.3/hook",
+    "http://192.168.0.10/hook",
+    "http://169.254.169.254/latest/meta-data",
+    "http://[::1]/hook",
+    "http://[::ffff:127.0.0.1]/hook",
+    "http://[fd00::1]/hook",
+    "http://localhost:8080/hook",
+    "http://LOCALHOST./hook",
+    "http://api.localhost/hook",
+    "http://ip6-localhost/hook",
+  ];
+
+  it("refuses loopback, private and other non-public IP literals and localhost names when private targets are not allowed", () => {
+    for (const url of refused) {
+      const err = caught(() => validateCreateChannel({ ...base, webhookUrl: url }, { ...defaults, allowPrivateTargets: false }));
+      expect(err.code, url).toBe("invalid_webhook_url");
+      expect(err.status, url).toBe(422);
+      expect(err.message, url).toMatch(/^'webhook_url' points at .+, a non-public address that webhooks are never delivered to$/);
+      expect(err.suggestion, url).toContain("AGENTBUS_ALLOW_PRIVATE_TARGETS");
+    }
+  });
+
+  it("refuses them when the setting is not given at all, as delivery does by default", () => {
+    expect(caught(() => validateCreateChannel({ ...base, webhookUrl: "http://127.0.0.1/hook" }, { defaultDiscoverable: true })).code).toBe("invalid_webhook_url");
+  });
+
+  it("accepts them when private targets are allowed, as delivery then does", () => {
+    for (const url of refused) {
+      expect(validateCreateChannel({ ...base, webhookUrl: url }, { ...defaults, allowPrivateTargets: true }).webhookUrl, url).toBe(url);
+    }
+  });
+
+  it("leaves other names to delivery, which checks the addresses they resolve to", () => {
+    for (const url of ["https://localhost.example.com/hook", "https://hooks.internal/hook", "http://127.0.0.1.nip.io/hook"]) {
+      expect(validateCreateChannel({ ...base, webhookUrl: url }, defaults).webhookUrl, url).toBe(url);
+    }
+  });
+
+  it("applies the same rule to an update's webhook_url", () => {
+    expect(caught(() => buildChannelPatch({ ...noUpdate, webhookUrl: "http://127.0.0.1/hook" }, ["webhook_url"])).code).toBe("invalid_webhook_url");
+    expect(buildChannelPatch({ ...noUpdate, webhookUrl: "http://127.0.0.1/hook" }, ["webhook_url"], { allowPrivateTargets: true }).webhookUrl).toBe("http://127.0.0.1/hook");
   });
 });
 

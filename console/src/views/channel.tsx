@@ -1,15 +1,18 @@
 /**
  * One channel: its messages arriving live (WatchMessages over Connect), each
  * with who posted, who holds it and until when, who acknowledged it and the
- * result; the queue state; posting; and the owner's pages.
+ * result; claiming, acknowledging, releasing and requeueing them; the queue
+ * state, which follows the list; posting; and the owner's pages.
  */
+import { equals } from "@bufbuild/protobuf";
 import { Fragment } from "preact";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ChannelMode, type Channel } from "../../../gen/agentbus/v1/channel_pb.js";
-import type { Message } from "../../../gen/agentbus/v1/message_pb.js";
+import { MessageSchema, type Message } from "../../../gen/agentbus/v1/message_pb.js";
+import type { ChannelStats } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { isCancelled, problemOf, type Problem } from "../api.js";
 import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
-import { accessName, actorName, messageState, modeName, toDate } from "../format.js";
+import { accessName, actorOf, authorName, messageState, modeName, refName, toDate } from "../format.js";
 import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
@@ -18,8 +21,16 @@ import { People } from "./people.js";
 
 /** Messages kept on the page; older ones fall off as new ones arrive. */
 const KEPT = 200;
-/** How often states (claims, acknowledgements) and the queue figures are read again. */
+/** How often the newest messages are read again: the watch brings new messages, not claims and acknowledgements of old ones. */
 const REFRESH_MS = 2_000;
+/**
+ * How often the queue figures are read when the list did not change: what
+ * changes with time alone (a delay falling due, the oldest ready message
+ * ageing) shows up in the figures, never in the list.
+ */
+const IDLE_STATS_MS = 15_000;
+/** The back-off a requeue offers: the message is open work again this many seconds later. */
+const REQUEUE_DELAY_S = 60;
 
 export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
   const { client, me } = useSession();
@@ -53,7 +64,10 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         <h1>{c.name}</h1>
         <p class="meta">
           <Badge kind={modeName(c.mode)}>{modeName(c.mode)}</Badge> <Badge kind={accessName(c.access)}>{accessName(c.access)}</Badge>{" "}
-          {c.paused ? <Badge kind="paused">paused</Badge> : null} <span class="muted">owner {c.ownerId}</span>{" "}
+          {c.paused ? <Badge kind="paused">paused</Badge> : null}{" "}
+          <span class="muted" title={`Key ${c.createdByKeyId}`}>
+            owner {c.ownerId}
+          </span>{" "}
           <span class="muted small">
             id <code>{c.id}</code>
           </span>
@@ -88,19 +102,34 @@ interface Kept {
   cursor: string;
 }
 
-/** The channel's messages: the backlog and every new one from WatchMessages, their states read again every few seconds. */
+/**
+ * The channel's messages: the backlog and every new one from WatchMessages,
+ * their states read again every few seconds, and any the page itself changed
+ * (`update`). `revision` moves whenever the list gained or changed a message.
+ */
 function useLiveMessages(channelId: string) {
   const { client } = useSession();
   const [messages, setMessages] = useState<Kept[]>([]);
+  const [revision, setRevision] = useState(0);
   const [problem, setProblem] = useState<Problem | undefined>(undefined);
   const kept = useRef<Kept[]>([]);
 
   const merge = (incoming: Kept[]) => {
     const byId = new Map(kept.current.map((k) => [k.message.id, k]));
-    for (const k of incoming) byId.set(k.message.id, { message: k.message, cursor: byId.get(k.message.id)?.cursor ?? k.cursor });
+    let changed = false;
+    for (const k of incoming) {
+      const before = byId.get(k.message.id);
+      // A re-read mostly returns what the page already shows: only a difference is news.
+      if (before && equals(MessageSchema, before.message, k.message)) continue;
+      changed = true;
+      byId.set(k.message.id, { message: k.message, cursor: before?.cursor ?? k.cursor });
+    }
+    if (!changed) return;
     kept.current = [...byId.values()].slice(-KEPT);
     setMessages(kept.current);
+    setRevision((r) => r + 1);
   };
+  const update = (message: Message) => merge([{ message, cursor: "" }]);
 
   useEffect(() => {
     kept.current = [];
@@ -144,16 +173,16 @@ function useLiveMessages(channelId: string) {
     };
     // The client is the session's: a new channel is what starts a new watch.
   }, [channelId]);
-  return { messages, problem };
+  return { messages, revision, problem, update };
 }
 
 function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
   const claimable = channel.mode === ChannelMode.CLAIMABLE;
-  const { messages, problem } = useLiveMessages(channel.id);
+  const { messages, revision, problem, update } = useLiveMessages(channel.id);
   const newestFirst = useMemo(() => [...messages].reverse(), [messages]);
   return (
     <>
-      {claimable ? <QueueState channel={channel} /> : null}
+      {claimable ? <QueueState channel={channel} revision={revision} /> : null}
       <PostMessage channel={channel} />
       <ProblemBox problem={problem} />
       <section aria-labelledby="messages-heading">
@@ -165,7 +194,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
         ) : (
           <ol class="messages" aria-live="polite">
             {newestFirst.map((k) => (
-              <MessageItem key={k.message.id} message={k.message} claimable={claimable} />
+              <MessageItem key={k.message.id} message={k.message} claimable={claimable} onChanged={update} />
             ))}
           </ol>
         )}
@@ -175,17 +204,23 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
   );
 }
 
-function MessageItem({ message, claimable }: { message: Message; claimable: boolean }) {
+function MessageItem({ message, claimable, onChanged }: { message: Message; claimable: boolean; onChanged: (message: Message) => void }) {
+  const { me } = useSession();
   const state = messageState(message, claimable);
   const claimedAt = toDate(message.claimedAt);
   const leaseEnds = toDate(message.leaseExpiresAt);
+  const actor = actorOf(message);
   return (
     <li class={`message state-${state.replace(" ", "-")}`} data-message-id={message.id}>
       <div class="message-head">
-        <strong>{actorName(message.actor, message.actorLabel)}</strong>{" "}
-        <span class="muted small" title="The key that posted it">
-          {message.authorKeyId}
-        </span>{" "}
+        <strong class="author" title={`Posted with key ${message.authorKeyId}`}>
+          {authorName(message)}
+        </strong>
+        {actor !== undefined && actor !== authorName(message) ? (
+          <span class="muted small actor" title="The actor the poster named">
+            as {actor}
+          </span>
+        ) : null}{" "}
         <Time date={toDate(message.createdAt)} />{" "}
         <Badge kind={state}>{state}</Badge>
         {message.deliveryCount > 1 ? <span class="muted small"> delivery {message.deliveryCount}</span> : null}
@@ -218,7 +253,11 @@ function MessageItem({ message, claimable }: { message: Message; claimable: bool
           <>
             <dt>{state === "acknowledged" ? "Worked by" : "Held by"}</dt>
             <dd>
-              {actorName(message.claimedBy)} since <Time date={claimedAt} />
+              <span class="holder" title={message.claimedByKeyId ? `Key ${message.claimedByKeyId}` : undefined}>
+                {refName(message.claimedBy)}
+                {message.claimedByKeyId === me.keyId ? " (you)" : ""}
+              </span>{" "}
+              since <Time date={claimedAt} />
               {leaseEnds && state === "in flight" ? (
                 <>
                   , lease ends <Time date={leaseEnds} />
@@ -231,7 +270,7 @@ function MessageItem({ message, claimable }: { message: Message; claimable: bool
           <Fragment key={`${a.id}-${i}`}>
             <dt>Acknowledged by</dt>
             <dd>
-              {a.name || a.id} <Time date={toDate(a.occurredAt)} />
+              {refName(a)} <Time date={toDate(a.occurredAt)} />
             </dd>
           </Fragment>
         ))}
@@ -244,13 +283,91 @@ function MessageItem({ message, claimable }: { message: Message; claimable: bool
           </>
         ) : null}
       </dl>
+      {claimable ? <MessageActions message={message} onChanged={onChanged} /> : null}
     </li>
   );
 }
 
-function QueueState({ channel }: { channel: Channel }) {
-  const { client } = useSession();
-  const stats = useLoaded(() => client.messages.getChannelStats({ identifier: channel.id }), [channel.id], REFRESH_MS);
+/**
+ * What the signed-in key may do with a task, and only that: claim it while it
+ * is ready; while its own key holds it, acknowledge it (with a result, if
+ * any), release it (open work again at once) or requeue it (open work again
+ * after a delay, a retry with back-off). Holder actions are sent as the actor
+ * that holds the claim: the key may act as any of its own actors, and the
+ * service wants the holding one.
+ */
+function MessageActions({ message, onChanged }: { message: Message; onChanged: (message: Message) => void }) {
+  const { client, me } = useSession();
+  const [result, setResult] = useState("");
+  const [delay, setDelay] = useState(String(REQUEUE_DELAY_S));
+  const state = messageState(message, true);
+  const holding = state === "in flight" && message.claimedByKeyId === me.keyId;
+  const holder = message.claimedBy?.id;
+  const act = useAction(async (action: "claim" | "ack" | "release" | "requeue") => {
+    const id = { messageId: message.id };
+    const answer =
+      action === "claim"
+        ? await client.messages.claimMessage(id)
+        : action === "ack"
+          ? await client.messages.ackMessage({ ...id, actor: holder, ...(result.trim() === "" ? {} : { result }) })
+          : await client.messages.releaseMessage({ ...id, actor: holder, ...(action === "requeue" ? { delaySeconds: Number(delay) } : {}) });
+    if (answer.message) onChanged(answer.message);
+  });
+  if (state !== "ready" && !holding) return null;
+  return (
+    <div class="message-actions">
+      {state === "ready" ? (
+        <button type="button" class="small" disabled={act.busy} onClick={() => void act.run("claim")}>
+          Claim
+        </button>
+      ) : (
+        <>
+          <form
+            class="row"
+            aria-label="Acknowledge"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void act.run("ack");
+            }}
+          >
+            <input name="ack-result" placeholder="Result (optional)" aria-label="Result (optional)" value={result} onInput={(e) => setResult(e.currentTarget.value)} />
+            <button type="submit" class="small" disabled={act.busy}>
+              Acknowledge
+            </button>
+          </form>
+          <div class="row">
+            <button type="button" class="small secondary" disabled={act.busy} onClick={() => void act.run("release")} title="Open work again now">
+              Release
+            </button>
+            <form
+              class="row requeue"
+              aria-label="Requeue"
+              onSubmit={(e) => {
+                e.preventDefault();
+                void act.run("requeue");
+              }}
+            >
+              <button type="submit" class="small secondary" disabled={act.busy} title="Open work again after the delay">
+                Requeue in
+              </button>
+              <input name="requeue-delay" type="number" min={0} required inputMode="numeric" aria-label="Requeue delay (seconds)" value={delay} onInput={(e) => setDelay(e.currentTarget.value)} />
+              <span class="muted small">s</span>
+            </form>
+          </div>
+        </>
+      )}
+      <ProblemBox problem={act.problem} onDismiss={act.clearProblem} />
+    </div>
+  );
+}
+
+/**
+ * The queue figures, read again as soon as the live list gains or changes a
+ * message (at most once a frame, however many changes it brought), so they
+ * move with the list rather than behind it.
+ */
+function QueueState({ channel, revision }: { channel: Channel; revision: number }) {
+  const stats = useQueueStats(channel.id, revision);
   const s = stats.value;
   const figure = (label: string, value: number | undefined, kind: string) => (
     <div class={`figure figure-${kind}`}>
@@ -272,6 +389,41 @@ function QueueState({ channel }: { channel: Channel }) {
       {stats.problem ? <ProblemBox problem={stats.problem} /> : null}
     </section>
   );
+}
+
+function useQueueStats(channelId: string, revision: number) {
+  const { client } = useSession();
+  const [value, setValue] = useState<ChannelStats | undefined>(undefined);
+  const [problem, setProblem] = useState<Problem | undefined>(undefined);
+  // Only the newest read may land: an older answer arriving late would move the figures back.
+  const newest = useRef(0);
+  useEffect(
+    () => () => {
+      newest.current = -1;
+    },
+    [],
+  );
+  const read = useCallback(async () => {
+    if (newest.current < 0) return;
+    const ticket = ++newest.current;
+    try {
+      const next = await client.messages.getChannelStats({ identifier: channelId });
+      if (ticket !== newest.current) return;
+      setValue(next);
+      setProblem(undefined);
+    } catch (err) {
+      if (ticket === newest.current) setProblem(problemOf(err));
+    }
+  }, [channelId]);
+  useEffect(() => {
+    const frame = requestAnimationFrame(() => void read());
+    return () => cancelAnimationFrame(frame);
+  }, [read, revision]);
+  useEffect(() => {
+    const timer = setInterval(() => void read(), IDLE_STATS_MS);
+    return () => clearInterval(timer);
+  }, [read]);
+  return { value, problem };
 }
 
 function PostMessage({ channel }: { channel: Channel }) {

@@ -6,14 +6,15 @@ import { ProblemError } from "../api.js";
 import { Field, ProblemBox } from "../components.js";
 import { useAction, useSession } from "../session.js";
 
-const EXAMPLE = "# Weekly report\n\n- 42 tasks done\n- 0 dead letters\n\n> Made by agentbus.";
+/** Shown in the empty box as a hint only: text the person did not write is never sent. */
+const PLACEHOLDER = "# Title\n\nMarkdown or HTML…";
 const POLL_MS = 500;
 /** How long the page follows a job before it gives up (the job itself goes on). */
 const FOLLOW_MS = 120_000;
 
 export function PdfPage() {
   const { client } = useSession();
-  const [markdown, setMarkdown] = useState(EXAMPLE);
+  const [markdown, setMarkdown] = useState("");
   const [status, setStatus] = useState<string | undefined>(undefined);
   const [pdfUrl, setPdfUrl] = useState<string | undefined>(undefined);
   useEffect(() => () => (pdfUrl ? URL.revokeObjectURL(pdfUrl) : undefined), [pdfUrl]);
@@ -66,7 +67,7 @@ export function PdfPage() {
         }}
       >
         <Field label="Markdown">
-          <textarea name="markdown" rows={12} required value={markdown} onInput={(e) => setMarkdown(e.currentTarget.value)} />
+          <textarea name="markdown" rows={12} required placeholder={PLACEHOLDER} value={markdown} onInput={(e) => setMarkdown(e.currentTarget.value)} />
         </Field>
         <div class="row">
           <button type="submit" disabled={render.busy}>

@@ -85,7 +85,7 @@ function Members({ channel }: { channel: Channel }) {
       <table class="list">
         <thead>
           <tr>
-            <th scope="col">Key</th>
+            <th scope="col">Member</th>
             <th scope="col">Since</th>
             <th scope="col">
               <span class="visually-hidden">Actions</span>
@@ -96,7 +96,10 @@ function Members({ channel }: { channel: Channel }) {
           {(members.value?.data ?? []).map((m) => (
             <tr key={m.keyId}>
               <td>
-                <code>{m.keyId}</code>
+                {/* The label is who people know; the key id, which adding and removing take, is there on hover. */}
+                <span class="member-label" title={`Key ${m.keyId}`}>
+                  {m.agentLabel || m.keyId}
+                </span>
                 {m.keyId === channel.createdByKeyId ? <span class="muted"> (owner)</span> : null}
               </td>
               <td>
@@ -104,7 +107,7 @@ function Members({ channel }: { channel: Channel }) {
               </td>
               <td>
                 {m.keyId === channel.createdByKeyId ? null : (
-                  <button type="button" class="small secondary" disabled={remove.busy} onClick={() => void remove.run(m.keyId)} aria-label={`Remove ${m.keyId}`}>
+                  <button type="button" class="small secondary" disabled={remove.busy} onClick={() => void remove.run(m.keyId)} aria-label={`Remove ${m.agentLabel || m.keyId}`}>
                     Remove
                   </button>
                 )}

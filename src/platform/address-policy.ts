@@ -16,6 +16,9 @@
  * (::a.b.c.d), well-known-prefix NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
  * Teredo and local-use NAT64 (64:ff9b:1::/48) hide or translate the target
  * in ways we cannot check, so they are refused.
+ *
+ * Pure, so the domain can apply the same rule when a webhook URL is saved
+ * (refusedHost) as the outbound client applies when it connects.
  */
 import ipaddr from "ipaddr.js";
 
@@ -55,5 +58,27 @@ function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   if (p[0] === 0x64 && p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0) return v4(p[6]!, p[7]!);
   // 2002:AABB:CCDD::/48 (6to4)
   if (p[0] === 0x2002) return v4(p[1]!, p[2]!);
+  return undefined;
+}
+
+/**
+ * Names that reach the local host without asking DNS: localhost and its
+ * subdomains (RFC 6761 reserves them for loopback) and the aliases Debian
+ * and Ubuntu write into /etc/hosts.
+ */
+const LOOPBACK_NAMES = new Set(["localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"]);
+
+/**
+ * Why a URL's host is refused before any lookup: an IP literal in a refused
+ * range, or a name that is the local host by definition. `hostname` is a
+ * WHATWG URL's (lower case, IPv4 forms such as 127.1 or 0x7f.1 already
+ * normalised, IPv6 in brackets). Any other name is judged only when it is
+ * resolved, by the outbound client: at save time it cannot be, without I/O.
+ */
+export function refusedHost(hostname: string): string | undefined {
+  const bare = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+  if (ipaddr.isValid(bare)) return refusedRange(bare);
+  const name = bare.endsWith(".") ? bare.slice(0, -1) : bare;
+  if (LOOPBACK_NAMES.has(name) || name.endsWith(".localhost")) return "loopback";
   return undefined;
 }
