@@ -22,6 +22,9 @@ import { AsyncJobs } from "./domain/jobs.js";
 import { SecurityAudit } from "./domain/audit.js";
 import { keyChangeTopic, Keys } from "./domain/keys.js";
 import { Sessions } from "./domain/sessions.js";
+import { TaskVerbs } from "./domain/task-verbs.js";
+import { ensureSandbox, SANDBOX_ALIAS } from "./domain/sandbox.js";
+import { UsageMetrics } from "./domain/usage-metrics.js";
 import { Quotas } from "./domain/quotas.js";
 import { PgQuotaStore } from "./store/quotas.js";
 import { Membership } from "./domain/membership.js";
@@ -59,6 +62,8 @@ import { PgIdempotencyStore } from "./store/idempotency.js";
 import { PgAuditLog } from "./store/audit.js";
 import { PgKeyStore } from "./store/keys.js";
 import { PgSessionStore } from "./store/sessions.js";
+import { PgUsageMetricsStore } from "./store/usage-metrics.js";
+import { PgSandboxStore } from "./store/sandbox.js";
 import { PgMembershipStore } from "./store/membership.js";
 import { PgMessageStore } from "./store/messages.js";
 import { migrate } from "./store/migrate.js";
@@ -174,10 +179,12 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     quotas,
   });
   const webhookStore = new PgWebhookStore(db);
+  const channels = new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable, allowPrivateTargets: config.allowPrivateTargets }, quotas);
+  const membership = new Membership(new PgMembershipStore(db, forget), channelStore, audit, clock);
   return {
     keys,
-    channels: new Channels(channelStore, { defaultDiscoverable: config.defaultDiscoverable, allowPrivateTargets: config.allowPrivateTargets }, quotas),
-    membership: new Membership(new PgMembershipStore(db, forget), channelStore, audit, clock),
+    channels,
+    membership,
     history: new ChannelHistory(new PgHistoryStore(db), channelStore),
     webhookDeliveries: new WebhookDeliveryLog(webhookStore, (identifier, caller) => channelStore.findView(identifier, caller.keyId)),
     messages,
@@ -189,6 +196,8 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
     audit,
     quotas,
+    taskVerbs: new TaskVerbs(channels, messages, membership),
+    usageMetrics: new UsageMetrics(messages, new PgUsageMetricsStore(db), clock),
   };
 }
 
@@ -296,6 +305,9 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Marks this process's own calls for MCP tools (CallPipeline.authenticate); never leaves the process.
     const internalCallToken = randomBytes(24).toString("base64url");
     const domain = createDomain({ db, bus, clock, config, keys, audit, meter: metrics });
+    if (config.sandbox && (await ensureSandbox(new PgSandboxStore(db))) === "alias_taken") {
+      logger.warn({ alias: SANDBOX_ALIAS }, "another channel holds the alias 'sandbox': no sandbox channel this time (set AGENTBUS_SANDBOX=false to stop trying)");
+    }
     const pipeline = new CallPipeline(
       createServices({
         domain,
@@ -370,6 +382,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
         budget,
         bodyTimeoutMs: config.bodyTimeoutMs,
         trustProxy: config.trustProxy,
+        sandbox: config.sandbox,
         shutdownSignal: shutdown.signal,
         clock,
         health: {

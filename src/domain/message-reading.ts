@@ -188,9 +188,9 @@ export class MessageReading {
   }
 
   /** The channel's queue state now (docs/decisions.md#queue-stats); anyone who can read the channel. */
-  async stats(caller: Caller, identifier: string): Promise<QueueStats> {
+  async stats(caller: Caller, identifier: string): Promise<{ channelId: string; stats: QueueStats }> {
     const channel = await this.ctx.usableChannel(caller, identifier);
-    return this.ctx.store.stats(channel.id, this.ctx.clock.now());
+    return { channelId: channel.id, stats: await this.ctx.store.stats(channel.id, this.ctx.clock.now()) };
   }
 
   /** Nothing more will happen to the message that a waiter waits for. */

@@ -68,7 +68,12 @@ export class Messages {
     return this.reading.get(caller, messageId, input);
   }
 
-  stats(caller: Caller, identifier: string): Promise<QueueStats> {
+  async stats(caller: Caller, identifier: string): Promise<QueueStats> {
+    return (await this.reading.stats(caller, identifier)).stats;
+  }
+
+  /** stats, with the id of the channel the identifier named. */
+  statsOf(caller: Caller, identifier: string): Promise<{ channelId: string; stats: QueueStats }> {
     return this.reading.stats(caller, identifier);
   }
 

@@ -69,6 +69,7 @@ export const errorCatalog = {
   webhook_not_found: spec(404, "not_found", "No webhook registered", "Register one with POST /v1/actors/{actor_id}/webhook."),
   mcp_session_not_found: spec(404, "not_found", "No such MCP session", "Start a new session: send initialize without an Mcp-Session-Id header, with the same API key."),
   session_not_found: spec(404, "not_found", "Session not found", "Use a session id your key's owner created or was given (GET /v1/sessions lists them); sessions expire ttl_seconds after their last change."),
+  result_not_ready: spec(404, "not_found", "The task has no result yet", "Ask again in a moment: the result appears once a worker posts it (POST /v1/tasks/{id}/result). Native clients wait for it instead with GET /v1/messages/{id}?wait=30."),
   job_not_found: spec(404, "not_found", "Job not found", "Use the job_id returned when you submitted the job, with the same key."),
   key_not_found: spec(404, "not_found", "No such key", "Use the key's public id (ak_…), as GET /v1/keys/me or the security audit shows it."),
   // 405

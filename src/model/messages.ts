@@ -107,6 +107,10 @@ export interface QueueStats {
   oldestReadySince: Micros | null;
   /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
   claimToAckP50Ms: number | null;
+  /** Mean of the same; null when none. */
+  claimToAckAvgMs: number | null;
+  /** Live messages in any state (not expired). */
+  live: number;
 }
 
 /** Why a claim, ack or release matched nothing. */

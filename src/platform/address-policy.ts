@@ -82,3 +82,12 @@ export function refusedHost(hostname: string): string | undefined {
   if (LOOPBACK_NAMES.has(name) || name.endsWith(".localhost")) return "loopback";
   return undefined;
 }
+
+/** Whether an address (as a socket reports it) or a listen host is this machine's loopback. */
+export function isLoopback(address: string): boolean {
+  if (LOOPBACK_NAMES.has(address.toLowerCase())) return true;
+  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+  if (!ipaddr.isValid(bare)) return false;
+  const ip = ipaddr.process(bare);
+  return ip.range() === "loopback";
+}

@@ -134,6 +134,15 @@ const schema = z.object({
   AGENTBUS_WEBHOOK_BREAKER_OPEN_MS: positiveInt.max(86_400_000).default(30_000),
   // The longest pause: a receiver that comes back is tried within this.
   AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS: positiveInt.max(86_400_000).default(1_800_000),
+  // Also sign deliveries under this header name (e.g. X-Backchannel-Signature), the same
+  // HMAC as X-Agentbus-Signature, so receivers written for the reference verify unchanged.
+  AGENTBUS_WEBHOOK_LEGACY_SIGNATURE_HEADER: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,63}$/, "a header name: letters, digits and '-', starting with a letter")
+    .optional(),
+  // A public open broadcast channel, alias "sandbox", with a short TTL, created at start-up
+  // so a new agent can post and read at once (docs/decisions.md#sandbox).
+  AGENTBUS_SANDBOX: bool.default(true),
   // Unset: job-posting parse submissions answer 503 llm_not_configured (docs/decisions.md#parse-jobs).
   OPENAI_API_KEY: optionalString,
   // Any OpenAI-compatible chat-completions API, path prefix included.
@@ -256,6 +265,10 @@ export interface Config {
   webhookBreakerThreshold: number;
   webhookBreakerOpenMs: number;
   webhookBreakerMaxOpenMs: number;
+  /** A second header name the webhook signature is also sent under; undefined: only the native one. */
+  webhookLegacySignatureHeader: string | undefined;
+  /** Create the sandbox channel at start-up. */
+  sandbox: boolean;
   /** Unset: job-posting parse is refused with 503 llm_not_configured. */
   openaiApiKey: string | undefined;
   /** Without a trailing slash. */
@@ -347,6 +360,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookBreakerThreshold: c.AGENTBUS_WEBHOOK_BREAKER_THRESHOLD,
     webhookBreakerOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_OPEN_MS,
     webhookBreakerMaxOpenMs: c.AGENTBUS_WEBHOOK_BREAKER_MAX_OPEN_MS,
+    webhookLegacySignatureHeader: c.AGENTBUS_WEBHOOK_LEGACY_SIGNATURE_HEADER,
+    sandbox: c.AGENTBUS_SANDBOX,
     openaiApiKey: c.OPENAI_API_KEY,
     openaiBaseUrl: c.OPENAI_BASE_URL,
     llmModel: c.AGENTBUS_LLM_MODEL,

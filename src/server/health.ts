@@ -17,8 +17,12 @@ export interface ComponentReport {
   operator?: string;
 }
 
+/** The REST API's version, as the reference reports it: "1.0" while the /v1 routes keep their shapes. */
+export const API_VERSION = "1.0";
+
 export interface HealthReport {
   status: "ok" | "unavailable";
+  api_version: typeof API_VERSION;
   state: ComponentState;
   database: "ok" | "unreachable";
   db_latency_ms: number | null;
@@ -52,6 +56,7 @@ export async function checkHealth(pool: pg.Pool, options: HealthOptions = {}): P
   const state: ComponentState = !database.ok ? "down" : Object.values(components).every((c) => c.state === "ok") ? "ok" : "degraded";
   return {
     status: database.ok ? "ok" : "unavailable",
+    api_version: API_VERSION,
     state,
     database: database.ok ? "ok" : "unreachable",
     db_latency_ms: database.latencyMs,

@@ -48,6 +48,8 @@ export interface HttpHandlerOptions {
   /** The whole request body must have arrived within this long (408 request_timeout otherwise). */
   bodyTimeoutMs: number;
   trustProxy: boolean;
+  /** The sandbox channel exists: the guide and the landing page point a newcomer at it. */
+  sandbox?: boolean;
   shutdownSignal: AbortSignal;
   /** Times the keep-alive comments of event streams. */
   clock: Clock;
@@ -64,6 +66,15 @@ export interface HttpHandlerOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/** A year, as browsers' preload lists expect; no includeSubDomains: the service cannot speak for its operator's other hosts. */
+const HSTS = "max-age=31536000";
+
+/** The first X-Forwarded-Proto value (a proxy chain may list several) says https. */
+function forwardedHttps(header: string | string[] | undefined): boolean {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value?.split(",")[0]?.trim().toLowerCase() === "https";
+}
 const DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
 const ALLOWED_HEADERS = [
@@ -110,6 +121,7 @@ function servedPerBase(type: string, render: (base: string) => string): ServedDo
 export function createHttpHandler(options: HttpHandlerOptions) {
   const { pipeline, metrics, logger } = options;
   const services = pipeline.services.map((s) => s.service);
+  const guideOptions = { sandbox: options.sandbox ?? false };
   const routes = new RestRoutes(services);
   // Built on the first request (~45 ms for the OpenAPI document), then kept:
   // the descriptors do not change while the process runs, and most processes
@@ -122,7 +134,9 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         JSON.stringify({ ...(openApi ??= buildOpenApiDocument(services)), servers: [{ url: base }] }),
       ),
     ],
-    ["/llms.txt", servedPerBase("text/plain; charset=utf-8", (base) => renderLlmsTxt(services, base))],
+    ["/llms.txt", servedPerBase("text/plain; charset=utf-8", (base) => renderLlmsTxt(services, base, guideOptions))],
+    // The reference's address for the same guide.
+    ["/agent-guide", servedPerBase("text/markdown; charset=utf-8", (base) => renderLlmsTxt(services, base, guideOptions))],
   ]);
   // What anyone can cause at will and is no fault of ours: a debug line, summed up (F16).
   const quiet = new LogLimiter(logger, { intervalMs: 30_000, clock: options.clock });
@@ -185,6 +199,8 @@ export function createHttpHandler(options: HttpHandlerOptions) {
     res.setHeader("X-Frame-Options", "DENY");
     res.setHeader("Referrer-Policy", "no-referrer");
     res.setHeader("Content-Security-Policy", API_CSP);
+    // Only a proxy we trust can tell us the client came over HTTPS; over plain HTTP the header means nothing (RFC 6797 §8.1).
+    if (options.trustProxy && forwardedHttps(req.headers["x-forwarded-proto"])) res.setHeader("Strict-Transport-Security", HSTS);
     const origin = allowOrigin(typeof req.headers.origin === "string" ? req.headers.origin : undefined);
     if (origin) {
       res.setHeader("Access-Control-Allow-Origin", origin);
@@ -267,7 +283,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         }
         if (path === "/") {
           route = "/";
-          const page = landing(requestBaseUrl(req, options.trustProxy), SERVICE_VERSION);
+          const page = landing(requestBaseUrl(req, options.trustProxy), SERVICE_VERSION, guideOptions.sandbox);
           res.setHeader("Vary", res.hasHeader("Vary") ? `${String(res.getHeader("Vary"))}, Accept` : "Accept");
           if (wantsHtml(req.headers.accept) && consoleAssets !== undefined) {
             res.setHeader("Content-Security-Policy", CONSOLE_CSP);

@@ -18,14 +18,18 @@ import type { Keys } from "../domain/keys.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { Sessions } from "../domain/sessions.js";
 import type { Quotas } from "../domain/quotas.js";
+import type { TaskVerbs } from "../domain/task-verbs.js";
+import type { UsageMetrics } from "../domain/usage-metrics.js";
 import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
+import { isLoopback } from "../platform/address-policy.js";
 import { actorService } from "./actor-service.js";
 import { adminService } from "./admin-service.js";
 import { channelHistoryHandlers } from "./channel-history-service.js";
 import { channelHandlers } from "./channel-service.js";
+import { compatService } from "./compat-service.js";
 import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { membershipHandlers } from "./membership-service.js";
@@ -50,6 +54,8 @@ export interface Domain {
   sessions: Sessions;
   audit: SecurityAudit;
   quotas: Quotas;
+  taskVerbs: TaskVerbs;
+  usageMetrics: UsageMetrics;
 }
 
 export interface ServiceDependencies {
@@ -63,7 +69,7 @@ export interface ServiceDependencies {
 
 export function createServices({ domain, clock, config, mintLimiter, pdfAvailable }: ServiceDependencies): ServiceEntry[] {
   return [
-    keyService(domain.keys, mintLimiter, domain.minting, domain.quotas),
+    keyService(domain.keys, { limiter: mintLimiter, listensOnLoopbackOnly: isLoopback(config.host) && !config.trustProxy }, domain.minting, domain.quotas),
     serviceEntry(ChannelService, {
       ...channelHandlers(domain.channels),
       ...membershipHandlers(domain.membership),
@@ -76,5 +82,6 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     sessionService(domain.sessions),
     securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),
+    compatService({ verbs: domain.taskVerbs, usage: domain.usageMetrics, quotas: domain.quotas, clock }),
   ];
 }

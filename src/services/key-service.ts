@@ -9,6 +9,7 @@ import type { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { KeyRecord } from "../model/keys.js";
 import { effectiveScopes, type KeyScopes } from "../model/scopes.js";
 import { toProtoTimestamp } from "../model/time.js";
+import { isLoopback } from "../platform/address-policy.js";
 import { callerOf, clientAddressKey, requestBudgetKey, type RequestBudget } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 
@@ -41,7 +42,25 @@ export const renderQuotas = ({ usage, limits }: KeyQuotaReport) => {
   return { storedBytes: one("stored_bytes"), liveMessages: one("live_messages"), channels: one("channels") };
 };
 
-export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting: PublicMinting, quotas: Quotas): ServiceEntry {
+/**
+ * A person trying the service on their own machine (docs/decisions.md#key-mint-limit): the service
+ * listens on loopback only, trusts no proxy, and the request comes from loopback without a proxy's
+ * forwarding header. Such a caller is this machine's user, whom a per-address limit cannot protect
+ * anyone from, so the mint limit does not apply.
+ */
+export function localNewcomer(listensOnLoopbackOnly: boolean, clientAddress: string, headers: Headers): boolean {
+  return listensOnLoopbackOnly && isLoopback(clientAddress) && !headers.has("x-forwarded-for") && !headers.has("forwarded");
+}
+
+export interface MintLimitOptions {
+  limiter: FixedWindowLimiter;
+  /** HOST is a loopback address and AGENTBUS_TRUST_PROXY is off: see localNewcomer. */
+  listensOnLoopbackOnly: boolean;
+}
+
+const UNLIMITED = { allowed: true as const, release: () => {} };
+
+export function keyService(keys: Keys, mint: MintLimitOptions, minting: PublicMinting, quotas: Quotas): ServiceEntry {
   return serviceEntry(KeyService, {
     async createKey(request, ctx) {
       // A closed service refuses before the mint limit is touched.
@@ -49,7 +68,8 @@ export function keyService(keys: Keys, mintLimiter: FixedWindowLimiter, minting:
       // Only keys actually issued count against the limit: a refused mint
       // (label taken, invalid label, store down) gives its slot back. The
       // slot is taken before the insert so a burst cannot overshoot.
-      const reservation = mintLimiter.reserve(ctx.values.get(clientAddressKey));
+      const address = ctx.values.get(clientAddressKey);
+      const reservation = localNewcomer(mint.listensOnLoopbackOnly, address, ctx.requestHeader) ? UNLIMITED : mint.limiter.reserve(address);
       if (!reservation.allowed) {
         throw new ApiError("rate_limit_exceeded", "Too many keys minted from this address", {
           details: { retry_after: reservation.retryAfterSeconds },

@@ -103,7 +103,7 @@ function renderMember(m: MemberRecord): MessageInitShape<typeof MemberSchema> {
   };
 }
 
-function renderInvitation(i: InvitationView): MessageInitShape<typeof InvitationSchema> {
+export function renderInvitation(i: InvitationView): MessageInitShape<typeof InvitationSchema> {
   return {
     id: i.id,
     ownerId: i.ownerId,

@@ -390,7 +390,10 @@ export const STATS_SQL = `WITH k AS (
       + (SELECT count(*) FROM message_history h WHERE h.channel_id = $1 AND h.reason = 'dead_lettered'))::int AS dead_lettered,
     min(available_since) FILTER (WHERE state = 'ready') AS oldest_ready_since,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_ack_at - claimed_at) * 1000)
-      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms
+      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms,
+    avg(extract(epoch FROM first_ack_at - claimed_at) * 1000)
+      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL)::float8 AS claim_to_ack_avg_ms,
+    count(*) FILTER (WHERE state <> 'expired')::int AS live
   FROM live`;
 
 export class PgMessageStore implements MessageStore {
@@ -585,6 +588,8 @@ export class PgMessageStore implements MessageStore {
       dead_lettered: number;
       oldest_ready_since: Micros | null;
       claim_to_ack_p50_ms: number | null;
+      claim_to_ack_avg_ms: number | null;
+      live: number;
     }>(STATS_SQL, [channelId, formatTimestamp(now)], "channel_stats");
     const row = rows[0]!;
     return {
@@ -595,6 +600,8 @@ export class PgMessageStore implements MessageStore {
       deadLettered: row.dead_lettered,
       oldestReadySince: row.oldest_ready_since,
       claimToAckP50Ms: row.claim_to_ack_p50_ms,
+      claimToAckAvgMs: row.claim_to_ack_avg_ms,
+      live: row.live,
     };
   }
 

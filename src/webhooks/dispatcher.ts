@@ -109,6 +109,8 @@ export interface WebhookDispatcherOptions {
   breakerMaxOpenMs?: number;
   /** How long a claimed row stays with its sender; default timeout + 30 s. */
   leaseMs?: number;
+  /** A second header name the X-Service-Signature value is also sent under (the reference's, for its receivers). */
+  legacySignatureHeader?: string | undefined;
   /** Jitter source in [0, 1); default Math.random. */
   random?: () => number;
   /** Called once stop() has finished (e.g. to close the HTTP client). */
@@ -321,7 +323,7 @@ export class WebhookDispatcher {
     try {
       const res = await this.http.request(d.url, {
         method: "POST",
-        headers: webhookHeaders(d.event, d.id, body, d.secret, attemptedAt),
+        headers: webhookHeaders(d.event, d.id, body, d.secret, attemptedAt, this.options.legacySignatureHeader),
         body,
         timeoutMs: this.timeoutMs,
         maxResponseBytes: MAX_RESPONSE_BYTES,

@@ -37,6 +37,7 @@ export async function startWebhookDispatcher(deps: WebhookDispatcherDependencies
     breakerThreshold: config.webhookBreakerThreshold,
     breakerOpenMs: config.webhookBreakerOpenMs,
     breakerMaxOpenMs: config.webhookBreakerMaxOpenMs,
+    legacySignatureHeader: config.webhookLegacySignatureHeader,
     onStopped: () => http.close(),
   });
   await dispatcher.start();

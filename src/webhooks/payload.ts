@@ -38,7 +38,19 @@ export function standardSignature(secret: string, id: string, timestampSeconds: 
   return `v1,${createHmac("sha256", secret).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`;
 }
 
-export function webhookHeaders(event: WebhookEvent, deliveryId: string, body: string, secret: string | null, now: Micros): Record<string, string> {
+/**
+ * The request's headers. `legacySignatureHeader` (AGENTBUS_WEBHOOK_LEGACY_SIGNATURE_HEADER) carries
+ * X-Service-Signature's value a second time under the reference's header name, so receivers written
+ * for it verify our deliveries unchanged.
+ */
+export function webhookHeaders(
+  event: WebhookEvent,
+  deliveryId: string,
+  body: string,
+  secret: string | null,
+  now: Micros,
+  legacySignatureHeader?: string,
+): Record<string, string> {
   const timestamp = Math.floor(now / 1_000_000);
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
@@ -55,6 +67,7 @@ export function webhookHeaders(event: WebhookEvent, deliveryId: string, body: st
   if (secret !== null) {
     headers["X-Service-Signature"] = signature(secret, body);
     headers["webhook-signature"] = standardSignature(secret, deliveryId, timestamp, body);
+    if (legacySignatureHeader !== undefined) headers[legacySignatureHeader] = headers["X-Service-Signature"];
   }
   return headers;
 }

@@ -46,6 +46,7 @@ describe("GET /", () => {
         error_docs: "http://bus.example:8080/docs/errors",
         health: "http://bus.example:8080/health",
       },
+      sandbox: { channel: "sandbox", messages: "http://bus.example:8080/v1/channels/sandbox/messages" },
     });
   });
 

@@ -106,7 +106,8 @@ describe("POST /v1/keys", () => {
   });
 
   it("limits minting per source address when AGENTBUS_KEY_MINT_LIMIT is set", async () => {
-    const limited = await startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "2" });
+    // Behind a trusted proxy even a loopback caller is someone else's request: the limit applies.
+    const limited = await startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "2", AGENTBUS_TRUST_PROXY: "true" });
     try {
       expect((await rest(limited.url, "POST", "/v1/keys", { body: { agent_label: "a1" } })).status).toBe(201);
       expect((await rest(limited.url, "POST", "/v1/keys", { body: { agent_label: "a2" } })).status).toBe(201);
@@ -117,6 +118,20 @@ describe("POST /v1/keys", () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe("the mint limit and the person on this machine", () => {
+  const loopbackOnly = useTestServer({ AGENTBUS_KEY_MINT_LIMIT: "1" });
+
+  it("does not limit a loopback caller of a service that listens on loopback only", async () => {
+    for (let i = 0; i < 5; i++) expect((await rest(loopbackOnly.url, "POST", "/v1/keys", { body: { agent_label: `local-${i}` } })).status).toBe(201);
+  });
+
+  it("limits a request a proxy forwarded to it, though it arrives over loopback", async () => {
+    const viaProxy = (i: number) => rest(loopbackOnly.url, "POST", "/v1/keys", { body: { agent_label: `proxied-${i}` }, headers: { "X-Forwarded-For": "203.0.113.9" } });
+    expect((await viaProxy(0)).status).toBe(201);
+    expect((await viaProxy(1)).status).toBe(429);
   });
 });
 

@@ -40,7 +40,7 @@ beforeAll(async () => {
     const found = await runBash(`command -v ${tool}`, "");
     if (found.code !== 0) throw new Error(`the README walk-through needs ${tool}; install it (apt-get install ${tool})`);
   }
-  [server, limited] = await Promise.all([startTestServer(), startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "1" })]);
+  [server, limited] = await Promise.all([startTestServer(), startTestServer({ AGENTBUS_KEY_MINT_LIMIT: "1", AGENTBUS_TRUST_PROXY: "true" })]);
 });
 afterAll(async () => {
   await Promise.all([server?.close(), limited?.close()]);

@@ -54,6 +54,7 @@ describe("method scopes", () => {
 
   it("lets any key reach only the key's own record", () => {
     const anyKey = methods().filter((m) => rulesOf(m).scope === "any_key").map((m) => `${m.parent.name}.${m.name}`);
-    expect(anyKey.sort()).toEqual(["KeyService.GetCurrentKey", "KeyService.RevokeCurrentKey", "KeyService.SetCurrentKeyScopes"]);
+    // CompatService.GetAccountUsage is the key's own limits, as GET /v1/keys/me shows them.
+    expect(anyKey.sort()).toEqual(["CompatService.GetAccountUsage", "KeyService.GetCurrentKey", "KeyService.RevokeCurrentKey", "KeyService.SetCurrentKeyScopes"]);
   });
 });

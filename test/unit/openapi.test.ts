@@ -47,7 +47,7 @@ describe("the OpenAPI document", () => {
     }
     const restOps = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item).map((verb) => `${verb.toUpperCase()} ${path}`),
-    ).filter((op) => !["/", "/health", "/status", "/status.html", "/metrics", "/openapi.json", "/llms.txt", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
+    ).filter((op) => !["/", "/health", "/status", "/status.html", "/metrics", "/openapi.json", "/llms.txt", "/agent-guide", "/docs/errors"].includes(op.split(" ")[1] ?? ""));
     expect(restOps.sort()).toEqual(routes.map((r) => `${r.httpMethod} ${openApiPath(r.template.template)}`).sort());
   });
 
@@ -110,12 +110,12 @@ describe("the OpenAPI document", () => {
   });
 
   it("applies the rules' auth: no key for AUTH_NONE, the admin token for admin routes, the API key otherwise", () => {
-    expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
+    expect(doc.components.securitySchemes.ApiKeyAuth).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
     expect(doc.components.securitySchemes.AdminToken).toMatchObject({ type: "apiKey", in: "header", name: "X-Admin-Token" });
     for (const route of routes) {
       const { auth } = rulesOf(route.method);
       const op = operationOf(route.httpMethod, route.template.template);
-      const expected = auth === "none" ? [] : auth === "admin_token" ? [{ AdminToken: [] }] : [{ ApiKey: [] }];
+      const expected = auth === "none" ? [] : auth === "admin_token" ? [{ AdminToken: [] }] : [{ ApiKeyAuth: [] }];
       expect(op?.security, route.template.template).toEqual(expected);
     }
     expect(operationOf("POST", "/v1/keys")?.security).toEqual([]);

@@ -11,6 +11,8 @@ export interface Landing {
   version: string;
   description: string;
   links: Record<"llms_txt" | "openapi" | "error_docs" | "health", string>;
+  /** Where a new agent can post and read at once, when the sandbox channel exists. */
+  sandbox?: { channel: "sandbox"; messages: string };
 }
 
 const STYLE = "body{font-family:system-ui,sans-serif;margin:2rem;max-width:40rem;line-height:1.5}code{background:#f3f3f3;padding:0 .2rem}";
@@ -23,7 +25,7 @@ export const LANDING_CSP =
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** `base` is the validated URL the request came to (base-url.ts). */
-export function landing(base: string, version: string): Landing {
+export function landing(base: string, version: string, sandbox = false): Landing {
   return {
     service: "agentbus",
     version,
@@ -34,6 +36,7 @@ export function landing(base: string, version: string): Landing {
       error_docs: `${base}/docs/errors`,
       health: `${base}/health`,
     },
+    ...(sandbox ? { sandbox: { channel: "sandbox" as const, messages: `${base}/v1/channels/sandbox/messages` } } : {}),
   };
 }
 
@@ -51,6 +54,7 @@ ${link(page.links.error_docs, "/docs/errors", "every error code")}
 ${link(page.links.health, "/health", "is it up")}
 </ul>
 <p>Start with <code>POST /v1/keys</code> and a JSON body <code>{"agent_label": "…"}</code>: no sign-up.</p>
+${page.sandbox ? `<p>Then try the public <code>sandbox</code> channel: <code>POST ${escape(new URL(page.sandbox.messages).pathname)}</code> with <code>{"content": "hello"}</code>, and read it back with <code>GET</code>.</p>` : ""}
 </body></html>
 `;
 }

@@ -268,7 +268,33 @@ curl -s -X PATCH $B/v1/sessions/$ID -H "X-API-Key: $KEY" -H 'If-Match: "1"' -d '
 PATCH merges top-level keys. Share with another key: \`POST /v1/sessions/{id}/members {"key_id"}\`. State up to 64 KiB;
 a session lives \`ttl_seconds\` (default 86400) after its last change. \`GET /v1/security/audit\` lists your keys'
 and channels' security events (issued, revoked, scopes changed, members added and removed, pauses).
+
+## 12. Coming from Backchannel (compatibility routes)
+
+Its convenience verbs answer here with its request and response shapes, built on the native operations above
+(same rules, limits and errors): \`POST /v1/tasks/post\` (creates a claimable channel of that name when none resolves),
+\`/v1/tasks/claim\` (\`{claimed: null, note}\` when empty), \`/v1/tasks/subscribe\`, \`/v1/tasks/broadcast\`,
+\`/v1/tasks/claim-and-ack\`, \`/v1/tasks/post-with-result\`, \`POST\`/\`GET /v1/tasks/{id}/result\` (404
+\`result_not_ready\` until posted), \`/v1/tasks/create-claimable-session\`, \`GET /v1/channels/{identifier}/metrics\`,
+\`GET /v1/observability/metrics\`, \`GET /account/usage\`; also \`GET /agent-guide\` (this text). New code should use
+the native routes. Deliberate differences: keys start \`ak_\`, content is at most 64 KiB, a non-numeric \`wait\` is
+422, retries are de-duplicated only with an \`Idempotency-Key\` (the same key with a different body is 422), and
+metric names and error wording are ours.
 `;
+
+/** Where the sandbox paragraph goes: right after the key, so a new agent tries a post at once. */
+const SANDBOX = `## Try it: the sandbox channel
+
+A public broadcast channel, alias \`sandbox\`, that any key may post to and read (messages live 5 minutes, the
+newest 500 are kept): \`curl -s -X POST $B/v1/channels/sandbox/messages -H "X-API-Key: $KEY" -d '{"content":"hello"}'\`
+then \`curl -s $B/v1/channels/sandbox/messages -H "X-API-Key: $KEY"\`. Make your own channels for real work.
+
+`;
+
+export interface GuideOptions {
+  /** The sandbox channel exists (AGENTBUS_SANDBOX). */
+  sandbox?: boolean;
+}
 
 function routeList(services: readonly DescService[], base: string): string {
   const lines = routesInDeclarationOrder(services).map((route) => {
@@ -276,7 +302,7 @@ function routeList(services: readonly DescService[], base: string): string {
     const auth = rules.auth === "none" ? " (no key)" : rules.auth === "admin_token" ? " (X-Admin-Token)" : "";
     const extra = EXTRA_SUCCESS_STATUSES[`${route.method.parent.typeName}.${route.method.name}`] ?? [];
     const status = route.method.methodKind === "server_streaming" ? "SSE" : [rules.successStatus, ...extra].join("/");
-    const scope = rules.scope === undefined || rules.scope === "any_key" ? "" : ` [${rules.scope}]`;
+    const scope = rules.scopes.length === 0 ? "" : ` [${rules.scopes.join(", ")}]`;
     return `- \`${route.httpMethod} ${openApiPath(route.template.template)}\` → ${status}: ${route.method.parent.name}.${route.method.name}${auth}${scope}`;
   });
   return `## All routes\n\nGenerated from the service's route table; schemas in [/openapi.json](${base}/openapi.json).\n\n${lines.join("\n")}\n`;
@@ -286,6 +312,8 @@ function routeList(services: readonly DescService[], base: string): string {
  * The whole /llms.txt text, with `base` (the URL the request came to, already
  * validated: see base-url.ts) in the examples and links.
  */
-export function renderLlmsTxt(services: readonly DescService[], base: string): string {
-  return `${guide(base)}\n${routeList(services, base)}`;
+export function renderLlmsTxt(services: readonly DescService[], base: string, options: GuideOptions = {}): string {
+  const text = guide(base);
+  const withSandbox = options.sandbox ? text.replace("## 2. Create a channel", `${SANDBOX}## 2. Create a channel`) : text;
+  return `${withSandbox}\n${routeList(services, base)}`;
 }

@@ -148,6 +148,13 @@ function integerBounds(type: ScalarType): { format: string; minimum: number; max
 }
 
 /** A scalar as JSON: integers (int64 too) are numbers, bytes base64. */
+/** The compatibility verbs are listed apart, so the native routes stay the documented way. */
+const COMPAT_TAG: JsonObject = {
+  name: "CompatService",
+  description:
+    "Compatibility surface: the reference's (Backchannel's) convenience routes, with its request and answer shapes, so its clients work unchanged. Each is built on the native operations; new code should use the native routes.",
+};
+
 export function scalarSchema(type: ScalarType, direction: "in" | "out"): Schema {
   const bounds = integerBounds(type);
   if (bounds !== undefined) {
@@ -614,7 +621,7 @@ function operation(builder: Builder, shared: ErrorResponses, route: RestRoute, o
     operationId,
     summary: describeMethodName(method.name),
     tags: [method.parent.name],
-    security: rules.auth === "none" ? [] : rules.auth === "admin_token" ? [{ AdminToken: [] }] : [{ ApiKey: [] }],
+    security: rules.auth === "none" ? [] : rules.auth === "admin_token" ? [{ AdminToken: [] }] : [{ ApiKeyAuth: [] }],
     parameters,
   };
 
@@ -696,13 +703,13 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
       description: INFO_DESCRIPTION,
     },
     servers: [{ url: "/" }],
-    tags: [...services.map((s) => ({ name: s.name })), { name: "Operations" }],
-    security: [{ ApiKey: [] }],
+    tags: [...services.map((s) => (s.name === "CompatService" ? COMPAT_TAG : { name: s.name })), { name: "Operations" }],
+    security: [{ ApiKeyAuth: [] }],
     paths,
     components: {
       schemas,
       securitySchemes: {
-        ApiKey: {
+        ApiKeyAuth: {
           type: "apiKey",
           in: "header",
           name: "X-API-Key",
@@ -777,6 +784,7 @@ function operationalPaths(): OpenApiDocument["paths"] {
     type: "object",
     properties: {
       status: { type: "string", enum: ["ok", "unavailable"] },
+      api_version: { type: "string", const: "1.0", description: "The REST API's version (the /v1 routes' shapes)." },
       state: { ...state, description: "down when the database is; degraded when any component is not ok (the service serves)" },
       database: { type: "string", enum: ["ok", "unreachable"] },
       db_latency_ms: { type: ["number", "null"] },
@@ -787,7 +795,7 @@ function operationalPaths(): OpenApiDocument["paths"] {
       },
       public_minting_enabled: { type: ["boolean", "null"], description: "Whether POST /v1/keys is open (null when the database cannot say)." },
     },
-    required: ["status", "state", "database", "db_latency_ms", "components", "public_minting_enabled"],
+    required: ["status", "api_version", "state", "database", "db_latency_ms", "components", "public_minting_enabled"],
     additionalProperties: false,
   };
   const stateOnly = (extra: Record<string, Schema> = {}): Schema => ({
@@ -824,6 +832,13 @@ function operationalPaths(): OpenApiDocument["paths"] {
         type: "object",
         properties: Object.fromEntries(["llms_txt", "openapi", "error_docs", "health"].map((k) => [k, { type: "string", description: "An absolute URL on the address the request came to." }])),
         required: ["llms_txt", "openapi", "error_docs", "health"],
+        additionalProperties: false,
+      },
+      sandbox: {
+        type: "object",
+        description: "Present when the sandbox channel exists (AGENTBUS_SANDBOX): where a new agent posts and reads at once.",
+        properties: { channel: { type: "string", const: "sandbox" }, messages: { type: "string", description: "Its messages' absolute URL." } },
+        required: ["channel", "messages"],
         additionalProperties: false,
       },
     },
@@ -893,6 +908,14 @@ function operationalPaths(): OpenApiDocument["paths"] {
         operationId: "llmsTxt",
         summary: "A guide for agents (markdown)",
         responses: { "200": { description: "Markdown, per the llms.txt convention.", content: { "text/plain": { schema: { type: "string" } } } } },
+      },
+    },
+    "/agent-guide": {
+      get: {
+        ...open,
+        operationId: "agentGuide",
+        summary: "The same guide, at the reference's address",
+        responses: { "200": { description: "The /llms.txt text.", content: { "text/markdown": { schema: { type: "string" } } } } },
       },
     },
     "/docs/errors": {

@@ -23,6 +23,8 @@ export interface MethodRules {
    * "any_key" for the key's own record. Undefined for the other methods.
    */
   scope: KeyScope | "any_key" | undefined;
+  /** Every scope the key must hold: `scope` and the declared more_scopes (empty for "any_key" and keyless methods). */
+  scopes: readonly KeyScope[];
 }
 
 const cache = new WeakMap<DescMethod, MethodRules>();
@@ -37,6 +39,9 @@ export function rulesOf(method: DescMethod): MethodRules {
     throw new Error(`${method.parent.typeName}.${method.name}: unknown missing_key_error "${r.missingKeyError}"`);
   }
   const scope = scopeOf(method, auth, r?.scope ?? Scope.UNSPECIFIED);
+  const more = (r?.moreScopes ?? []).map((s) => scopeOf(method, auth, s));
+  if (more.some((s) => s === undefined || s === "any_key")) throw new Error(`${method.parent.typeName}.${method.name}: more_scopes must name key scopes`);
+  const scopes = [scope, ...more].filter((s): s is KeyScope => s !== undefined && s !== "any_key");
   found = {
     successStatus: r?.successStatus || 200,
     auth,
@@ -46,6 +51,7 @@ export function rulesOf(method: DescMethod): MethodRules {
     missingKeyRedirect: r?.missingKeyRedirect || undefined,
     mutates: method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
     scope,
+    scopes,
   };
   cache.set(method, found);
   return found;

@@ -231,9 +231,10 @@ export class CallPipeline {
     }
     const caller = await this.authenticate(presented, ctx);
     // After the budget, so a key probing what it may do pays for each try.
-    if (rules.scope !== undefined && rules.scope !== "any_key" && !holdsScope(caller.scopes, rules.scope)) {
-      throw new ApiError("insufficient_scope", `This call needs the '${rules.scope}' scope, which this key does not hold`, {
-        details: { required_scope: rules.scope, granted_scopes: [...effectiveScopes(caller.scopes)] },
+    const missing = rules.scopes.find((scope) => !holdsScope(caller.scopes, scope));
+    if (missing !== undefined) {
+      throw new ApiError("insufficient_scope", `This call needs the '${missing}' scope, which this key does not hold`, {
+        details: { required_scope: missing, granted_scopes: [...effectiveScopes(caller.scopes)] },
       });
     }
     return true;

@@ -103,10 +103,11 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0 };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
       if (m.channelId !== channelId || m.expiresAt <= now) continue;
+      stats.live += 1;
       if (m.acknowledgedBy.length > 0) {
         stats.acknowledged += 1;
         if (m.claim) spans.push((m.acknowledgedBy[0]!.occurredAt - m.claim.claimedAt) / 1000);
@@ -120,7 +121,10 @@ export class FakeMessageStore implements MessageStore {
     }
     spans.sort((a, b) => a - b);
     const mid = spans.length / 2;
-    if (spans.length > 0) stats.claimToAckP50Ms = spans.length % 2 ? spans[Math.floor(mid)]! : (spans[mid - 1]! + spans[mid]!) / 2;
+    if (spans.length > 0) {
+      stats.claimToAckP50Ms = spans.length % 2 ? spans[Math.floor(mid)]! : (spans[mid - 1]! + spans[mid]!) / 2;
+      stats.claimToAckAvgMs = spans.reduce((a, b) => a + b, 0) / spans.length;
+    }
     return stats;
   }
 
