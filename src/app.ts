@@ -97,7 +97,7 @@ export interface AppOptions {
   logger: Logger;
   clock?: Clock;
   /** Overrides for the in-process job runner (tests shorten its intervals). */
-  jobs?: Pick<JobRunnerOptions, "processEveryMs" | "intervals">;
+  jobs?: Pick<JobRunnerOptions, "processEveryMs" | "intervals" | "retryDelayScale">;
   /**
    * The service cannot go on (the embedded PostgreSQL keeps crashing and is no
    * longer restarted); already logged as fatal. The CLI shuts down and exits

@@ -17,7 +17,7 @@
 import { AsyncResource } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Agenda, Job, type AgendaBackend, type JobId, type JobStateNotification } from "agenda";
+import { Agenda, Job, type AgendaBackend, type BackoffStrategy, type JobId, type JobStateNotification } from "agenda";
 import { RESERVED_RUN_SLOTS } from "../model/jobs.js";
 import { errorFields, LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
@@ -38,6 +38,12 @@ export interface JobRunnerOptions {
   processEveryMs?: number;
   /** Overrides of the kinds' `every` by name (tests use short intervals). */
   intervals?: Readonly<Record<string, string>>;
+  /**
+   * Multiplies every retry delay of the kinds' back-off (default 1: the async
+   * jobs retry after about 2 s, then 6 s). Tests that watch a job fail its
+   * attempts use a small one, so the attempts follow each other at once.
+   */
+  retryDelayScale?: number;
   /** Longest stop() waits for running jobs; default 10 s. */
   stopTimeoutMs?: number;
   /**
@@ -55,6 +61,15 @@ export interface JobRunnerOptions {
 /** A kind's runs at once per worker process, as it declares them (for a fair kind, without the reserved slots). */
 function concurrencyOf(kind: Pick<JobKind, "concurrency">, deps: JobDependencies): number {
   return typeof kind.concurrency === "function" ? kind.concurrency(deps) : (kind.concurrency ?? 1);
+}
+
+/** A back-off whose delays are `scale` times the strategy's (null, no more retries, stays null). */
+function scaled(strategy: BackoffStrategy, scale: number): BackoffStrategy {
+  if (scale === 1) return strategy;
+  return (context) => {
+    const delay = strategy(context);
+    return delay === null ? null : Math.round(delay * scale);
+  };
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 5_000;
@@ -116,7 +131,7 @@ export class JobRunner {
       if (remote !== true && job instanceof Job) runner.finished(job);
     });
 
-    for (const kind of kinds) runner.define(kind, options.deps, runs(kind));
+    for (const kind of kinds) runner.define(kind, options.deps, runs(kind), options.retryDelayScale ?? 1);
     await agenda.start();
     try {
       for (const kind of kinds) {
@@ -152,7 +167,7 @@ export class JobRunner {
   }
 
   /** `concurrency`: the kind's runs at once here; for a fair kind, its concurrency plus the reserved slots. */
-  private define<Data>(kind: JobKind<Data>, deps: JobDependencies, concurrency: number): void {
+  private define<Data>(kind: JobKind<Data>, deps: JobDependencies, concurrency: number, retryDelayScale: number): void {
     const logger = this.logger.child({ job: kind.name });
     // Bound to the runner's own async context: Agenda may start a job from
     // whatever context enqueued it, and a job must never join a request's
@@ -172,7 +187,7 @@ export class JobRunner {
         // fair order (Agenda runs its local queue oldest first). Which key
         // may take the reserved slot is the claim statement's to decide.
         ...(kind.fair ? { lockLimit: concurrency } : {}),
-        ...(kind.backoff ? { backoff: kind.backoff } : {}),
+        ...(kind.backoff ? { backoff: scaled(kind.backoff, retryDelayScale) } : {}),
       },
     );
   }

@@ -5,10 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/platform/free-port.js";
+import { QUIET_JOBS as jobs } from "../support/job-fakes.js";
 import { waitForJob } from "../support/pdf.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
-
-const jobs = { processEveryMs: 200, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
 
 let server: TestServer;
 let key: string;

@@ -24,8 +24,8 @@ import { mintKey, useTestServer } from "../support/server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
-/** Quiet maintenance: these tests only need the pdf worker. */
-const jobs = { processEveryMs: 1_000, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
+/** Quiet maintenance: these tests only need the pdf worker (whose retry after a killed browser is due at once). */
+const jobs = { processEveryMs: 1_000, retryDelayScale: 0.05, intervals: { purge: "1 hour", "webhook-sweep": "1 hour", "job-sweep": "1 hour" } };
 
 const server = useTestServer({ AGENTBUS_WORKERS: "true" }, { jobs });
 let key: string;
