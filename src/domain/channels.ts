@@ -613,6 +613,17 @@ export class Channels {
     return outcome;
   }
 
+  /** Owner only. The alias must be one the channel holds, exactly as it holds it. */
+  async removeAlias(caller: Caller, identifier: string, alias: string): Promise<ChannelResource> {
+    const view = await this.ownedChannel(caller, identifier);
+    const outcome = await this.store.removeAlias(view.id, alias);
+    if (outcome === "not_held") {
+      throw new ApiError("alias_not_found", `The channel holds no alias '${alias}'`, { details: { alias } });
+    }
+    if (!outcome) throw channelNotFound(view.id);
+    return outcome;
+  }
+
   private async ownedChannel(caller: Caller, identifier: string): Promise<ChannelView> {
     const view = namedChannel(await this.store.findView(identifier, caller.keyId), identifier);
     assertOwner(view, caller);

@@ -240,7 +240,19 @@ export class Membership {
    * (idempotent; invitations are multi-use) and invitation_resolved is
    * recorded, plus member_added when a member row was created.
    */
-  async resolveInvitation(caller: Caller, invitationId: string, clientAddress: string): Promise<InvitationView> {
+  /**
+   * What the invitation leads to, without following it: the channel's name, mode and description and the
+   * invitation's state. Whoever holds the link may see that much (resolving would show it too); the
+   * look-up counts against the same per-address limit as resolving, so previews cannot be used to guess ids.
+   */
+  async previewInvitation(_caller: Caller, invitationId: string, clientAddress: string): Promise<Pick<InvitationView, "channel" | "state" | "expiresAt">> {
+    this.limitLookups(clientAddress);
+    const found = await this.findInvitation(invitationId);
+    const { channel, state, expiresAt } = this.view(found, this.clock.now());
+    return { channel, state, expiresAt };
+  }
+
+  private limitLookups(clientAddress: string): void {
     const decision = this.lookupLimiter.hit(clientAddress);
     if (!decision.allowed) {
       throw new ApiError("rate_limit_exceeded", `Too many invitation lookups from this address; at most ${INVITATION_LOOKUP_LIMIT.count} per minute`, {
@@ -248,6 +260,10 @@ export class Membership {
         headers: { "Retry-After": String(decision.retryAfterSeconds) },
       });
     }
+  }
+
+  async resolveInvitation(caller: Caller, invitationId: string, clientAddress: string): Promise<InvitationView> {
+    this.limitLookups(clientAddress);
     const found = await this.findInvitation(invitationId);
     const at = this.changeTime();
     const now = at.now;

@@ -116,4 +116,13 @@ export interface ChannelSummary {
   description: string;
   createdAt: Micros;
   isMember: boolean;
+  /** The owner's agent label. */
+  ownerId: string;
+  /** Live messages, counted up to SUMMARY_COUNT_CAP. */
+  liveMessages: number;
+  /** Claimable channels: open work, counted up to SUMMARY_COUNT_CAP; broadcast: 0. */
+  openMessages: number;
 }
+
+/** Where a channel list stops counting a channel's messages: a page of 100 channels costs at most 100 bounded index scans. */
+export const SUMMARY_COUNT_CAP = 1000;

@@ -76,6 +76,7 @@ export const errorCatalog = {
   method_not_allowed: spec(405, "unimplemented", "Method not allowed on this route", "See the Allow header for the methods this route accepts."),
   // 409
   alias_conflict: spec(409, "already_exists", "That alias is already taken", "Choose another alias."),
+  alias_not_found: spec(404, "not_found", "The channel holds no such alias", "GET the channel: its aliases field lists the aliases it holds."),
   label_in_use: spec(409, "already_exists", "An active key already uses this agent_label", "Choose another agent_label (e.g. add a suffix), or keep using the key that holds it; revoking that key with DELETE /v1/keys/me frees the label."),
   already_claimed: spec(409, "failed_precondition", "This message has already been claimed", "List open work with GET /v1/channels/{identifier}/messages?status=unclaimed and claim another message."),
   channel_not_claimable: spec(409, "failed_precondition", "Messages of a broadcast channel cannot be claimed", "Read broadcast messages by listing them; only claimable channels hand out claims."),

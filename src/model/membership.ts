@@ -53,6 +53,8 @@ export interface AccessRequestRecord {
   id: string;
   channelId: string;
   requesterKeyId: string;
+  /** The requesting key's agent label. */
+  requesterLabel: string;
   reason: string;
   status: AccessRequestStatus;
   createdAt: Micros;

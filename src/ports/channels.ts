@@ -52,6 +52,8 @@ export interface ChannelStore {
    * look-alike; undefined when the channel is gone. Adding one it has is fine.
    */
   addAlias(id: string, alias: string, aliasKey: string): Promise<ChannelResource | "conflict" | undefined>;
+  /** Takes the alias off the channel; "not_held" when the channel does not hold it, undefined when the channel is gone. */
+  removeAlias(id: string, alias: string): Promise<ChannelResource | "not_held" | undefined>;
   /** Sets paused on the channel named by id or alias (an operator has no key, so no name) and returns it; undefined when none. */
   setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined>;
 }

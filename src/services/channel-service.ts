@@ -29,7 +29,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         maxDeliveries: request.maxDeliveries,
         deadLetterChannel: request.deadLetterChannel,
       });
-      return renderChannel(channel);
+      return renderChannel(channel, callerOf(ctx).keyId);
     },
 
     async discoverChannels(request, ctx) {
@@ -43,7 +43,8 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
     },
 
     async getChannel(request, ctx) {
-      return renderChannel(await channels.get(callerOf(ctx), request.identifier));
+      const caller = callerOf(ctx);
+      return renderChannel(await channels.get(caller, request.identifier), caller.keyId);
     },
 
     async updateChannel(request, ctx) {
@@ -76,7 +77,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         },
         mask,
       );
-      return renderChannel(channel);
+      return renderChannel(channel, callerOf(ctx).keyId);
     },
 
     async deleteChannel(request, ctx) {
@@ -85,7 +86,13 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
     },
 
     async addChannelAlias(request, ctx) {
-      return renderChannel(await channels.addAlias(callerOf(ctx), request.identifier, request.alias));
+      const caller = callerOf(ctx);
+      return renderChannel(await channels.addAlias(caller, request.identifier, request.alias), caller.keyId);
+    },
+
+    async removeChannelAlias(request, ctx) {
+      const caller = callerOf(ctx);
+      return renderChannel(await channels.removeAlias(caller, request.identifier, request.alias), caller.keyId);
     },
   };
 }

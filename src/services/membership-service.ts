@@ -46,6 +46,15 @@ export function membershipHandlers(membership: Membership): ChannelHandlers {
       return { data: page.data.map(renderInvitation), limit: page.limit, nextCursor: page.nextCursor ?? undefined };
     },
 
+    async previewInvitation(request, ctx) {
+      const preview = await membership.previewInvitation(callerOf(ctx), request.invitationId, ctx.values.get(clientAddressKey));
+      return {
+        channel: { id: preview.channel.id, name: preview.channel.name, mode: modeToProto(preview.channel.mode), description: preview.channel.description },
+        state: INVITATION_STATE[preview.state],
+        expiresAt: toProtoTimestamp(preview.expiresAt),
+      };
+    },
+
     async resolveInvitation(request, ctx) {
       const invitation = await membership.resolveInvitation(callerOf(ctx), request.invitationId, ctx.values.get(clientAddressKey));
       return renderInvitation(invitation);
@@ -138,6 +147,7 @@ function renderAccessRequest(r: AccessRequestRecord): MessageInitShape<typeof Ac
     id: r.id,
     channelId: r.channelId,
     requesterKeyId: r.requesterKeyId,
+    requesterLabel: r.requesterLabel,
     reason: r.reason,
     status: requestStatusToProto(r.status),
     createdAt: toProtoTimestamp(r.createdAt),

@@ -53,7 +53,8 @@ export function accessFromProto(value: ProtoChannelAccess): ChannelAccess | unde
 }
 
 /** The Channel resource; webhook_url and webhook_secret are write-only and never rendered. */
-export function renderChannel(c: ChannelResource): MessageInitShape<typeof ChannelSchema> {
+/** `viewerKeyId`: the caller's key; the owner alone sees the webhook URL (docs/decisions.md#channel-fields). */
+export function renderChannel(c: ChannelResource, viewerKeyId?: string): MessageInitShape<typeof ChannelSchema> {
   return {
     id: c.id,
     name: c.name,
@@ -71,6 +72,7 @@ export function renderChannel(c: ChannelResource): MessageInitShape<typeof Chann
     maxWritesPerMinute: c.maxWritesPerMinute ?? undefined,
     maxDeliveries: c.maxDeliveries ?? undefined,
     deadLetterChannelId: c.deadLetterChannelId ?? undefined,
+    webhookUrl: viewerKeyId !== undefined && viewerKeyId === c.createdByKeyId ? (c.webhookUrl ?? undefined) : undefined,
     paused: c.paused,
     aliases: c.aliases,
     relatedChannels: c.relatedChannels.map((r) => ({ id: r.id, name: r.name, mode: modeToProto(r.mode) })),
@@ -88,6 +90,9 @@ export function renderChannelSummary(s: ChannelSummary): MessageInitShape<typeof
     description: s.description,
     createdAt: toProtoTimestamp(s.createdAt),
     isMember: s.isMember,
+    ownerId: s.ownerId,
+    liveMessages: s.liveMessages,
+    openMessages: s.openMessages,
   };
 }
 

@@ -33,3 +33,18 @@ export async function insertAlias(db: Db, ns: AliasNamespace, ownerId: string, a
   const holder = await db.query<{ owner_id: string }>(`SELECT ${ns.ownerColumn} AS owner_id FROM ${ns.aliasTable} WHERE alias = $1`, [alias]);
   return holder.rows[0]?.owner_id === ownerId ? "exists" : "conflict";
 }
+
+/** Removes an alias from its owner: true when the owner held it. Removing one moves the owner's updated_at. */
+export async function deleteAlias(db: Db, ns: AliasNamespace, ownerId: string, alias: string): Promise<boolean> {
+  const { rows } = await db.query<{ deleted: boolean }>(
+    `WITH del AS (
+       DELETE FROM ${ns.aliasTable} WHERE alias = $1 AND ${ns.ownerColumn} = $2 RETURNING alias
+     ), bump AS (
+       UPDATE ${ns.ownerTable} SET updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM del)
+     )
+     SELECT EXISTS (SELECT 1 FROM del) AS deleted`,
+    [alias, ownerId],
+  );
+  return rows[0]?.deleted === true;
+}

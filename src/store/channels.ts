@@ -10,13 +10,14 @@ import {
   type LockedChannel,
   type NewChannel,
   type RelatedChannelRef,
+  SUMMARY_COUNT_CAP,
 } from "../model/channels.js";
 import type { ChannelStore, ChannelUpdate } from "../ports/channels.js";
 import type { JsonValue } from "../model/json.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { isUuid } from "../model/ids.js";
-import { insertAlias, type AliasNamespace } from "./aliases.js";
+import { deleteAlias, insertAlias, type AliasNamespace } from "./aliases.js";
 
 const CHANNEL_ALIASES: AliasNamespace = { aliasTable: "channel_aliases", ownerColumn: "channel_id", ownerTable: "channels" };
 
@@ -254,6 +255,20 @@ export async function resolveChannelRefs(db: Db, refs: readonly string[]): Promi
 
 /** Discoverable channels, newest first, created before `before` when given; is_member for the caller. */
 /** Which channels a summary page lists: the discoverable ones, or the caller's own and those it is a member of. */
+/**
+ * A listed channel's message counts, each a scan of at most SUMMARY_COUNT_CAP
+ * entries of the channel's own messages (open work as a receive sees it: due,
+ * unacknowledged, unclaimed or its lease lapsed).
+ */
+const SUMMARY_COUNTS = `
+  (SELECT count(*)::int FROM (SELECT 1 FROM messages m WHERE m.channel_id = c.id AND m.expires_at > clock_timestamp() LIMIT ${SUMMARY_COUNT_CAP}) x) AS live_messages,
+  CASE WHEN c.mode = 'claimable' THEN (SELECT count(*)::int FROM (
+    SELECT 1 FROM messages m WHERE m.channel_id = c.id AND m.expires_at > clock_timestamp()
+      AND (m.available_at IS NULL OR m.available_at <= clock_timestamp()) AND m.acknowledged_by = '[]'::jsonb
+      AND (m.claimed_by_key_id IS NULL OR m.lease_expires_at <= clock_timestamp())
+      AND (c.max_deliveries IS NULL OR m.delivery_count < c.max_deliveries)
+    LIMIT ${SUMMARY_COUNT_CAP}) y) ELSE 0 END AS open_messages`;
+
 const SUMMARY_SCOPES = {
   discoverable: "c.discoverable",
   mine: "c.id IN (SELECT m.channel_id FROM channel_members m WHERE m.key_id = $1 UNION ALL SELECT o.id FROM channels o WHERE o.created_by_key_id = $1)",
@@ -266,11 +281,14 @@ export async function discoverChannels(
   limit: number,
   scope: keyof typeof SUMMARY_SCOPES = "discoverable",
 ): Promise<ChannelSummary[]> {
-  const select = `SELECT c.id, c.name, c.mode, c.access, c.description, c.created_at,
-       (c.created_by_key_id = $1 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $1)) AS is_member
+  const select = `SELECT c.id, c.name, c.mode, c.access, c.description, c.created_at, c.owner_id,
+       (c.created_by_key_id = $1 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $1)) AS is_member,
+       ${SUMMARY_COUNTS}
      FROM channels c`;
   const where = SUMMARY_SCOPES[scope];
-  const { rows } = await db.query<Pick<ChannelRow, "id" | "name" | "mode" | "access" | "description" | "created_at"> & { is_member: boolean }>(
+  const { rows } = await db.query<
+    Pick<ChannelRow, "id" | "name" | "mode" | "access" | "description" | "created_at" | "owner_id"> & { is_member: boolean; live_messages: number; open_messages: number }
+  >(
     before === undefined
       ? `${select} WHERE ${where} ORDER BY c.created_at DESC LIMIT $2`
       : `${select} WHERE ${where} AND c.created_at < $3::timestamptz ORDER BY c.created_at DESC LIMIT $2`,
@@ -284,6 +302,9 @@ export async function discoverChannels(
     description: r.description,
     createdAt: r.created_at,
     isMember: r.is_member,
+    ownerId: r.owner_id,
+    liveMessages: r.live_messages,
+    openMessages: r.open_messages,
   }));
 }
 
@@ -431,6 +452,15 @@ export class PgChannelStore implements ChannelStore {
       this.db.transaction(async () => {
         const outcome = await insertAlias(this.db, CHANNEL_ALIASES, id, alias, aliasKey);
         if (outcome === "conflict") return outcome;
+        return loadChannelResource(this.db, id);
+      }),
+    );
+  }
+
+  removeAlias(id: string, alias: string): Promise<ChannelResource | "not_held" | undefined> {
+    return this.changed(
+      this.db.transaction(async () => {
+        if (!(await deleteAlias(this.db, CHANNEL_ALIASES, id, alias))) return "not_held";
         return loadChannelResource(this.db, id);
       }),
     );

@@ -257,14 +257,17 @@ interface AccessRequestRow {
   reason: string;
   status: AccessRequestStatus;
   created_at: Micros;
+  requester_label: string | null;
 }
 
-const REQUEST_COLUMNS = "r.id, r.channel_id, r.requester_key_id, r.reason, r.status, r.created_at";
+const REQUEST_COLUMNS = `r.id, r.channel_id, r.requester_key_id, r.reason, r.status, r.created_at,
+  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = r.requester_key_id) AS requester_label`;
 
 const toAccessRequest = (r: AccessRequestRow): AccessRequestRecord => ({
   id: r.id,
   channelId: r.channel_id,
   requesterKeyId: r.requester_key_id,
+  requesterLabel: r.requester_label ?? "",
   reason: r.reason,
   status: r.status,
   createdAt: r.created_at,

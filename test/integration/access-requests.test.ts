@@ -144,8 +144,9 @@ describe("POST /v1/channels/{identifier}/access-requests", () => {
 describe("GET /v1/channels/{identifier}/access-requests", () => {
   it("lists pending requests oldest first with every field; reason verbatim, default empty", async () => {
     const { owner, ch } = await restrictedChannel(url());
-    const first = await mintKey(url());
-    const second = await mintKey(url());
+    const tag = Math.random().toString(36).slice(2, 8);
+    const first = await mintKey(url(), `first-${tag}`);
+    const second = await mintKey(url(), `second-${tag}`);
     const a = await ask(first, ch, { reason: "  please  " });
     const b = await ask(second, ch);
     const res = await pending(owner, ch);
@@ -159,6 +160,7 @@ describe("GET /v1/channels/{identifier}/access-requests", () => {
           reason: "  please  ",
           status: "pending",
           created_at: expect.stringMatching(TIMESTAMP_6),
+          requester_label: `first-${tag}`,
         },
         {
           id: b.body.request_id,
@@ -167,6 +169,7 @@ describe("GET /v1/channels/{identifier}/access-requests", () => {
           reason: "",
           status: "pending",
           created_at: expect.stringMatching(TIMESTAMP_6),
+          requester_label: `second-${tag}`,
         },
       ],
     });

@@ -232,6 +232,18 @@ const rows: Row[] = [
     rule: ownerOnly(201),
     prepare: async (env) => ({ fields: { identifier: await env.channel(), alias: unique("alias") } }),
   },
+  {
+    rpc: "ChannelService.RemoveChannelAlias",
+    scope: "channel",
+    mutates: true,
+    rule: ownerOnly(200),
+    prepare: async (env) => {
+      const identifier = await env.channel();
+      const alias = unique("alias");
+      await must("add alias", rest(env.inst.server.url, "POST", `/v1/channels/${identifier}/aliases`, { key: env.inst.keys.owner, body: { alias } }), 201);
+      return { fields: { identifier, alias } };
+    },
+  },
   { rpc: "ChannelService.ListChannelHistory", scope: "channel", mutates: false, rule: channelUsers(200), prepare: onChannel },
   { rpc: "ChannelService.ListChannelEvents", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
   { rpc: "ChannelService.ListMembers", scope: "channel", mutates: false, rule: ownerOnly(200), prepare: onChannel },
@@ -262,6 +274,14 @@ const rows: Row[] = [
     missingKey: "api_key_required",
     rule: anyKey(200),
     success: () => sameBody({ active: true }),
+    prepare: async (env) => ({ fields: { invitation_id: await invite(env.inst, env.inst.keys.owner, await env.channel()) } }),
+  },
+  {
+    // Whoever holds the link may see where it leads, as resolving would show; nobody joins.
+    rpc: "ChannelService.PreviewInvitation",
+    scope: "channel",
+    mutates: false,
+    rule: anyKey(200),
     prepare: async (env) => ({ fields: { invitation_id: await invite(env.inst, env.inst.keys.owner, await env.channel()) } }),
   },
   {

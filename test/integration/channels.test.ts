@@ -83,13 +83,13 @@ const grpc = () => createClient(ChannelService, createGrpcTransport({ baseUrl: s
 const asConnectError = (e: unknown) => ConnectError.from(e);
 
 describe("POST /v1/channels", () => {
-  it("creates a channel with every default, every field present (json-all-fields) and no webhook fields", async () => {
+  it("creates a channel with every default, every field present (json-all-fields), webhook_url null", async () => {
     const res = await rest<Channel>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "defaults", mode: "claimable" } });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body)).toEqual([
       "id", "name", "mode", "access", "discoverable", "description", "owner_id", "created_by_key_id", "metadata_schema",
       "pinned_message", "ttl_seconds", "retention_days", "max_messages", "max_writes_per_minute", "paused", "aliases",
-      "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id",
+      "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id", "webhook_url",
     ]);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -113,6 +113,7 @@ describe("POST /v1/channels", () => {
       updated_at: expect.stringMatching(TIMESTAMP_6),
       max_deliveries: null,
       dead_letter_channel_id: null,
+      webhook_url: null,
     });
     expect(res.body.updated_at).toBe(res.body.created_at);
   });
@@ -142,14 +143,17 @@ describe("POST /v1/channels", () => {
     expect(channel.discoverable).toBe(false);
   });
 
-  it("stores webhook_url and webhook_secret without ever rendering them", async () => {
+  it("stores webhook_url and webhook_secret, shows the URL to the owner only and never the secret", async () => {
     const res = await rest<Channel>(server.url, "POST", "/v1/channels", {
       key: owner,
       body: { name: "hooked", mode: "broadcast", webhook_url: "https://example.com/hook", webhook_secret: "s3cret-value" },
     });
     expect(res.status).toBe(201);
     expect(JSON.stringify(res.body)).not.toContain("s3cret-value");
-    expect(res.body).not.toHaveProperty("webhook_url");
+    expect(res.body).toHaveProperty("webhook_url", "https://example.com/hook");
+    const stranger = await mintKey(server.url);
+    const seen = await rest<Channel>(server.url, "GET", `/v1/channels/${res.body.id}`, { key: stranger });
+    expect(seen.body).toHaveProperty("webhook_url", null);
     const { rows } = await sql.query("SELECT webhook_url, webhook_secret FROM channels WHERE id = $1", [res.body.id]);
     expect(rows[0]).toEqual({ webhook_url: "https://example.com/hook", webhook_secret: "s3cret-value" });
   });
@@ -309,6 +313,9 @@ describe("GET /v1/channels (discovery)", () => {
       description: "",
       created_at: restricted.created_at,
       is_member: false,
+      owner_id: "owner",
+      live_messages: 0,
+      open_messages: 0,
     });
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ActorService } from "../../gen/agentbus/v1/actor_service_pb.js";
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { CompatService } from "../../gen/agentbus/v1/compat_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
@@ -10,7 +11,7 @@ import { SessionService } from "../../gen/agentbus/v1/session_service_pb.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 
-const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, SecurityService];
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, SecurityService, CompatService];
 const routes = new RestRoutes(services);
 
 /** Every REST route the API offers, with the RPC that serves it. */
@@ -26,6 +27,7 @@ const expected: Array<[string, string, string]> = [
   ["PATCH", "/v1/channels/c1", "UpdateChannel"],
   ["DELETE", "/v1/channels/c1", "DeleteChannel"],
   ["POST", "/v1/channels/c1/aliases", "AddChannelAlias"],
+  ["DELETE", "/v1/channels/c1/aliases/old-name", "RemoveChannelAlias"],
   ["GET", "/v1/channels/c1/history", "ListChannelHistory"],
   ["GET", "/v1/channels/c1/events", "ListChannelEvents"],
   ["GET", "/v1/channels/c1/members", "ListMembers"],
@@ -34,6 +36,7 @@ const expected: Array<[string, string, string]> = [
   ["POST", "/v1/channels/c1/invitations", "CreateInvitation"],
   ["GET", "/v1/channels/c1/invitations", "ListInvitations"],
   ["GET", "/v1/channel-invitations/inv1", "ResolveInvitation"],
+  ["GET", "/v1/channel-invitations/inv1/preview", "PreviewInvitation"],
   ["DELETE", "/v1/channel-invitations/inv1", "RevokeInvitation"],
   ["POST", "/v1/channels/c1/access-requests", "CreateAccessRequest"],
   ["GET", "/v1/channels/c1/access-requests", "ListAccessRequests"],
@@ -86,6 +89,18 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/jobs/42", "GetJob"],
   ["GET", "/v1/pdf/42", "DownloadPdf"],
   ["GET", "/api/v1/pdf/42", "DownloadPdf"],
+  ["POST", "/v1/tasks/post", "PostTask"],
+  ["POST", "/v1/tasks/claim", "ClaimTask"],
+  ["POST", "/v1/tasks/subscribe", "SubscribeTasks"],
+  ["POST", "/v1/tasks/broadcast", "BroadcastTask"],
+  ["POST", "/v1/tasks/claim-and-ack", "ClaimAndAckTask"],
+  ["POST", "/v1/tasks/create-claimable-session", "CreateClaimableSession"],
+  ["POST", "/v1/tasks/post-with-result", "PostTaskWithResult"],
+  ["POST", "/v1/tasks/0b6c5a1e-0000-4000-8000-000000000001/result", "PostTaskResult"],
+  ["GET", "/v1/tasks/0b6c5a1e-0000-4000-8000-000000000001/result", "GetTaskResult"],
+  ["GET", "/v1/channels/c1/metrics", "GetChannelMetrics"],
+  ["GET", "/v1/observability/metrics", "GetObservabilityMetrics"],
+  ["GET", "/account/usage", "GetAccountUsage"],
 ];
 
 describe("REST routes derived from google.api.http", () => {

@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AccessRequest, AccessRequestStatus, ChannelAccess, ChannelEvent, ChannelMode, ChannelSchema, ChannelSummary, ChannelUpdate, Invitation, InvitationSchema, Member, MemberSchema, WebhookDelivery } from "./channel_pb.js";
+import type { AccessRequest, AccessRequestStatus, ChannelAccess, ChannelEvent, ChannelMode, ChannelSchema, ChannelSummary, ChannelUpdate, Invitation, InvitationPreviewSchema, InvitationSchema, Member, MemberSchema, WebhookDelivery } from "./channel_pb.js";
 import { file_agentbus_v1_channel } from "./channel_pb.js";
 import type { HistoryMessage } from "./message_pb.js";
 import { file_agentbus_v1_message } from "./message_pb.js";
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/channel_service.proto.
  */
 export const file_agentbus_v1_channel_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGJ1cy92MS9jaGFubmVsX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIuAFChRDcmVhdGVDaGFubmVsUmVxdWVzdBIRCgRuYW1lGAEgASgJSACIAQESJgoEbW9kZRgCIAEoDjIYLmFnZW50YnVzLnYxLkNoYW5uZWxNb2RlEioKBmFjY2VzcxgDIAEoDjIaLmFnZW50YnVzLnYxLkNoYW5uZWxBY2Nlc3MSGQoMZGlzY292ZXJhYmxlGAQgASgISAGIAQESGAoLZGVzY3JpcHRpb24YBSABKAlIAogBARIwCg9tZXRhZGF0YV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhsKDnBpbm5lZF9tZXNzYWdlGAcgASgJSAOIAQESGAoLd2ViaG9va191cmwYCCABKAlIBIgBARIbCg53ZWJob29rX3NlY3JldBgJIAEoCUgFiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCiADKAkSGAoLdHRsX3NlY29uZHMYCyABKAVIBogBARIbCg5yZXRlbnRpb25fZGF5cxgMIAEoBUgHiAEBEhkKDG1heF9tZXNzYWdlcxgNIAEoBUgIiAEBEiIKFW1heF93cml0ZXNfcGVyX21pbnV0ZRgOIAEoBUgJiAEBEhsKDm1heF9kZWxpdmVyaWVzGA8gASgFSAqIAQESIAoTZGVhZF9sZXR0ZXJfY2hhbm5lbBgQIAEoCUgLiAEBQgcKBV9uYW1lQg8KDV9kaXNjb3ZlcmFibGVCDgoMX2Rlc2NyaXB0aW9uQhEKD19waW5uZWRfbWVzc2FnZUIOCgxfd2ViaG9va191cmxCEQoPX3dlYmhvb2tfc2VjcmV0Qg4KDF90dGxfc2Vjb25kc0IRCg9fcmV0ZW50aW9uX2RheXNCDwoNX21heF9tZXNzYWdlc0IYChZfbWF4X3dyaXRlc19wZXJfbWludXRlQhEKD19tYXhfZGVsaXZlcmllc0IWChRfZGVhZF9sZXR0ZXJfY2hhbm5lbCJXChdEaXNjb3ZlckNoYW5uZWxzUmVxdWVzdBITCgZjdXJzb3IYASABKAlIAIgBARISCgVsaW1pdBgCIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0In4KGERpc2NvdmVyQ2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiVQoVTGlzdE15Q2hhbm5lbHNSZXF1ZXN0EhMKBmN1cnNvchgBIAEoCUgAiAEBEhIKBWxpbWl0GAIgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQifAoWTGlzdE15Q2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiJwoRR2V0Q2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSKIAQoUVXBkYXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCgdjaGFubmVsGAIgASgLMhouYWdlbnRidXMudjEuQ2hhbm5lbFVwZGF0ZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siKgoURGVsZXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJKChZBZGRDaGFubmVsQWxpYXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFYWxpYXMYAiABKAlIAIgBAUIICgZfYWxpYXMibQoZTGlzdENoYW5uZWxIaXN0b3J5UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQigAEKGkxpc3RDaGFubmVsSGlzdG9yeVJlc3BvbnNlEikKBGRhdGEYASADKAsyGy5hZ2VudGJ1cy52MS5IaXN0b3J5TWVzc2FnZRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJqChhMaXN0Q2hhbm5lbEV2ZW50c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgVzaW5jZRgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCAoGX3NpbmNlQggKBl9saW1pdCJ9ChlMaXN0Q2hhbm5lbEV2ZW50c1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5hZ2VudGJ1cy52MS5DaGFubmVsRXZlbnQSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiKAoSTGlzdE1lbWJlcnNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiOAoTTGlzdE1lbWJlcnNSZXNwb25zZRIhCgRkYXRhGAEgAygLMhMuYWdlbnRidXMudjEuTWVtYmVyIkYKEEFkZE1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZrZXlfaWQYAiABKAlIAIgBAUIJCgdfa2V5X2lkIjkKE1JlbW92ZU1lbWJlclJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIOCgZrZXlfaWQYAiABKAkiJgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIi0KF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiagoWTGlzdEludml0YXRpb25zUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBmN1cnNvchgCIAEoCUgAiAEBEhIKBWxpbWl0GAMgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQieQoXTGlzdEludml0YXRpb25zUmVzcG9uc2USJQoEZGF0YRgBIAMoCzIXLmFnZW50YnVzLnYxLkludml0YXRpb24SDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiMQoYUmVzb2x2ZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiMAoXUmV2b2tlSW52aXRhdGlvblJlcXVlc3QSFQoNaW52aXRhdGlvbl9pZBgBIAEoCSJQChpDcmVhdGVBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24ilAEKG0NyZWF0ZUFjY2Vzc1JlcXVlc3RSZXNwb25zZRIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0T3V0Y29tZRIXCgpyZXF1ZXN0X2lkGAIgASgJSACIAQESEQoEbm90ZRgDIAEoCUgBiAEBQg0KC19yZXF1ZXN0X2lkQgcKBV9ub3RlIi8KGUxpc3RBY2Nlc3NSZXF1ZXN0c1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJGChpMaXN0QWNjZXNzUmVxdWVzdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdCJFChtBcHByb3ZlQWNjZXNzUmVxdWVzdFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIkIKGERlbnlBY2Nlc3NSZXF1ZXN0UmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkidwoVQWNjZXNzUmVxdWVzdERlY2lzaW9uEjAKBnN0YXR1cxgBIAEoDjIgLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3RTdGF0dXMSEgoKcmVxdWVzdF9pZBgCIAEoCRIYChByZXF1ZXN0ZXJfa2V5X2lkGAMgASgJInAKHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0IoQBCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRIqCgRkYXRhGAEgAygLMhwuYWdlbnRidXMudjEuV2ViaG9va0RlbGl2ZXJ5Eg0KBWxpbWl0GAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yKq4BChRBY2Nlc3NSZXF1ZXN0T3V0Y29tZRImCiJBQ0NFU1NfUkVRVUVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASIgoeQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9QRU5ESU5HEAESHwobQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9PUEVOEAISKQolQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9BTFJFQURZX01FTUJFUhADMoMYCg5DaGFubmVsU2VydmljZRJqCg1DcmVhdGVDaGFubmVsEiEuYWdlbnRidXMudjEuQ3JlYXRlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIiDC8xgFCMkBMAOC0+STAhE6ASoiDC92MS9jaGFubmVscxJ+ChBEaXNjb3ZlckNoYW5uZWxzEiQuYWdlbnRidXMudjEuRGlzY292ZXJDaGFubmVsc1JlcXVlc3QaJS5hZ2VudGJ1cy52MS5EaXNjb3ZlckNoYW5uZWxzUmVzcG9uc2UiHZACAcLzGAIwAoLT5JMCDhIML3YxL2NoYW5uZWxzEoABCg5MaXN0TXlDaGFubmVscxIiLmFnZW50YnVzLnYxLkxpc3RNeUNoYW5uZWxzUmVxdWVzdBojLmFnZW50YnVzLnYxLkxpc3RNeUNoYW5uZWxzUmVzcG9uc2UiJZACAcLzGAIwAoLT5JMCFhIUL3YxL2tleXMvbWUvY2hhbm5lbHMSbgoKR2V0Q2hhbm5lbBIeLmFnZW50YnVzLnYxLkdldENoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCIqkAIBwvMYAjACgtPkkwIbEhkvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9EnwKDVVwZGF0ZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5VcGRhdGVDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiMsLzGAQYATADgtPkkwIkOgdjaGFubmVsMhkvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9EnYKDURlbGV0ZUNoYW5uZWwSIS5hZ2VudGJ1cy52MS5EZWxldGVDaGFubmVsUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIqwvMYBQjMATADgtPkkwIbKhkvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9EoMBCg9BZGRDaGFubmVsQWxpYXMSIy5hZ2VudGJ1cy52MS5BZGRDaGFubmVsQWxpYXNSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCI1wvMYBQjJATADgtPkkwImOgEqIiEvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FsaWFzZXMSmQEKEkxpc3RDaGFubmVsSGlzdG9yeRImLmFnZW50YnVzLnYxLkxpc3RDaGFubmVsSGlzdG9yeVJlcXVlc3QaJy5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEhpc3RvcnlSZXNwb25zZSIykAIBwvMYAjAEgtPkkwIjEiEvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2hpc3RvcnkSlQEKEUxpc3RDaGFubmVsRXZlbnRzEiUuYWdlbnRidXMudjEuTGlzdENoYW5uZWxFdmVudHNSZXF1ZXN0GiYuYWdlbnRidXMudjEuTGlzdENoYW5uZWxFdmVudHNSZXNwb25zZSIxkAIBwvMYAjACgtPkkwIiEiAvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2V2ZW50cxKEAQoLTGlzdE1lbWJlcnMSHy5hZ2VudGJ1cy52MS5MaXN0TWVtYmVyc1JlcXVlc3QaIC5hZ2VudGJ1cy52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlIjKQAgHC8xgCMAKC0+STAiMSIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVtYmVycxJ2CglBZGRNZW1iZXISHS5hZ2VudGJ1cy52MS5BZGRNZW1iZXJSZXF1ZXN0GhMuYWdlbnRidXMudjEuTWVtYmVyIjXC8xgFCMkBMAeC0+STAiY6ASoiIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVtYmVycxKNAQoMUmVtb3ZlTWVtYmVyEiAuYWdlbnRidXMudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBohLmFnZW50YnVzLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlIjjC8xgCMAeC0+STAiwqKi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vbWVtYmVycy97a2V5X2lkfRKMAQoQQ3JlYXRlSW52aXRhdGlvbhIkLmFnZW50YnVzLnYxLkNyZWF0ZUludml0YXRpb25SZXF1ZXN0GhcuYWdlbnRidXMudjEuSW52aXRhdGlvbiI5wvMYBQjJATAHgtPkkwIqOgEqIiUvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2ludml0YXRpb25zEpQBCg9MaXN0SW52aXRhdGlvbnMSIy5hZ2VudGJ1cy52MS5MaXN0SW52aXRhdGlvbnNSZXF1ZXN0GiQuYWdlbnRidXMudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2UiNpACAcLzGAIwB4LT5JMCJxIlL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9pbnZpdGF0aW9ucxK8AQoRUmVzb2x2ZUludml0YXRpb24SJS5hZ2VudGJ1cy52MS5SZXNvbHZlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uImfC8xg0IhBhcGlfa2V5X3JlcXVpcmVkMAM6Hi8jL2ludml0YXRpb25zL3tpbnZpdGF0aW9uX2lkfYLT5JMCKRInL3YxL2NoYW5uZWwtaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9EogBChBSZXZva2VJbnZpdGF0aW9uEiQuYWdlbnRidXMudjEuUmV2b2tlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uIjXC8xgCMAeC0+STAikqJy92MS9jaGFubmVsLWludml0YXRpb25zL3tpbnZpdGF0aW9uX2lkfRKnAQoTQ3JlYXRlQWNjZXNzUmVxdWVzdBInLmFnZW50YnVzLnYxLkNyZWF0ZUFjY2Vzc1JlcXVlc3RSZXF1ZXN0GiguYWdlbnRidXMudjEuQ3JlYXRlQWNjZXNzUmVxdWVzdFJlc3BvbnNlIj3C8xgFCMoBMAOC0+STAi46ASoiKS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzEqEBChJMaXN0QWNjZXNzUmVxdWVzdHMSJi5hZ2VudGJ1cy52MS5MaXN0QWNjZXNzUmVxdWVzdHNSZXF1ZXN0GicuYWdlbnRidXMudjEuTGlzdEFjY2Vzc1JlcXVlc3RzUmVzcG9uc2UiOpACAcLzGAIwAoLT5JMCKxIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hY2Nlc3MtcmVxdWVzdHMStQEKFEFwcHJvdmVBY2Nlc3NSZXF1ZXN0EiguYWdlbnRidXMudjEuQXBwcm92ZUFjY2Vzc1JlcXVlc3RSZXF1ZXN0GiIuYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdERlY2lzaW9uIk/C8xgCMAeC0+STAkM6ASoiPi92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzL3tyZXF1ZXN0X2lkfS9hcHByb3ZlEqwBChFEZW55QWNjZXNzUmVxdWVzdBIlLmFnZW50YnVzLnYxLkRlbnlBY2Nlc3NSZXF1ZXN0UmVxdWVzdBoiLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3REZWNpc2lvbiJMwvMYAjAHgtPkkwJAOgEqIjsvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FjY2Vzcy1yZXF1ZXN0cy97cmVxdWVzdF9pZH0vZGVueRKtAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEikuYWdlbnRidXMudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBoqLmFnZW50YnVzLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIj2QAgHC8xgCMAKC0+STAi4SLC92MS9jaGFubmVscy97aWRlbnRpZmllcn0vd2ViaG9vay1kZWxpdmVyaWVzYgZwcm90bzM", [file_agentbus_v1_channel, file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct]);
+  fileDesc("CiFhZ2VudGJ1cy92MS9jaGFubmVsX3NlcnZpY2UucHJvdG8SC2FnZW50YnVzLnYxIuAFChRDcmVhdGVDaGFubmVsUmVxdWVzdBIRCgRuYW1lGAEgASgJSACIAQESJgoEbW9kZRgCIAEoDjIYLmFnZW50YnVzLnYxLkNoYW5uZWxNb2RlEioKBmFjY2VzcxgDIAEoDjIaLmFnZW50YnVzLnYxLkNoYW5uZWxBY2Nlc3MSGQoMZGlzY292ZXJhYmxlGAQgASgISAGIAQESGAoLZGVzY3JpcHRpb24YBSABKAlIAogBARIwCg9tZXRhZGF0YV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhsKDnBpbm5lZF9tZXNzYWdlGAcgASgJSAOIAQESGAoLd2ViaG9va191cmwYCCABKAlIBIgBARIbCg53ZWJob29rX3NlY3JldBgJIAEoCUgFiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCiADKAkSGAoLdHRsX3NlY29uZHMYCyABKAVIBogBARIbCg5yZXRlbnRpb25fZGF5cxgMIAEoBUgHiAEBEhkKDG1heF9tZXNzYWdlcxgNIAEoBUgIiAEBEiIKFW1heF93cml0ZXNfcGVyX21pbnV0ZRgOIAEoBUgJiAEBEhsKDm1heF9kZWxpdmVyaWVzGA8gASgFSAqIAQESIAoTZGVhZF9sZXR0ZXJfY2hhbm5lbBgQIAEoCUgLiAEBQgcKBV9uYW1lQg8KDV9kaXNjb3ZlcmFibGVCDgoMX2Rlc2NyaXB0aW9uQhEKD19waW5uZWRfbWVzc2FnZUIOCgxfd2ViaG9va191cmxCEQoPX3dlYmhvb2tfc2VjcmV0Qg4KDF90dGxfc2Vjb25kc0IRCg9fcmV0ZW50aW9uX2RheXNCDwoNX21heF9tZXNzYWdlc0IYChZfbWF4X3dyaXRlc19wZXJfbWludXRlQhEKD19tYXhfZGVsaXZlcmllc0IWChRfZGVhZF9sZXR0ZXJfY2hhbm5lbCJXChdEaXNjb3ZlckNoYW5uZWxzUmVxdWVzdBITCgZjdXJzb3IYASABKAlIAIgBARISCgVsaW1pdBgCIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0In4KGERpc2NvdmVyQ2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiVQoVTGlzdE15Q2hhbm5lbHNSZXF1ZXN0EhMKBmN1cnNvchgBIAEoCUgAiAEBEhIKBWxpbWl0GAIgASgFSAGIAQFCCQoHX2N1cnNvckIICgZfbGltaXQifAoWTGlzdE15Q2hhbm5lbHNSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuQ2hhbm5lbFN1bW1hcnkSDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiJwoRR2V0Q2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSKIAQoUVXBkYXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRIrCgdjaGFubmVsGAIgASgLMhouYWdlbnRidXMudjEuQ2hhbm5lbFVwZGF0ZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siKgoURGVsZXRlQ2hhbm5lbFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCSJKChZBZGRDaGFubmVsQWxpYXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFYWxpYXMYAiABKAlIAIgBAUIICgZfYWxpYXMiPgoZUmVtb3ZlQ2hhbm5lbEFsaWFzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJEg0KBWFsaWFzGAIgASgJIm0KGUxpc3RDaGFubmVsSGlzdG9yeVJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0IoABChpMaXN0Q2hhbm5lbEhpc3RvcnlSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuYWdlbnRidXMudjEuSGlzdG9yeU1lc3NhZ2USDQoFbGltaXQYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiagoYTGlzdENoYW5uZWxFdmVudHNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoFc2luY2UYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQggKBl9zaW5jZUIICgZfbGltaXQifQoZTGlzdENoYW5uZWxFdmVudHNSZXNwb25zZRInCgRkYXRhGAEgAygLMhkuYWdlbnRidXMudjEuQ2hhbm5lbEV2ZW50Eg0KBWxpbWl0GAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIigKEkxpc3RNZW1iZXJzUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJIjgKE0xpc3RNZW1iZXJzUmVzcG9uc2USIQoEZGF0YRgBIAMoCzITLmFnZW50YnVzLnYxLk1lbWJlciJGChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEwoGa2V5X2lkGAIgASgJSACIAQFCCQoHX2tleV9pZCI5ChNSZW1vdmVNZW1iZXJSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSDgoGa2V5X2lkGAIgASgJIiYKFFJlbW92ZU1lbWJlclJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSItChdDcmVhdGVJbnZpdGF0aW9uUmVxdWVzdBISCgppZGVudGlmaWVyGAEgASgJImoKFkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgkKB19jdXJzb3JCCAoGX2xpbWl0InkKF0xpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEiUKBGRhdGEYASADKAsyFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uEg0KBWxpbWl0GAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIjEKGFJlc29sdmVJbnZpdGF0aW9uUmVxdWVzdBIVCg1pbnZpdGF0aW9uX2lkGAEgASgJIjAKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiMQoYUHJldmlld0ludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiUAoaQ3JlYXRlQWNjZXNzUmVxdWVzdFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRITCgZyZWFzb24YAiABKAlIAIgBAUIJCgdfcmVhc29uIpQBChtDcmVhdGVBY2Nlc3NSZXF1ZXN0UmVzcG9uc2USMQoGc3RhdHVzGAEgASgOMiEuYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdE91dGNvbWUSFwoKcmVxdWVzdF9pZBgCIAEoCUgAiAEBEhEKBG5vdGUYAyABKAlIAYgBAUINCgtfcmVxdWVzdF9pZEIHCgVfbm90ZSIvChlMaXN0QWNjZXNzUmVxdWVzdHNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkiRgoaTGlzdEFjY2Vzc1JlcXVlc3RzUmVzcG9uc2USKAoEZGF0YRgBIAMoCzIaLmFnZW50YnVzLnYxLkFjY2Vzc1JlcXVlc3QiRQobQXBwcm92ZUFjY2Vzc1JlcXVlc3RSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSJCChhEZW55QWNjZXNzUmVxdWVzdFJlcXVlc3QSEgoKaWRlbnRpZmllchgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIncKFUFjY2Vzc1JlcXVlc3REZWNpc2lvbhIwCgZzdGF0dXMYASABKA4yIC5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0U3RhdHVzEhIKCnJlcXVlc3RfaWQYAiABKAkSGAoQcmVxdWVzdGVyX2tleV9pZBgDIAEoCSJwChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0EhIKCmlkZW50aWZpZXIYASABKAkSEwoGY3Vyc29yGAIgASgJSACIAQESEgoFbGltaXQYAyABKAVIAYgBAUIJCgdfY3Vyc29yQggKBl9saW1pdCKEAQodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USKgoEZGF0YRgBIAMoCzIcLmFnZW50YnVzLnYxLldlYmhvb2tEZWxpdmVyeRINCgVsaW1pdBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciquAQoUQWNjZXNzUmVxdWVzdE91dGNvbWUSJgoiQUNDRVNTX1JFUVVFU1RfT1VUQ09NRV9VTlNQRUNJRklFRBAAEiIKHkFDQ0VTU19SRVFVRVNUX09VVENPTUVfUEVORElORxABEh8KG0FDQ0VTU19SRVFVRVNUX09VVENPTUVfT1BFThACEikKJUFDQ0VTU19SRVFVRVNUX09VVENPTUVfQUxSRUFEWV9NRU1CRVIQAzKwGgoOQ2hhbm5lbFNlcnZpY2USagoNQ3JlYXRlQ2hhbm5lbBIhLmFnZW50YnVzLnYxLkNyZWF0ZUNoYW5uZWxSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCIgwvMYBQjJATADgtPkkwIROgEqIgwvdjEvY2hhbm5lbHMSfgoQRGlzY292ZXJDaGFubmVscxIkLmFnZW50YnVzLnYxLkRpc2NvdmVyQ2hhbm5lbHNSZXF1ZXN0GiUuYWdlbnRidXMudjEuRGlzY292ZXJDaGFubmVsc1Jlc3BvbnNlIh2QAgHC8xgCMAKC0+STAg4SDC92MS9jaGFubmVscxKAAQoOTGlzdE15Q2hhbm5lbHMSIi5hZ2VudGJ1cy52MS5MaXN0TXlDaGFubmVsc1JlcXVlc3QaIy5hZ2VudGJ1cy52MS5MaXN0TXlDaGFubmVsc1Jlc3BvbnNlIiWQAgHC8xgCMAKC0+STAhYSFC92MS9rZXlzL21lL2NoYW5uZWxzEm4KCkdldENoYW5uZWwSHi5hZ2VudGJ1cy52MS5HZXRDaGFubmVsUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiKpACAcLzGAIwAoLT5JMCGxIZL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfRJ8Cg1VcGRhdGVDaGFubmVsEiEuYWdlbnRidXMudjEuVXBkYXRlQ2hhbm5lbFJlcXVlc3QaFC5hZ2VudGJ1cy52MS5DaGFubmVsIjLC8xgEGAEwA4LT5JMCJDoHY2hhbm5lbDIZL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfRJ2Cg1EZWxldGVDaGFubmVsEiEuYWdlbnRidXMudjEuRGVsZXRlQ2hhbm5lbFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiKsLzGAUIzAEwA4LT5JMCGyoZL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfRKDAQoPQWRkQ2hhbm5lbEFsaWFzEiMuYWdlbnRidXMudjEuQWRkQ2hhbm5lbEFsaWFzUmVxdWVzdBoULmFnZW50YnVzLnYxLkNoYW5uZWwiNcLzGAUIyQEwA4LT5JMCJjoBKiIhL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hbGlhc2VzEosBChJSZW1vdmVDaGFubmVsQWxpYXMSJi5hZ2VudGJ1cy52MS5SZW1vdmVDaGFubmVsQWxpYXNSZXF1ZXN0GhQuYWdlbnRidXMudjEuQ2hhbm5lbCI3wvMYAjADgtPkkwIrKikvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FsaWFzZXMve2FsaWFzfRKZAQoSTGlzdENoYW5uZWxIaXN0b3J5EiYuYWdlbnRidXMudjEuTGlzdENoYW5uZWxIaXN0b3J5UmVxdWVzdBonLmFnZW50YnVzLnYxLkxpc3RDaGFubmVsSGlzdG9yeVJlc3BvbnNlIjKQAgHC8xgCMASC0+STAiMSIS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vaGlzdG9yeRKVAQoRTGlzdENoYW5uZWxFdmVudHMSJS5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEV2ZW50c1JlcXVlc3QaJi5hZ2VudGJ1cy52MS5MaXN0Q2hhbm5lbEV2ZW50c1Jlc3BvbnNlIjGQAgHC8xgCMAKC0+STAiISIC92MS9jaGFubmVscy97aWRlbnRpZmllcn0vZXZlbnRzEoQBCgtMaXN0TWVtYmVycxIfLmFnZW50YnVzLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBogLmFnZW50YnVzLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2UiMpACAcLzGAIwAoLT5JMCIxIhL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzEnYKCUFkZE1lbWJlchIdLmFnZW50YnVzLnYxLkFkZE1lbWJlclJlcXVlc3QaEy5hZ2VudGJ1cy52MS5NZW1iZXIiNcLzGAUIyQEwB4LT5JMCJjoBKiIhL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzEo0BCgxSZW1vdmVNZW1iZXISIC5hZ2VudGJ1cy52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiEuYWdlbnRidXMudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2UiOMLzGAIwB4LT5JMCLCoqL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9tZW1iZXJzL3trZXlfaWR9EowBChBDcmVhdGVJbnZpdGF0aW9uEiQuYWdlbnRidXMudjEuQ3JlYXRlSW52aXRhdGlvblJlcXVlc3QaFy5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uIjnC8xgFCMkBMAeC0+STAio6ASoiJS92MS9jaGFubmVscy97aWRlbnRpZmllcn0vaW52aXRhdGlvbnMSlAEKD0xpc3RJbnZpdGF0aW9ucxIjLmFnZW50YnVzLnYxLkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QaJC5hZ2VudGJ1cy52MS5MaXN0SW52aXRhdGlvbnNSZXNwb25zZSI2kAIBwvMYAjAHgtPkkwInEiUvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2ludml0YXRpb25zErwBChFSZXNvbHZlSW52aXRhdGlvbhIlLmFnZW50YnVzLnYxLlJlc29sdmVJbnZpdGF0aW9uUmVxdWVzdBoXLmFnZW50YnVzLnYxLkludml0YXRpb24iZ8LzGDQiEGFwaV9rZXlfcmVxdWlyZWQwAzoeLyMvaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9gtPkkwIpEicvdjEvY2hhbm5lbC1pbnZpdGF0aW9ucy97aW52aXRhdGlvbl9pZH0SnAEKEVByZXZpZXdJbnZpdGF0aW9uEiUuYWdlbnRidXMudjEuUHJldmlld0ludml0YXRpb25SZXF1ZXN0Gh4uYWdlbnRidXMudjEuSW52aXRhdGlvblByZXZpZXciQJACAcLzGAIwAoLT5JMCMRIvL3YxL2NoYW5uZWwtaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9L3ByZXZpZXcSiAEKEFJldm9rZUludml0YXRpb24SJC5hZ2VudGJ1cy52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBoXLmFnZW50YnVzLnYxLkludml0YXRpb24iNcLzGAIwB4LT5JMCKSonL3YxL2NoYW5uZWwtaW52aXRhdGlvbnMve2ludml0YXRpb25faWR9EqcBChNDcmVhdGVBY2Nlc3NSZXF1ZXN0EicuYWdlbnRidXMudjEuQ3JlYXRlQWNjZXNzUmVxdWVzdFJlcXVlc3QaKC5hZ2VudGJ1cy52MS5DcmVhdGVBY2Nlc3NSZXF1ZXN0UmVzcG9uc2UiPcLzGAUIygEwA4LT5JMCLjoBKiIpL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hY2Nlc3MtcmVxdWVzdHMSoQEKEkxpc3RBY2Nlc3NSZXF1ZXN0cxImLmFnZW50YnVzLnYxLkxpc3RBY2Nlc3NSZXF1ZXN0c1JlcXVlc3QaJy5hZ2VudGJ1cy52MS5MaXN0QWNjZXNzUmVxdWVzdHNSZXNwb25zZSI6kAIBwvMYAjACgtPkkwIrEikvdjEvY2hhbm5lbHMve2lkZW50aWZpZXJ9L2FjY2Vzcy1yZXF1ZXN0cxK1AQoUQXBwcm92ZUFjY2Vzc1JlcXVlc3QSKC5hZ2VudGJ1cy52MS5BcHByb3ZlQWNjZXNzUmVxdWVzdFJlcXVlc3QaIi5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0RGVjaXNpb24iT8LzGAIwB4LT5JMCQzoBKiI+L3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS9hY2Nlc3MtcmVxdWVzdHMve3JlcXVlc3RfaWR9L2FwcHJvdmUSrAEKEURlbnlBY2Nlc3NSZXF1ZXN0EiUuYWdlbnRidXMudjEuRGVueUFjY2Vzc1JlcXVlc3RSZXF1ZXN0GiIuYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdERlY2lzaW9uIkzC8xgCMAeC0+STAkA6ASoiOy92MS9jaGFubmVscy97aWRlbnRpZmllcn0vYWNjZXNzLXJlcXVlc3RzL3tyZXF1ZXN0X2lkfS9kZW55Eq0BChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSKS5hZ2VudGJ1cy52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GiouYWdlbnRidXMudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiPZACAcLzGAIwAoLT5JMCLhIsL3YxL2NoYW5uZWxzL3tpZGVudGlmaWVyfS93ZWJob29rLWRlbGl2ZXJpZXNiBnByb3RvMw", [file_agentbus_v1_channel, file_agentbus_v1_message, file_agentbus_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentbus.v1.CreateChannelRequest
@@ -320,6 +320,28 @@ export const AddChannelAliasRequestSchema: GenMessage<AddChannelAliasRequest> = 
   messageDesc(file_agentbus_v1_channel_service, 8);
 
 /**
+ * @generated from message agentbus.v1.RemoveChannelAliasRequest
+ */
+export type RemoveChannelAliasRequest = Message<"agentbus.v1.RemoveChannelAliasRequest"> & {
+  /**
+   * @generated from field: string identifier = 1;
+   */
+  identifier: string;
+
+  /**
+   * @generated from field: string alias = 2;
+   */
+  alias: string;
+};
+
+/**
+ * Describes the message agentbus.v1.RemoveChannelAliasRequest.
+ * Use `create(RemoveChannelAliasRequestSchema)` to create a new message.
+ */
+export const RemoveChannelAliasRequestSchema: GenMessage<RemoveChannelAliasRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel_service, 9);
+
+/**
  * @generated from message agentbus.v1.ListChannelHistoryRequest
  */
 export type ListChannelHistoryRequest = Message<"agentbus.v1.ListChannelHistoryRequest"> & {
@@ -344,7 +366,7 @@ export type ListChannelHistoryRequest = Message<"agentbus.v1.ListChannelHistoryR
  * Use `create(ListChannelHistoryRequestSchema)` to create a new message.
  */
 export const ListChannelHistoryRequestSchema: GenMessage<ListChannelHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 9);
+  messageDesc(file_agentbus_v1_channel_service, 10);
 
 /**
  * @generated from message agentbus.v1.ListChannelHistoryResponse
@@ -371,7 +393,7 @@ export type ListChannelHistoryResponse = Message<"agentbus.v1.ListChannelHistory
  * Use `create(ListChannelHistoryResponseSchema)` to create a new message.
  */
 export const ListChannelHistoryResponseSchema: GenMessage<ListChannelHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 10);
+  messageDesc(file_agentbus_v1_channel_service, 11);
 
 /**
  * @generated from message agentbus.v1.ListChannelEventsRequest
@@ -398,7 +420,7 @@ export type ListChannelEventsRequest = Message<"agentbus.v1.ListChannelEventsReq
  * Use `create(ListChannelEventsRequestSchema)` to create a new message.
  */
 export const ListChannelEventsRequestSchema: GenMessage<ListChannelEventsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 11);
+  messageDesc(file_agentbus_v1_channel_service, 12);
 
 /**
  * @generated from message agentbus.v1.ListChannelEventsResponse
@@ -425,7 +447,7 @@ export type ListChannelEventsResponse = Message<"agentbus.v1.ListChannelEventsRe
  * Use `create(ListChannelEventsResponseSchema)` to create a new message.
  */
 export const ListChannelEventsResponseSchema: GenMessage<ListChannelEventsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 12);
+  messageDesc(file_agentbus_v1_channel_service, 13);
 
 /**
  * @generated from message agentbus.v1.ListMembersRequest
@@ -442,7 +464,7 @@ export type ListMembersRequest = Message<"agentbus.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 13);
+  messageDesc(file_agentbus_v1_channel_service, 14);
 
 /**
  * @generated from message agentbus.v1.ListMembersResponse
@@ -459,7 +481,7 @@ export type ListMembersResponse = Message<"agentbus.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 14);
+  messageDesc(file_agentbus_v1_channel_service, 15);
 
 /**
  * @generated from message agentbus.v1.AddMemberRequest
@@ -481,7 +503,7 @@ export type AddMemberRequest = Message<"agentbus.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 15);
+  messageDesc(file_agentbus_v1_channel_service, 16);
 
 /**
  * @generated from message agentbus.v1.RemoveMemberRequest
@@ -503,7 +525,7 @@ export type RemoveMemberRequest = Message<"agentbus.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 16);
+  messageDesc(file_agentbus_v1_channel_service, 17);
 
 /**
  * @generated from message agentbus.v1.RemoveMemberResponse
@@ -522,7 +544,7 @@ export type RemoveMemberResponse = Message<"agentbus.v1.RemoveMemberResponse"> &
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 17);
+  messageDesc(file_agentbus_v1_channel_service, 18);
 
 /**
  * @generated from message agentbus.v1.CreateInvitationRequest
@@ -539,7 +561,7 @@ export type CreateInvitationRequest = Message<"agentbus.v1.CreateInvitationReque
  * Use `create(CreateInvitationRequestSchema)` to create a new message.
  */
 export const CreateInvitationRequestSchema: GenMessage<CreateInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 18);
+  messageDesc(file_agentbus_v1_channel_service, 19);
 
 /**
  * @generated from message agentbus.v1.ListInvitationsRequest
@@ -570,7 +592,7 @@ export type ListInvitationsRequest = Message<"agentbus.v1.ListInvitationsRequest
  * Use `create(ListInvitationsRequestSchema)` to create a new message.
  */
 export const ListInvitationsRequestSchema: GenMessage<ListInvitationsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 19);
+  messageDesc(file_agentbus_v1_channel_service, 20);
 
 /**
  * @generated from message agentbus.v1.ListInvitationsResponse
@@ -597,7 +619,7 @@ export type ListInvitationsResponse = Message<"agentbus.v1.ListInvitationsRespon
  * Use `create(ListInvitationsResponseSchema)` to create a new message.
  */
 export const ListInvitationsResponseSchema: GenMessage<ListInvitationsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 20);
+  messageDesc(file_agentbus_v1_channel_service, 21);
 
 /**
  * @generated from message agentbus.v1.ResolveInvitationRequest
@@ -614,7 +636,7 @@ export type ResolveInvitationRequest = Message<"agentbus.v1.ResolveInvitationReq
  * Use `create(ResolveInvitationRequestSchema)` to create a new message.
  */
 export const ResolveInvitationRequestSchema: GenMessage<ResolveInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 21);
+  messageDesc(file_agentbus_v1_channel_service, 22);
 
 /**
  * @generated from message agentbus.v1.RevokeInvitationRequest
@@ -631,7 +653,24 @@ export type RevokeInvitationRequest = Message<"agentbus.v1.RevokeInvitationReque
  * Use `create(RevokeInvitationRequestSchema)` to create a new message.
  */
 export const RevokeInvitationRequestSchema: GenMessage<RevokeInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 22);
+  messageDesc(file_agentbus_v1_channel_service, 23);
+
+/**
+ * @generated from message agentbus.v1.PreviewInvitationRequest
+ */
+export type PreviewInvitationRequest = Message<"agentbus.v1.PreviewInvitationRequest"> & {
+  /**
+   * @generated from field: string invitation_id = 1;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message agentbus.v1.PreviewInvitationRequest.
+ * Use `create(PreviewInvitationRequestSchema)` to create a new message.
+ */
+export const PreviewInvitationRequestSchema: GenMessage<PreviewInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel_service, 24);
 
 /**
  * @generated from message agentbus.v1.CreateAccessRequestRequest
@@ -653,7 +692,7 @@ export type CreateAccessRequestRequest = Message<"agentbus.v1.CreateAccessReques
  * Use `create(CreateAccessRequestRequestSchema)` to create a new message.
  */
 export const CreateAccessRequestRequestSchema: GenMessage<CreateAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 23);
+  messageDesc(file_agentbus_v1_channel_service, 25);
 
 /**
  * @generated from message agentbus.v1.CreateAccessRequestResponse
@@ -680,7 +719,7 @@ export type CreateAccessRequestResponse = Message<"agentbus.v1.CreateAccessReque
  * Use `create(CreateAccessRequestResponseSchema)` to create a new message.
  */
 export const CreateAccessRequestResponseSchema: GenMessage<CreateAccessRequestResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 24);
+  messageDesc(file_agentbus_v1_channel_service, 26);
 
 /**
  * @generated from message agentbus.v1.ListAccessRequestsRequest
@@ -697,7 +736,7 @@ export type ListAccessRequestsRequest = Message<"agentbus.v1.ListAccessRequestsR
  * Use `create(ListAccessRequestsRequestSchema)` to create a new message.
  */
 export const ListAccessRequestsRequestSchema: GenMessage<ListAccessRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 25);
+  messageDesc(file_agentbus_v1_channel_service, 27);
 
 /**
  * @generated from message agentbus.v1.ListAccessRequestsResponse
@@ -714,7 +753,7 @@ export type ListAccessRequestsResponse = Message<"agentbus.v1.ListAccessRequests
  * Use `create(ListAccessRequestsResponseSchema)` to create a new message.
  */
 export const ListAccessRequestsResponseSchema: GenMessage<ListAccessRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 26);
+  messageDesc(file_agentbus_v1_channel_service, 28);
 
 /**
  * @generated from message agentbus.v1.ApproveAccessRequestRequest
@@ -736,7 +775,7 @@ export type ApproveAccessRequestRequest = Message<"agentbus.v1.ApproveAccessRequ
  * Use `create(ApproveAccessRequestRequestSchema)` to create a new message.
  */
 export const ApproveAccessRequestRequestSchema: GenMessage<ApproveAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 27);
+  messageDesc(file_agentbus_v1_channel_service, 29);
 
 /**
  * @generated from message agentbus.v1.DenyAccessRequestRequest
@@ -758,7 +797,7 @@ export type DenyAccessRequestRequest = Message<"agentbus.v1.DenyAccessRequestReq
  * Use `create(DenyAccessRequestRequestSchema)` to create a new message.
  */
 export const DenyAccessRequestRequestSchema: GenMessage<DenyAccessRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 28);
+  messageDesc(file_agentbus_v1_channel_service, 30);
 
 /**
  * @generated from message agentbus.v1.AccessRequestDecision
@@ -785,7 +824,7 @@ export type AccessRequestDecision = Message<"agentbus.v1.AccessRequestDecision">
  * Use `create(AccessRequestDecisionSchema)` to create a new message.
  */
 export const AccessRequestDecisionSchema: GenMessage<AccessRequestDecision> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 29);
+  messageDesc(file_agentbus_v1_channel_service, 31);
 
 /**
  * @generated from message agentbus.v1.ListWebhookDeliveriesRequest
@@ -812,7 +851,7 @@ export type ListWebhookDeliveriesRequest = Message<"agentbus.v1.ListWebhookDeliv
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 30);
+  messageDesc(file_agentbus_v1_channel_service, 32);
 
 /**
  * @generated from message agentbus.v1.ListWebhookDeliveriesResponse
@@ -839,7 +878,7 @@ export type ListWebhookDeliveriesResponse = Message<"agentbus.v1.ListWebhookDeli
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel_service, 31);
+  messageDesc(file_agentbus_v1_channel_service, 33);
 
 /**
  * Outcome of asking for access.
@@ -960,6 +999,17 @@ export const ChannelService: GenService<{
     output: typeof ChannelSchema;
   },
   /**
+   * Removes one of the channel's aliases (owner only): the alias is free
+   * again for anyone. 404 alias_not_found when the channel does not hold it.
+   *
+   * @generated from rpc agentbus.v1.ChannelService.RemoveChannelAlias
+   */
+  removeChannelAlias: {
+    methodKind: "unary";
+    input: typeof RemoveChannelAliasRequestSchema;
+    output: typeof ChannelSchema;
+  },
+  /**
    * Expired and retracted messages kept for retention_days, newest first.
    *
    * @generated from rpc agentbus.v1.ChannelService.ListChannelHistory
@@ -1034,6 +1084,18 @@ export const ChannelService: GenService<{
     methodKind: "unary";
     input: typeof ResolveInvitationRequestSchema;
     output: typeof InvitationSchema;
+  },
+  /**
+   * What an invitation leads to (the channel's name, mode and description,
+   * the invitation's state), without following it: nobody joins. Limited per
+   * source address like resolving.
+   *
+   * @generated from rpc agentbus.v1.ChannelService.PreviewInvitation
+   */
+  previewInvitation: {
+    methodKind: "unary";
+    input: typeof PreviewInvitationRequestSchema;
+    output: typeof InvitationPreviewSchema;
   },
   /**
    * Revokes an invitation (its creator or the channel owner); idempotent.

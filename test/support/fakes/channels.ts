@@ -116,6 +116,10 @@ export class FakeChannelStore implements ChannelStore {
         description: c.description,
         createdAt: c.createdAt,
         isMember: this.view(c, callerKeyId).callerIsMember,
+        ownerId: c.ownerId,
+        // The fake keeps messages elsewhere (FakeMessageStore); its lists count none.
+        liveMessages: 0,
+        openMessages: 0,
       }));
   }
 
@@ -151,6 +155,15 @@ export class FakeChannelStore implements ChannelStore {
     if (!record) return undefined;
     this.aliases.set(alias, id);
     this.aliasKeys.set(aliasKey, alias);
+    return this.resource(record);
+  }
+
+  async removeAlias(id: string, alias: string): Promise<ChannelResource | "not_held" | undefined> {
+    const record = this.channels.get(id);
+    if (!record) return undefined;
+    if (this.aliases.get(alias) !== id) return "not_held";
+    this.aliases.delete(alias);
+    for (const [key, held] of this.aliasKeys) if (held === alias) this.aliasKeys.delete(key);
     return this.resource(record);
   }
 

@@ -141,7 +141,8 @@ export class FakeMembershipStore implements MembershipStore {
     );
     if (pending) return { id: pending.id };
     const id = randomUUID();
-    this.requests.set(id, { ...request, id, status: "pending" });
+    // The fake knows no key labels; the key id stands in for one.
+    this.requests.set(id, { ...request, id, status: "pending", requesterLabel: request.requesterKeyId });
     return { id };
   }
 
