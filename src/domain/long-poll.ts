@@ -55,8 +55,11 @@ export interface LongPollOptions {
    * announce it (a delayed message falling due, a lease running out), on the clock's wall time;
    * null when nothing is pending. The wait ends then at the latest, so every
    * replica wakes its own waiters on time (docs/decisions.md#delays).
+   * `after` is when the read it follows began: what falls due after that
+   * counts, even if it is already due when this runs, so nothing that fell due
+   * between the read and this look-up is left for the end of the wait.
    */
-  nextDue?: () => Promise<Micros | null>;
+  nextDue?: (after: Micros) => Promise<Micros | null>;
 }
 
 /**
@@ -84,11 +87,12 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
     const woken = new Promise<number | undefined>((resolve) => (wake = resolve));
     const unsubscribe = options.bus.subscribe(options.channelId, wake);
     try {
+      const readAt = clock.now();
       const data = await read(delivery);
       if (data.length > 0) return data;
       const remaining = deadline - clock.monotonicMs();
       if (remaining <= 0 || options.signal?.aborted) return data;
-      const due = options.nextDue ? await options.nextDue() : null;
+      const due = options.nextDue ? await options.nextDue(readAt) : null;
       const untilDue = due === null ? remaining : Math.max(0, Math.ceil((due - clock.now()) / 1000));
       delivery = await nextWake(woken, wake, clock, Math.min(remaining, untilDue), options.signal);
       // Nobody is left to answer (the client went away, or the server is

@@ -96,7 +96,7 @@ export class MessageContext {
       maxWaiters: this.options.longPollMaxWaiters,
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal,
-      nextDue: openWork ? () => this.store.nextAvailableAt(channelId, this.clock.now()) : undefined,
+      nextDue: openWork ? (after) => this.store.nextAvailableAt(channelId, after) : undefined,
     };
   }
 

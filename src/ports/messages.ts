@@ -28,11 +28,12 @@ export interface MessageStore {
   /** Clears the claim when this key and actor hold it (open work again from `availableAt` when given); undefined when they do not. */
   release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null): Promise<MessageRecord | undefined>;
   /**
-   * The earliest moment after `now` at which open work appears in the channel
+   * The earliest moment after `after` at which open work appears in the channel
    * with no write to announce it (a delayed message falls due, or a lease
-   * runs out), or null when none is pending.
+   * runs out), or null when none is pending. A long-poll passes the start of
+   * its last read, so the answer may already lie in the past.
    */
-  nextAvailableAt(channelId: string, now: Micros): Promise<Micros | null>;
+  nextAvailableAt(channelId: string, after: Micros): Promise<Micros | null>;
   /** Extends a live lease held by this key; undefined when there is none. */
   heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined>;
   /** The key holding a lease token, if any. */

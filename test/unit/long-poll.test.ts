@@ -53,6 +53,27 @@ describe("readOrWait", () => {
     expect(poll.result).toEqual({ settled: true, value: ["due now"], atMs: 400 });
   });
 
+  it("re-reads at once when the data fell due between the read and the next-due look-up", async () => {
+    // A read sees the channel as it was when it began and takes 10 ms; the message falls due 5 ms in.
+    // Asked afterwards "what falls due after now", the look-up would answer nothing and the wait would
+    // run to its end (issue 27, item 8: retries came back 20 s late); asked "after the read began", it
+    // answers a moment already past, and the wait re-reads at once.
+    const clock = new ManualClock();
+    const start0 = clock.now();
+    const due = start0 + 5_000;
+    let reads = 0;
+    const read = async () => {
+      reads++;
+      const began = clock.now();
+      if (reads === 2) await clock.advance(10);
+      return began >= due ? ["fell due"] : [];
+    };
+    const nextDue = async (after: number) => (due > after ? due : null);
+    const poll = start(read, { clock, bus: new LocalBus(), waitMs: 20_000, nextDue });
+    for (let step = 0; step < 10 && !poll.result.settled; step++) await clock.advance(0);
+    expect(poll.result).toEqual({ settled: true, value: ["fell due"], atMs: 10 });
+  });
+
   it("keeps to the deadline when nextDue lies beyond it", async () => {
     const clock = new ManualClock();
     const ch = channel();
