@@ -76,6 +76,7 @@ from agentbus.v1 import (  # noqa: E402
     actor_service_pb2,
     admin_service_pb2,
     channel_service_pb2,
+    compat_service_pb2,
     errors_pb2,
     job_service_pb2,
     key_service_pb2,
@@ -166,7 +167,7 @@ class _Service:
 
 
 class AgentbusClient:
-    """One gRPC channel (plaintext h2c unless a channel is passed) and the eight services."""
+    """One gRPC channel (plaintext h2c unless a channel is passed) and the nine services."""
 
     def __init__(
         self,
@@ -189,6 +190,8 @@ class AgentbusClient:
         self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])
         self.sessions = _Service(self, ch, session_service_pb2.DESCRIPTOR.services_by_name["SessionService"])
         self.security = _Service(self, ch, security_service_pb2.DESCRIPTOR.services_by_name["SecurityService"])
+        # The reference's convenience verbs, for code migrating from Backchannel (docs/decisions.md#compat-verbs).
+        self.compat = _Service(self, ch, compat_service_pb2.DESCRIPTOR.services_by_name["CompatService"])
 
     def with_api_key(self, api_key: str) -> "AgentbusClient":
         """The same connection, calling as another key."""

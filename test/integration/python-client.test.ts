@@ -93,6 +93,10 @@ with AgentbusClient(${JSON.stringify(target)}) as anonymous:
     post = lambda **kw: client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="x"), **kw).message.id
     out["same_key"] = [post(idempotency_key="k1"), post(idempotency_key="k1")]
     out["fresh_keys"] = [post(), post()]
+    from agentbus.v1 import compat_service_pb2
+    task = client.compat.PostTask(compat_service_pb2.PostTaskRequest(channel="py-migrated", content="t"))
+    claimed = client.compat.ClaimTask(compat_service_pb2.ClaimTaskRequest(channel="py-migrated"))
+    out["compat"] = [task.message.id, claimed.claimed.id, client.compat.ClaimTask(compat_service_pb2.ClaimTaskRequest(channel="py-migrated")).note]
 print(json.dumps(out))
 `;
     const out = await runPython(["-c", script]);
@@ -102,12 +106,16 @@ print(json.dumps(out))
       claim_unknown: { code: string; status: string; message: string };
       same_key: [string, string];
       fresh_keys: [string, string];
+      compat: [string, string, string];
     };
     expect(result.no_key).toMatchObject({ code: "unauthorized", status: "UNAUTHENTICATED" });
     expect(result.no_key.suggestion).toContain("POST /v1/keys");
     expect(result.claim_unknown).toMatchObject({ code: "message_not_found", status: "NOT_FOUND" });
     expect(result.same_key[0]).toBe(result.same_key[1]);
     expect(result.fresh_keys[0]).not.toBe(result.fresh_keys[1]);
+    // The reference's verbs, for code migrating from Backchannel.
+    expect(result.compat[0]).toBe(result.compat[1]);
+    expect(result.compat[2]).toBe("no unclaimed messages available");
   });
   it("run_worker acks each message once with the handler's result, retries a failure as delivery 2, and call() gets a result", async () => {
     const script = `

@@ -13,6 +13,7 @@ import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../../gen/agentbus/v1/security_service_pb.js";
+import { CompatService } from "../../../gen/agentbus/v1/compat_service_pb.js";
 import { SessionService } from "../../../gen/agentbus/v1/session_service_pb.js";
 import { toAgentbusError } from "./errors.js";
 import { idempotencyInterceptor } from "./idempotency.js";
@@ -52,6 +53,8 @@ export interface AgentbusClient {
   sessions: Client<typeof SessionService>;
   /** The owner's security audit. */
   security: Client<typeof SecurityService>;
+  /** The reference's convenience verbs, for code migrating from Backchannel (docs/decisions.md#compat-verbs). */
+  compat: Client<typeof CompatService>;
   /** The underlying transport (with the API-key and idempotency interceptors); calls made on it directly fail with raw ConnectErrors. */
   transport: Transport;
 }
@@ -67,6 +70,7 @@ export function clientOver(transport: Transport): AgentbusClient {
     admin: serviceClient(AdminService, transport),
     sessions: serviceClient(SessionService, transport),
     security: serviceClient(SecurityService, transport),
+    compat: serviceClient(CompatService, transport),
     transport,
   };
 }

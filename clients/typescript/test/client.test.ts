@@ -52,6 +52,18 @@ describe.each(transports)("over %s", (transport) => {
     ]);
   });
 
+  it("speaks the reference's verbs through compat: post creates the channel, claim takes the task, null when none is left", async () => {
+    const { key } = await createClient({ baseUrl: server.url, transport }).keys.createKey({ agentLabel: `compat-${transport}` });
+    const client = createClient({ baseUrl: server.url, apiKey: key, transport });
+    const posted = await client.compat.postTask({ channel: "migrated", content: "resize 1.png" });
+    const claimed = await client.compat.claimTask({ channel: "migrated" });
+    expect(claimed.claimed?.id).toBe(posted.message?.id);
+    expect(claimed.claimed?.channelId).toBe(posted.channel);
+    const empty = await client.compat.claimTask({ channel: "migrated" });
+    expect(empty.claimed).toBeUndefined();
+    expect(empty.note).toBe("no unclaimed messages available");
+  });
+
   it("shares state through a session with compare-and-set, and narrows the key's scopes", async () => {
     const { key } = await createClient({ baseUrl: server.url, transport }).keys.createKey({ agentLabel: `sessions-${transport}` });
     const client = createClient({ baseUrl: server.url, apiKey: key, transport });
