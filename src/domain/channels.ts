@@ -283,6 +283,27 @@ export interface CreateChannelInput {
   deadLetterChannel: string | undefined;
 }
 
+/** A create request naming only `fields`, every other field left out as a client leaving it out would: for use cases that create channels themselves. */
+export const channelInput = (fields: Partial<CreateChannelInput>): CreateChannelInput => ({
+  name: undefined,
+  mode: undefined,
+  access: undefined,
+  discoverable: undefined,
+  description: undefined,
+  metadataSchema: undefined,
+  pinnedMessage: undefined,
+  webhookUrl: undefined,
+  webhookSecret: undefined,
+  relatedChannels: [],
+  ttlSeconds: undefined,
+  retentionDays: undefined,
+  maxMessages: undefined,
+  maxWritesPerMinute: undefined,
+  maxDeliveries: undefined,
+  deadLetterChannel: undefined,
+  ...fields,
+});
+
 export interface ChannelDefaults extends Partial<WebhookTargets> {
   /** Whether an open channel is discoverable when its creator does not say (AGENTBUS_DEFAULT_DISCOVERABLE). */
   defaultDiscoverable: boolean;

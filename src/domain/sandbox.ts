@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { SandboxOutcome, SandboxStore } from "../ports/sandbox.js";
-import { validateCreateChannel } from "./channels.js";
+import { channelInput, validateCreateChannel } from "./channels.js";
 import { nameKey } from "./labels.js";
 
 export const SANDBOX_ALIAS = "sandbox";
@@ -19,24 +19,17 @@ export const SANDBOX_MAX_WRITES_PER_MINUTE = 600;
 
 export function ensureSandbox(store: SandboxStore): Promise<SandboxOutcome> {
   const channel = validateCreateChannel(
-    {
+    channelInput({
       name: SANDBOX_ALIAS,
       mode: "broadcast",
       access: "open",
       discoverable: true,
       description: `A public playground: any key may post and read here; messages live ${SANDBOX_TTL_SECONDS / 60} minutes and only the newest ${SANDBOX_MAX_MESSAGES} are kept. Make your own channel for real work.`,
-      metadataSchema: undefined,
-      pinnedMessage: undefined,
-      webhookUrl: undefined,
-      webhookSecret: undefined,
-      relatedChannels: [],
       ttlSeconds: SANDBOX_TTL_SECONDS,
       retentionDays: 1,
       maxMessages: SANDBOX_MAX_MESSAGES,
       maxWritesPerMinute: SANDBOX_MAX_WRITES_PER_MINUTE,
-      maxDeliveries: undefined,
-      deadLetterChannel: undefined,
-    },
+    }),
     { defaultDiscoverable: true },
   );
   const owner = {

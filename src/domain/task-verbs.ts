@@ -9,7 +9,7 @@ import type { ChannelResource } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import type { MessageRecord } from "../model/messages.js";
-import type { Channels, CreateChannelInput } from "./channels.js";
+import { channelInput, type Channels } from "./channels.js";
 import type { InvitationView, Membership } from "./membership.js";
 import type { Messages, Page } from "./messages.js";
 import { assertMessageId } from "./message-rules.js";
@@ -32,25 +32,6 @@ export const NOTHING_TO_CLAIM = "no unclaimed messages available";
 /** The alias of a task's result channel: the reference's name for it, global like every alias. */
 export const resultChannelAlias = (taskId: string): string => `result-of-${taskId}`;
 
-const newChannel = (fields: Partial<CreateChannelInput>): CreateChannelInput => ({
-  name: undefined,
-  mode: undefined,
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  maxDeliveries: undefined,
-  deadLetterChannel: undefined,
-  ...fields,
-});
 
 const requireChannel = (channel: string | undefined): string => {
   if (channel === undefined || channel === "") throw new ApiError("missing_field", "'channel' is required: the id, alias or name of the channel", { details: { field: "channel" } });
@@ -73,7 +54,7 @@ export class TaskVerbs {
     } catch (err) {
       if (!(err instanceof ApiError && err.code === "channel_not_found")) throw err;
     }
-    const created = await this.channels.create(caller, newChannel({ name: identifier, mode: "claimable" }));
+    const created = await this.channels.create(caller, channelInput({ name: identifier, mode: "claimable" }));
     const posted = await this.postOrDelete(caller, created, draft);
     return { ...posted, channelId: created.id };
   }
@@ -122,7 +103,7 @@ export class TaskVerbs {
 
   /** POST /v1/tasks/create-claimable-session: a restricted claimable channel and an invitation to it. */
   async createClaimableSession(caller: Caller, name: string | undefined, description: string | undefined): Promise<{ channel: ChannelResource; invitation: InvitationView }> {
-    const channel = await this.channels.create(caller, newChannel({ name: name ?? "session", description, mode: "claimable", access: "restricted" }));
+    const channel = await this.channels.create(caller, channelInput({ name: name ?? "session", description, mode: "claimable", access: "restricted" }));
     try {
       return { channel, invitation: await this.membership.createInvitation(caller, channel.id) };
     } catch (err) {
@@ -139,12 +120,12 @@ export class TaskVerbs {
    */
   async postWithResult(caller: Caller, channel: string | undefined, draft: TaskDraft): Promise<{ message: MessageRecord; channelId: string; resultChannel: string }> {
     const name = requireChannel(channel);
-    const work = await this.channels.create(caller, newChannel({ name, mode: "claimable" }));
+    const work = await this.channels.create(caller, channelInput({ name, mode: "claimable" }));
     const { message } = await this.postOrDelete(caller, work, draft);
     const alias = resultChannelAlias(message.id);
     let results: ChannelResource | undefined;
     try {
-      results = await this.channels.create(caller, newChannel({ name: alias, mode: "broadcast", access: work.access, relatedChannels: [work.id] }));
+      results = await this.channels.create(caller, channelInput({ name: alias, mode: "broadcast", access: work.access, relatedChannels: [work.id] }));
       await this.channels.addAlias(caller, results.id, alias);
     } catch (err) {
       if (results) await this.channels.delete(caller, results.id).catch(() => undefined);

@@ -1,7 +1,7 @@
 /** The domain use cases wired over the in-memory fakes, with the callers and inputs the domain unit tests share. */
 import { Actors } from "../../src/domain/actors.js";
 import type { ChannelUpdateInput, CreateChannelInput } from "../../src/domain/channels.js";
-import { Channels } from "../../src/domain/channels.js";
+import { channelInput, Channels } from "../../src/domain/channels.js";
 import { SecurityAudit } from "../../src/domain/audit.js";
 import { Keys } from "../../src/domain/keys.js";
 import { Membership } from "../../src/domain/membership.js";
@@ -24,25 +24,7 @@ export const alice = caller("alice");
 export const bob = caller("bob");
 
 /** A create request that names only name and mode, as a client leaving every optional field out would send it. */
-export const createChannelInput = (fields: Partial<CreateChannelInput> = {}): CreateChannelInput => ({
-  name: "jobs",
-  mode: "claimable",
-  access: undefined,
-  discoverable: undefined,
-  description: undefined,
-  metadataSchema: undefined,
-  pinnedMessage: undefined,
-  webhookUrl: undefined,
-  webhookSecret: undefined,
-  relatedChannels: [],
-  ttlSeconds: undefined,
-  retentionDays: undefined,
-  maxMessages: undefined,
-  maxWritesPerMinute: undefined,
-  maxDeliveries: undefined,
-  deadLetterChannel: undefined,
-  ...fields,
-});
+export const createChannelInput = (fields: Partial<CreateChannelInput> = {}): CreateChannelInput => channelInput({ name: "jobs", mode: "claimable", ...fields });
 
 /** An update that sets nothing but the given fields. */
 export const channelUpdateInput = (fields: Partial<ChannelUpdateInput> = {}): ChannelUpdateInput => ({
