@@ -21,6 +21,22 @@ export function clientFor(apiKey?: string): AgentbusClient {
   return createClient({ baseUrl: location.origin, transport: "connect", ...(apiKey === undefined ? {} : { apiKey }) });
 }
 
+let sandbox: Promise<boolean> | undefined;
+
+/**
+ * Whether the service has the public sandbox channel (alias "sandbox"), asked
+ * once per page load. From the landing document (GET / as JSON), not from
+ * GET /v1/channels/sandbox: the sign-in page has no key to ask the API with,
+ * the landing document reads no database, and the API's 404 on a service
+ * without a sandbox would show in the browser's log as a failed request.
+ */
+export function hasSandbox(): Promise<boolean> {
+  sandbox ??= fetch("/", { headers: { Accept: "application/json" } })
+    .then(async (res) => res.ok && typeof ((await res.json()) as { sandbox?: unknown }).sandbox === "object")
+    .catch(() => false);
+  return sandbox;
+}
+
 /** What a person is shown for a failed call: the service's message and its advice. */
 export interface Problem {
   code: string;

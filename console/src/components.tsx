@@ -1,7 +1,7 @@
 /** Small pieces every view uses: times, errors, empty states, labelled fields. */
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import type { Problem } from "./api.js";
+import { hasSandbox, type Problem } from "./api.js";
 import { exactTime, relativeTime } from "./format.js";
 
 /** A relative time that keeps itself current, with the exact time on hover. */
@@ -52,4 +52,26 @@ export function Field({ label, hint, narrow, children }: { label: string; hint?:
 
 export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
   return <span class={`badge badge-${kind.replace(/\s+/g, "-")}`}>{children}</span>;
+}
+
+/** The identifier the sandbox channel is reached by: its alias, the same on every service that has one. */
+export const SANDBOX = "sandbox";
+
+/** Points a newcomer at the public sandbox channel, where they can post and read at once; nothing when the service has none. */
+export function SandboxInvite() {
+  const [offered, setOffered] = useState(false);
+  useEffect(() => {
+    let live = true;
+    void hasSandbox().then((yes) => live && setOffered(yes));
+    return () => {
+      live = false;
+    };
+  }, []);
+  if (!offered) return null;
+  return (
+    <p class="sandbox">
+      <a href={`#/channels/${SANDBOX}`}>Try the public sandbox channel</a>: anyone with a key can post and read there, so you can see messages
+      arrive before you make a channel of your own.
+    </p>
+  );
 }

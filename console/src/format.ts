@@ -28,6 +28,12 @@ export const exactTime = (date: Date): string => date.toLocaleString(undefined, 
 export const modeName = (mode: ChannelMode): string => (mode === ChannelMode.CLAIMABLE ? "claimable" : "broadcast");
 export const accessName = (access: ChannelAccess): string => (access === ChannelAccess.RESTRICTED ? "restricted" : "open");
 
+/** Channel lists count a channel's messages only this far: the service stops there, so the number means "at least". */
+export const COUNT_CAP = 1000;
+
+/** A channel list's count: "1000+" when the service stopped counting. */
+export const countText = (n: number): string => (n >= COUNT_CAP ? `${COUNT_CAP}+` : String(n));
+
 export type MessageState = "acknowledged" | "in flight" | "delayed" | "ready" | "posted";
 
 /** Where a message stands: the same words the queue statistics use. */

@@ -3,7 +3,7 @@ import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { KeyInfo } from "../../gen/agentbus/v1/key_pb.js";
 import { clientFor, problemOf, storedKey, storeKey } from "./api.js";
-import { ProblemBox } from "./components.js";
+import { ProblemBox, SANDBOX } from "./components.js";
 import { useRoute, type Route } from "./router.js";
 import { SessionContext, type Session } from "./session.js";
 import { ChannelPage } from "./views/channel.js";
@@ -50,7 +50,7 @@ function App() {
 
   if (restoring) return <main class="muted">Loading…</main>;
   if (client === undefined || me === undefined) {
-    return <SignIn onKey={signIn} reason={route.page === "invitation" ? "You were invited to a channel. Sign in or mint a key to join it." : undefined} />;
+    return <SignIn onKey={signIn} reason={signInReason(route)} />;
   }
   const session: Session = { client, me, signOut };
   return (
@@ -85,6 +85,13 @@ function App() {
       </div>
     </SessionContext.Provider>
   );
+}
+
+/** Why a page that needs a key asks for one: the page the person came for opens once they are signed in. */
+function signInReason(route: Route): string | undefined {
+  if (route.page === "invitation") return "You were invited to a channel. Sign in or mint a key to join it.";
+  if (route.page === "channel") return `Sign in or mint a key to open ${route.id === SANDBOX ? "the public sandbox channel" : "this channel"}.`;
+  return undefined;
 }
 
 function Page({ route }: { route: Route }) {

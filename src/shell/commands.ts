@@ -94,6 +94,17 @@ function authorOf(m: JsonObject): string {
 const messageLine = (m: JsonObject) => `${String(m.created_at)}  ${authorOf(m)}  ${oneLine(String(m.content ?? ""))}`;
 const channelLine = (c: JsonObject) => `${String(c.id)}  ${String(c.name)}  ${String(c.mode)}`;
 
+/** Channel lists count each channel's messages only this far (the service stops there): the number means "at least". */
+const COUNT_CAP = 1000;
+const countOf = (n: unknown) => {
+  const count = typeof n === "number" ? n : 0;
+  return count >= COUNT_CAP ? `${COUNT_CAP}+` : String(count);
+};
+
+/** A listed channel: its line, its owner's label, its live messages and, on a work queue, its open work (broadcast channels have none to count). */
+const summaryLine = (c: JsonObject) =>
+  `${channelLine(c)}  owner ${String(c.owner_id ?? "")}  live ${countOf(c.live_messages)}${c.mode === "claimable" ? `  open ${countOf(c.open_messages)}` : ""}`;
+
 /** stdin is a terminal: a person can answer a question there. */
 const stdinIsTTY = (io: Io) => (io.stdin as { isTTY?: boolean }).isTTY === true;
 
@@ -240,12 +251,15 @@ export function buildProgram(io: Io): Command {
     });
   channel
     .command("list")
-    .description("list your channels (created or joined), newest first; --discover lists the public ones")
+    .description(
+      "list your channels (created or joined), newest first: id, name, mode, owner, live messages and, on a claimable channel, open work " +
+        `(ready to claim), each counted up to ${COUNT_CAP} ("${COUNT_CAP}+": at least that many); --discover lists the public ones`,
+    )
     .option("--discover", "list discoverable channels instead")
     .option("--json", "one JSON object per line")
     .action(async (opts: { discover?: boolean; json?: boolean }) => {
       const page = await (await api()).call(opts.discover ? ChannelService.method.discoverChannels : ChannelService.method.listMyChannels, {});
-      for (const c of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(c) : channelLine(c));
+      for (const c of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(c) : summaryLine(c));
     });
   channel
     .command("rename <channel> <new-name>")
@@ -257,11 +271,17 @@ export function buildProgram(io: Io): Command {
     });
   channel
     .command("alias <channel> <alias>")
-    .description("give a channel you own an alias: a name unique across the service, by which anyone can address it (aliases cannot be removed yet)")
+    .description(
+      "give a channel you own an alias: a name unique across the service, by which anyone can address it; with --remove, take it off again " +
+        "(the alias is then free for anyone). Prints the channel and the aliases it holds",
+    )
+    .option("--remove", "remove the alias instead of adding it")
     .option("--json", "print the channel as JSON")
-    .action(async (identifier: string, alias: string, opts: { json?: boolean }) => {
-      const aliased = await (await api()).call(ChannelService.method.addChannelAlias, { identifier, alias });
-      io.out(opts.json ? JSON.stringify(aliased) : `${channelLine(aliased)}  aliases: ${((aliased.aliases ?? []) as string[]).join(" ")}`);
+    .action(async (identifier: string, alias: string, opts: { remove?: boolean; json?: boolean }) => {
+      const client = await api();
+      const changed = await client.call(opts.remove ? ChannelService.method.removeChannelAlias : ChannelService.method.addChannelAlias, { identifier, alias });
+      const aliases = (changed.aliases ?? []) as string[];
+      io.out(opts.json ? JSON.stringify(changed) : `${channelLine(changed)}  aliases: ${aliases.length > 0 ? aliases.join(" ") : "none"}`);
     });
   channel
     .command("delete <channel>")

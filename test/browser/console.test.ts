@@ -8,6 +8,7 @@ import { mkdirSync } from "node:fs";
 import { launch, type Browser, type BrowserContext, type Page } from "puppeteer-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareChromium } from "../../src/pdf/chromium.js";
+import { freshAddress } from "../support/membership.js";
 import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
 
 const ARTIFACTS = "test-artifacts/console";
@@ -48,22 +49,30 @@ interface OpenOptions {
    * still moves is moved by events (the watch, the page's own actions).
    */
   withoutPolls?: boolean;
+  /** The service whose console is opened (default: the suite's). */
+  service?: TestServer;
+  /**
+   * Sent as X-Forwarded-For with every request: on a service that trusts it,
+   * per-address limits count this page's requests alone.
+   */
+  clientAddress?: string;
 }
 
 /** A fresh browser profile (its own sessionStorage) on the console, watched for errors. */
-async function openConsole(hash = "", { viewport = { width: 1200, height: 900 }, withoutPolls = false }: OpenOptions = {}): Promise<Page> {
+async function openConsole(hash = "", { viewport = { width: 1200, height: 900 }, withoutPolls = false, service = server, clientAddress }: OpenOptions = {}): Promise<Page> {
   const context = await browser.createBrowserContext();
   contexts.push(context);
   const page = await context.newPage();
   await page.setViewport(viewport);
   if (withoutPolls) await page.evaluateOnNewDocument("window.setInterval = () => 0;");
+  if (clientAddress !== undefined) await page.setExtraHTTPHeaders({ "X-Forwarded-For": clientAddress });
   const errors: string[] = [];
   pageErrors.set(page, errors);
   page.on("console", (msg) => {
     if (msg.type() === "error") errors.push(`console: ${msg.text()}`);
   });
   page.on("pageerror", (err) => errors.push(`page: ${err instanceof Error ? err.message : String(err)}`));
-  await page.goto(`${server.url}/${hash}`, { waitUntil: "networkidle0" });
+  await page.goto(`${service.url}/${hash}`, { waitUntil: "networkidle0" });
   return page;
 }
 
@@ -228,14 +237,15 @@ describe("the console", () => {
 
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
-    const requester = await mintKey(server.url, unique("asker"));
+    const requesterLabel = unique("asker");
+    const requester = await mintKey(server.url, requesterLabel);
     const channel = await createRestricted(owner);
     const page = await openConsole(`#/channels/${channel}/people`);
     await signIn(page, owner);
     await page.waitForSelector("#requests-heading");
     const asked = await rest(server.url, "POST", `/v1/channels/${channel}/access-requests`, { key: requester, body: { reason: "I run the nightly build" } });
     expect(asked.status).toBe(202);
-    const approve = `button[aria-label="Approve ${requester.split(".")[0]}"]`;
+    const approve = `button[aria-label="Approve ${requesterLabel}"]`;
     await page.waitForSelector(approve, { timeout: 5_000 });
     expect(await page.$eval("body", (el) => el.textContent)).toContain("I run the nightly build");
     await page.screenshot({ path: `${ARTIFACTS}/people.png`, fullPage: true });
@@ -246,7 +256,7 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
-  it("brings a person without a key from an invitation link to the channel, named once they joined", async () => {
+  it("brings a person without a key from an invitation link to the channel, named again once they joined", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const name = unique("nightly-builds");
     const channel = await createRestricted(owner, { name, description: "Builds to verify overnight" });
@@ -262,7 +272,7 @@ describe("the console", () => {
     await page.locator("button ::-p-text(Mint a key)").click();
     await page.locator("button ::-p-text(Continue with this key)").click();
     // Joining is asked for, never done by opening a link.
-    await page.locator("button ::-p-text(Join the channel)").click();
+    await page.locator(`button ::-p-text(Join ${name})`).click();
     await until(page, `document.querySelector("h1")?.textContent === ${JSON.stringify(`You joined ${name}`)}`);
     expect(await textOf(page, "main")).toContain("Builds to verify overnight");
     await page.locator(`a ::-p-text(Open ${name})`).click();
@@ -363,6 +373,22 @@ describe("the console names people", () => {
     const row = `::-p-xpath(//span[@class="member-label" and text()=${JSON.stringify(memberLabel)}])`;
     const cell = await page.waitForSelector(row);
     expect(await cell!.evaluate((el) => el.getAttribute("title"))).toBe(`Key ${keyIdOf(member)}`);
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console names access requesters", () => {
+  it("shows who asked for access by agent label, with the key id on hover", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const askerLabel = unique("night-builder");
+    const asker = await mintKey(server.url, askerLabel);
+    const channel = await createRestricted(owner);
+    expect((await rest(server.url, "POST", `/v1/channels/${channel}/access-requests`, { key: asker, body: {} })).status).toBe(202);
+    const page = await openConsole(`#/channels/${channel}/people`);
+    await signIn(page, owner);
+    const shown = await page.waitForSelector(".request .requester-label");
+    expect(await shown!.evaluate((el) => el.textContent)).toBe(askerLabel);
+    expect(await shown!.evaluate((el) => el.getAttribute("title"))).toBe(`Key ${keyIdOf(asker)}`);
     expectNoPageErrors(page);
   });
 });
@@ -509,5 +535,206 @@ describe("the console's other pages", () => {
     expect(await box!.evaluate((el) => (el as unknown as { value: string }).value)).toBe("");
     expect(await box!.evaluate((el) => el.getAttribute("placeholder"))).toBe("# Title\n\nMarkdown or HTML…");
     expectNoPageErrors(page);
+  });
+});
+
+/** The text of the channel list's cell for `channel` that `selector` picks, or null when the row has none. */
+function countIn(page: Page, channel: string, selector: string): Promise<string | null> {
+  return page.$eval(`tr[data-channel-id="${channel}"]`, (row, sel) => row.querySelector(sel)?.textContent ?? null, selector);
+}
+
+describe("the console's channel lists", () => {
+  it("count each channel's live messages and, on a work queue, its open work", async () => {
+    const owner = await mintKey(server.url, unique("counter"));
+    const worker = await mintKey(server.url, unique("worker"));
+    const queue = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("queue"), mode: "claimable" } })).body.id;
+    for (const content of ["a", "b", "c"]) await post(owner, queue, { content });
+    const received = await rest(server.url, "POST", `/v1/channels/${queue}/messages:receive`, { key: worker, body: { max_messages: 1 } });
+    expect(received.status).toBe(200);
+    const news = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("news"), mode: "broadcast" } })).body.id;
+    await post(owner, news, { content: "shipped" });
+    const page = await openConsole();
+    await signIn(page, owner);
+    await page.waitForSelector(`tr[data-channel-id="${queue}"]`);
+    expect(await countIn(page, queue, ".count-live")).toBe("3 live");
+    expect(await countIn(page, queue, ".count-open")).toBe("2 open");
+    expect(await countIn(page, news, ".count-live")).toBe("1 live");
+    expect(await countIn(page, news, ".count-open")).toBeNull();
+    await page.screenshot({ path: `${ARTIFACTS}/channels.png` });
+    expectNoPageErrors(page);
+  });
+
+  it("show 1000+ for a channel holding more messages than the service counts", async () => {
+    const owner = await mintKey(server.url, unique("busy"));
+    const queue = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("backlog"), mode: "claimable" } })).body.id;
+    const drafts = Array.from({ length: 100 }, (_, i) => ({ content: `task ${i}` }));
+    for (let batch = 0; batch < 10; batch++) {
+      expect((await rest(server.url, "POST", `/v1/channels/${queue}/messages:batchCreate`, { key: owner, body: { messages: drafts } })).status).toBe(201);
+    }
+    const page = await openConsole();
+    await signIn(page, owner);
+    await page.waitForSelector(`tr[data-channel-id="${queue}"]`);
+    expect(await countIn(page, queue, ".count-live")).toBe("1000+ live");
+    expect(await countIn(page, queue, ".count-open")).toBe("1000+ open");
+    expectNoPageErrors(page);
+  });
+
+  it("name each discoverable channel's owner under Discover", async () => {
+    const ownerLabel = unique("publisher");
+    const owner = await mintKey(server.url, ownerLabel);
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("public"), mode: "broadcast", discoverable: true } })).body.id;
+    const visitor = await mintKey(server.url, unique("visitor"));
+    const page = await openConsole("#/discover");
+    await signIn(page, visitor);
+    await page.waitForSelector(`tr[data-channel-id="${channel}"]`);
+    expect(await countIn(page, channel, ".owner")).toBe(ownerLabel);
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console's channel settings", () => {
+  it("show the owner where the webhook goes, and never its secret", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const hook = "https://hooks.example.com/agentbus?token=t0p";
+    const channel = await createRestricted(owner, { webhook_url: hook, webhook_secret: "s3cret-never-shown" });
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector(".webhook-current");
+    expect(await textOf(page, ".webhook-current code")).toBe(hook);
+    expect(await page.content()).not.toContain("s3cret-never-shown");
+    expectNoPageErrors(page);
+  });
+
+  it("say there is no webhook when none is set", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector(".webhook-current");
+    expect(await textOf(page, ".webhook-current")).toBe("Webhook: no webhook");
+    expectNoPageErrors(page);
+  });
+});
+
+describe("the console points newcomers at the sandbox channel", () => {
+  it("offers it on the sign-in page, and opens it once the person has a key", async () => {
+    const page = await openConsole();
+    await page.locator("a ::-p-text(Try the public sandbox channel)").click();
+    await until(page, `location.hash === "#/channels/sandbox"`);
+    await until(page, bodyHas("Sign in or mint a key to open the public sandbox channel."));
+    await page.locator('input[name="agent-label"]').fill(unique("newcomer"));
+    await page.locator("button ::-p-text(Mint a key)").click();
+    await page.locator("button ::-p-text(Continue with this key)").click();
+    await until(page, `document.querySelector("h1")?.textContent === "sandbox"`);
+    await page.waitForSelector("h2 .live");
+    expectNoPageErrors(page);
+  });
+
+  it("offers it when the signed-in key has no channels yet", async () => {
+    const key = await mintKey(server.url, unique("empty-handed"));
+    const page = await openConsole();
+    await signIn(page, key);
+    await until(page, bodyHas("You have no channels yet"));
+    const link = await page.waitForSelector("main a ::-p-text(Try the public sandbox channel)");
+    expect(await link!.evaluate((el) => el.getAttribute("href"))).toBe("#/channels/sandbox");
+    expectNoPageErrors(page);
+  });
+});
+
+describe("on a service without the sandbox channel or the workers", () => {
+  // No workers, so no purge: it deletes revoked and expired invitations
+  // within a minute, after which a preview answers "not found" instead.
+  let quiet: TestServer;
+  beforeAll(async () => {
+    quiet = await startTestServer({ AGENTBUS_SANDBOX: "false", AGENTBUS_TRUST_PROXY: "true" });
+  });
+  afterAll(async () => {
+    await quiet?.close();
+  });
+
+  /** A restricted channel with that name and description, and an invitation to it. */
+  async function invitationTo(name: string, description = ""): Promise<{ owner: string; channel: string; invitation: string }> {
+    const owner = await mintKey(quiet.url, unique("host"));
+    const created = await rest<{ id: string }>(quiet.url, "POST", "/v1/channels", { key: owner, body: { name, mode: "claimable", access: "restricted", description } });
+    expect(created.status).toBe(201);
+    const invitation = await rest<{ id: string }>(quiet.url, "POST", `/v1/channels/${created.body.id}/invitations`, { key: owner, body: {} });
+    expect(invitation.status).toBe(201);
+    return { owner, channel: created.body.id, invitation: invitation.body.id };
+  }
+
+  /** The invitation page for a new key, from an address of its own (the preview counts against a per-address limit). */
+  async function openInvitation(invitation: string, clientAddress = freshAddress()): Promise<{ page: Page; guest: string }> {
+    const guest = await mintKey(quiet.url, unique("guest"));
+    const page = await openConsole(`#/invitations/${invitation}`, { service: quiet, clientAddress });
+    await signIn(page, guest);
+    return { page, guest };
+  }
+
+  it("offers no sandbox on the sign-in page", async () => {
+    const page = await openConsole("", { service: quiet });
+    // openConsole waited for the network to go quiet: the landing document was read and answered without a sandbox.
+    await page.waitForSelector("#mint-heading");
+    expect(await page.$("p.sandbox")).toBeNull();
+    expectNoPageErrors(page);
+  });
+
+  it("names the invited channel before the person joins, and joins no one by showing it", async () => {
+    const name = unique("war-room");
+    const { channel, invitation } = await invitationTo(name, "Incident 42");
+    const { page, guest } = await openInvitation(invitation);
+    await until(page, `document.querySelector("h1")?.textContent === ${JSON.stringify(`You were invited to ${name}`)}`);
+    expect(await textOf(page, "main")).toContain("Incident 42");
+    expect(await page.$(`::-p-text(Join ${name})`)).not.toBeNull();
+    expect((await rest(quiet.url, "GET", `/v1/channels/${channel}`, { key: guest })).status).toBe(403);
+    await page.screenshot({ path: `${ARTIFACTS}/invitation.png` });
+    expectNoPageErrors(page);
+  });
+
+  it.each([
+    ["revoked", "The invitation was revoked", (invitation: string, owner: string) => rest(quiet.url, "DELETE", `/v1/channel-invitations/${invitation}`, { key: owner })],
+    ["expired", "The invitation has expired", (invitation: string) => quiet.app.pool.query("UPDATE channel_invitations SET expires_at = now() - interval '1 second' WHERE id = $1", [invitation])],
+  ] as const)("says why an invitation cannot be used (%s), and what to do, offering no Join", async (_state, message, end) => {
+    const name = unique("closed");
+    const { owner, invitation } = await invitationTo(name);
+    await end(invitation, owner);
+    const { page } = await openInvitation(invitation);
+    await page.waitForSelector("main .problem");
+    expect(await textOf(page, "h1")).toBe(`You were invited to ${name}`);
+    const shown = await textOf(page, "main .problem");
+    expect(shown).toContain(message);
+    expect(shown).toContain("Ask the channel owner for a new invitation.");
+    expect(await page.$("main button")).toBeNull();
+    expectNoPageErrors(page);
+  });
+
+  it("shows the service's message and suggestion for an invitation that does not exist", async () => {
+    const answer = await rest<{ error: string; message: string; suggestion: string }>(quiet.url, "GET", "/v1/channel-invitations/no-such-invitation/preview", {
+      key: await mintKey(quiet.url),
+      headers: { "X-Forwarded-For": freshAddress() },
+    });
+    expect(answer.status).toBe(404);
+    const { page } = await openInvitation("no-such-invitation");
+    await page.waitForSelector("main .problem");
+    const shown = await textOf(page, "main .problem");
+    for (const part of [answer.body.error, answer.body.message, answer.body.suggestion]) expect(shown).toContain(part);
+    expect(await page.$("main button")).toBeNull();
+    expectOnlyRefusalsLogged(page);
+  });
+
+  it("shows the service's message and suggestion when the address has looked up too many invitations", async () => {
+    const { invitation } = await invitationTo(unique("popular"));
+    const address = freshAddress();
+    const key = await mintKey(quiet.url);
+    const preview = () => rest<{ error: string; message: string; suggestion: string }>(quiet.url, "GET", `/v1/channel-invitations/${invitation}/preview`, { key, headers: { "X-Forwarded-For": address } });
+    let answer = await preview();
+    // Up to the limit, whatever it is; a bound keeps a service without one from looping forever.
+    for (let tries = 1; answer.status === 200 && tries < 100; tries++) answer = await preview();
+    expect(answer.status).toBe(429);
+    const { page } = await openInvitation(invitation, address);
+    await page.waitForSelector("main .problem");
+    const shown = await textOf(page, "main .problem");
+    for (const part of [answer.body.error, answer.body.message, answer.body.suggestion]) expect(shown).toContain(part);
+    expect(await page.$("main button")).toBeNull();
+    expectOnlyRefusalsLogged(page);
   });
 });

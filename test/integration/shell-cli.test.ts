@@ -159,6 +159,52 @@ describe("agentbus shell commands", () => {
     expect((await rest<{ id: string }>(server.url, "GET", `/v1/channels/${alias}`, { key: other })).body.id).toBe(ch);
   });
 
+  it("channel alias --remove takes the alias off, so the channel is no longer reached by it", async () => {
+    const ch = await createChannel(server.url, key);
+    const alias = `gone-${randomUUID()}`;
+    expect((await rest(server.url, "POST", `/v1/channels/${ch}/aliases`, { key, body: { alias } })).status).toBe(201);
+    const r = await run(["channel", "alias", ch, alias, "--remove"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^${ch}  \\S+  claimable  aliases: none$`, "m"));
+    expect((await rest(server.url, "GET", `/v1/channels/${alias}`, { key })).status).toBe(404);
+  });
+
+  it("channel alias --remove exits 1 naming alias_not_found for an alias the channel does not hold", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await run(["channel", "alias", ch, "never-held", "--remove"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("alias_not_found");
+  });
+
+  it("channel list shows each channel's owner, live messages and open work", async () => {
+    const name = `counted-${randomUUID()}`;
+    const ch = await createChannel(server.url, key, { name, mode: "claimable" });
+    for (const content of ["a", "b", "c"]) await postMessage(server.url, key, ch, { content });
+    const other = await mintKey(server.url);
+    await rest(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key: other, body: { max_messages: 1 } });
+    const r = await run(["channel", "list"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`${ch}  ${name}  claimable  owner shell  live 3  open 2\n`);
+  });
+
+  it("channel list shows no open work for a broadcast channel", async () => {
+    const name = `told-${randomUUID()}`;
+    const ch = await createChannel(server.url, key, { name, mode: "broadcast" });
+    await postMessage(server.url, key, ch, { content: "news" });
+    const r = await run(["channel", "list"]);
+    expect(r.stdout).toContain(`${ch}  ${name}  broadcast  owner shell  live 1\n`);
+  });
+
+  it("channel list shows 1000+ for a channel holding more messages than the service counts", async () => {
+    const ch = await createChannel(server.url, key, { mode: "claimable" });
+    const drafts = Array.from({ length: 100 }, (_, i) => ({ content: `task ${i}` }));
+    for (let batch = 0; batch < 10; batch++) {
+      expect((await rest(server.url, "POST", `/v1/channels/${ch}/messages:batchCreate`, { key, body: { messages: drafts } })).status).toBe(201);
+    }
+    const r = await run(["channel", "list"]);
+    expect(r.stdout).toMatch(new RegExp(`^${ch}  .*  live 1000\\+  open 1000\\+$`, "m"));
+  });
+
   it("channel delete --yes deletes the channel", async () => {
     const ch = await createChannel(server.url, key);
     const r = await run(["channel", "delete", ch, "--yes"]);

@@ -121,6 +121,10 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
           <input name="dead-letter-channel" value={form.deadLetterChannel} onInput={(e) => set("deadLetterChannel", e.currentTarget.value)} />
         </Field>
       </div>
+      {/* The service shows the URL to the owner only, and the secret to no one: there is none to show here. */}
+      <p class="webhook-current">
+        Webhook: {channel.webhookUrl ? <code>{channel.webhookUrl}</code> : <span class="muted">no webhook</span>}
+      </p>
       <div class="grid">
         <Field label="Webhook URL" hint="Leave empty to keep the current one.">
           <input name="webhook-url" type="url" value={form.webhookUrl} onInput={(e) => set("webhookUrl", e.currentTarget.value)} />

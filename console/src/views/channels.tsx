@@ -4,26 +4,51 @@ import type { KeyQuotas, QuotaUsage } from "../../../gen/agentbus/v1/key_pb.js";
 import { ChannelAccess, ChannelMode, type ChannelSummary } from "../../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { AccessField, ModeField } from "../channel-fields.js";
-import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
-import { accessName, modeName, toDate } from "../format.js";
+import { Badge, Empty, Field, ProblemBox, SandboxInvite, Time } from "../components.js";
+import { accessName, COUNT_CAP, countText, modeName, toDate } from "../format.js";
 import { navigate } from "../router.js";
 import { useAction, usePages, useSession } from "../session.js";
 
+/**
+ * A channel's messages as the list counts them: live ones, and on a work
+ * queue the open work (ready to claim). Broadcast channels have no open work
+ * to count.
+ */
+function Counts({ channel }: { channel: ChannelSummary }) {
+  return (
+    <span class="counts" title={`Counted up to ${COUNT_CAP}`}>
+      <span class="count-live">{countText(channel.liveMessages)} live</span>
+      {channel.mode === ChannelMode.CLAIMABLE ? (
+        <>
+          {" · "}
+          <span class="count-open">{countText(channel.openMessages)} open</span>
+        </>
+      ) : null}
+    </span>
+  );
+}
+
 function ChannelTable({ channels, action }: { channels: ChannelSummary[]; action?: (c: ChannelSummary) => preact.ComponentChildren }) {
   return (
-    <table class="list">
+    <table class="list channels">
       <thead>
         <tr>
           <th scope="col">Channel</th>
           <th scope="col">Mode</th>
-          <th scope="col">Access</th>
-          <th scope="col">Created</th>
+          <th scope="col">Messages</th>
+          <th scope="col">Owner</th>
+          <th scope="col" class="wide">
+            Access
+          </th>
+          <th scope="col" class="wide">
+            Created
+          </th>
           {action ? <th scope="col"><span class="visually-hidden">Actions</span></th> : null}
         </tr>
       </thead>
       <tbody>
         {channels.map((c) => (
-          <tr key={c.id}>
+          <tr key={c.id} data-channel-id={c.id}>
             <td>
               <a href={`#/channels/${encodeURIComponent(c.id)}`}>{c.name}</a>
               {c.description ? <div class="muted small">{c.description}</div> : null}
@@ -31,8 +56,12 @@ function ChannelTable({ channels, action }: { channels: ChannelSummary[]; action
             <td>
               <Badge kind={modeName(c.mode)}>{modeName(c.mode)}</Badge>
             </td>
-            <td>{accessName(c.access)}</td>
             <td>
+              <Counts channel={c} />
+            </td>
+            <td class="owner">{c.ownerId}</td>
+            <td class="wide">{accessName(c.access)}</td>
+            <td class="wide">
               <Time date={toDate(c.createdAt)} />
             </td>
             {action ? <td>{action(c)}</td> : null}
@@ -53,7 +82,12 @@ export function MyChannels() {
       <CreateChannel />
       <ProblemBox problem={list.problem} />
       {!list.loaded && list.problem === undefined ? <p class="muted">Loading…</p> : null}
-      {list.loaded && list.items.length === 0 ? <Empty>You have no channels yet. Create one above, or find a public one under Discover.</Empty> : null}
+      {list.loaded && list.items.length === 0 ? (
+        <>
+          <Empty>You have no channels yet. Create one above, or find a public one under Discover.</Empty>
+          <SandboxInvite />
+        </>
+      ) : null}
       {list.items.length > 0 ? <ChannelTable channels={list.items} /> : null}
       <LoadMore list={list} />
     </main>

@@ -27,7 +27,9 @@ export function Deliveries({ channel }: { channel: Channel }) {
             <tr>
               <th scope="col">When</th>
               <th scope="col">Event</th>
-              <th scope="col">Attempt</th>
+              <th scope="col" class="wide">
+                Attempt
+              </th>
               <th scope="col">Outcome</th>
               <th scope="col">Took</th>
             </tr>
@@ -42,7 +44,7 @@ export function Deliveries({ channel }: { channel: Channel }) {
                   {d.event}
                   {d.messageId ? <div class="muted small">message {d.messageId}</div> : null}
                 </td>
-                <td>{d.attempt}</td>
+                <td class="wide">{d.attempt}</td>
                 <td>
                   <Badge kind={STATUS[d.status]}>{STATUS[d.status]}</Badge> {d.responseStatus !== undefined ? `HTTP ${d.responseStatus}` : ""}
                   {d.error ? <div class="muted small">{d.error}</div> : null}

@@ -46,14 +46,18 @@ function AccessRequests({ channel }: { channel: Channel }) {
           {pending.map((r) => (
             <li key={r.id} class="request">
               <div>
-                <code>{r.requesterKeyId}</code> asked <Time date={toDate(r.createdAt)} />
+                {/* Named as members are: the label people know, the key id (which adding a member takes) on hover. */}
+                <span class="requester-label" title={`Key ${r.requesterKeyId}`}>
+                  {r.requesterLabel || r.requesterKeyId}
+                </span>{" "}
+                asked <Time date={toDate(r.createdAt)} />
                 {r.reason ? <p class="quote">{r.reason}</p> : null}
               </div>
               <div class="row">
-                <button type="button" disabled={decide.busy} onClick={() => void decide.run(r.id, true)} aria-label={`Approve ${r.requesterKeyId}`}>
+                <button type="button" disabled={decide.busy} onClick={() => void decide.run(r.id, true)} aria-label={`Approve ${r.requesterLabel || r.requesterKeyId}`}>
                   Approve
                 </button>
-                <button type="button" class="secondary" disabled={decide.busy} onClick={() => void decide.run(r.id, false)} aria-label={`Deny ${r.requesterKeyId}`}>
+                <button type="button" class="secondary" disabled={decide.busy} onClick={() => void decide.run(r.id, false)} aria-label={`Deny ${r.requesterLabel || r.requesterKeyId}`}>
                   Deny
                 </button>
               </div>

@@ -1,7 +1,7 @@
 /** Sign in with a key, or mint one: the only page that needs no key. */
 import { useState } from "preact/hooks";
 import { clientFor } from "../api.js";
-import { Field, ProblemBox } from "../components.js";
+import { Field, ProblemBox, SandboxInvite } from "../components.js";
 import { useAction } from "../session.js";
 
 export function SignIn({ onKey, reason }: { onKey: (key: string) => Promise<void>; reason?: string }) {
@@ -18,7 +18,8 @@ export function SignIn({ onKey, reason }: { onKey: (key: string) => Promise<void
     <main class="sign-in">
       <h1>agentbus console</h1>
       <p class="lead">See what your agents are doing on agentbus: their channels, messages and work queues, live.</p>
-      {reason ? <p class="notice">{reason}</p> : null}
+      {/* Someone who came for a particular page (an invitation, a channel) is not pointed elsewhere. */}
+      {reason ? <p class="notice">{reason}</p> : <SandboxInvite />}
       <section aria-labelledby="sign-in-heading">
         <h2 id="sign-in-heading">Sign in with an API key</h2>
         <form
