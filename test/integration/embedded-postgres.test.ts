@@ -9,12 +9,12 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedLogLevel, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
 import { eventually } from "../support/eventually.js";
-import { isAlive } from "../support/process.js";
+import { compiledModule, isAlive } from "../support/process.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
@@ -71,13 +71,13 @@ async function start(dataDir: string, extraFlags: string[] = []): Promise<{ serv
 /** Runs startEmbeddedPostgres in another node process, as a second agentbus would. */
 async function startInChild(dataDir: string): Promise<ChildProcess> {
   const script = `
-    const { startEmbeddedPostgres } = await import(${JSON.stringify(pathToFileURL(path.join(root, "src/store/embedded.ts")).href)});
+    const { startEmbeddedPostgres } = await import(${JSON.stringify(compiledModule("src/store/embedded.ts"))});
     const server = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, port: 0, log: () => {}, extraFlags: ${JSON.stringify(FAST)} });
     process.on("SIGTERM", () => server.stop().then(() => process.exit(0)));
     console.log("ready");
     setInterval(() => {}, 60_000);
   `;
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -21,6 +21,7 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { startEmbeddedPostgres } from "../../src/store/embedded.js";
 import { migrate } from "../../src/store/migrate.js";
+import { compileService } from "./compiled.js";
 import { createPool } from "../../src/store/pool.js";
 import { databaseUrl, onServer } from "./pg-admin.js";
 
@@ -30,6 +31,8 @@ declare module "vitest" {
     databaseUrl: string;
     /** A migrated database on that server that test databases are copied from (no one connects to it). */
     templateDatabase: string;
+    /** The folder the service is compiled into for the child processes tests start (see compiled.ts). */
+    compiledService: string;
   }
 }
 
@@ -40,6 +43,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const teardown = async () => {
     for (const step of undo.splice(0).reverse()) await step();
   };
+  // Compiles while PostgreSQL starts.
+  const compiling = compileService();
   try {
     const serverUrl = process.env.TEST_DATABASE_URL ?? (await startServer(undo));
     const template = `agentbus_template_${randomBytes(6).toString("hex")}`;
@@ -54,8 +59,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
     project.provide("databaseUrl", serverUrl);
     project.provide("templateDatabase", template);
+    const compiled = await compiling;
+    undo.push(compiled.remove);
+    project.provide("compiledService", compiled.dir);
     return teardown;
   } catch (err) {
+    await compiling.then(({ remove }) => remove(), () => {});
     await teardown();
     throw err;
   }

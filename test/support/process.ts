@@ -1,11 +1,27 @@
 /** Runs `agentbus` as a real child process, the way an operator does. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { inject } from "vitest";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * A module of the service as this run compiled it (compiled.ts), for a child
+ * process: `compiledModule("src/store/embedded.ts")` is the file URL of its
+ * JavaScript.
+ */
+export function compiledModule(source: string): string {
+  return pathToFileURL(path.join(inject("compiledService"), source.replace(/\.ts$/, ".js"))).href;
+}
+
+/** The node arguments that run the `agentbus` command line, compiled once per run (as `npm start` runs dist/). */
+export function cliArgs(args: string[]): string[] {
+  return [fileURLToPath(compiledModule("src/cli.ts")), ...args];
+}
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -27,7 +43,7 @@ export interface SpawnOptions {
 export function spawnCli(args: string[], env: Record<string, string>, options: SpawnOptions = {}): { child: ChildProcess; lines: string[]; stderr: () => string; exited: Promise<number | null> } {
   const base = { ...process.env };
   for (const name of Object.keys(base)) if (name === "DATABASE_URL" || name === "PORT" || name.startsWith("AGENTBUS_")) delete base[name];
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+  const child = spawn(process.execPath, cliArgs(args), {
     cwd: root,
     env: { ...base, ...env },
     stdio: ["ignore", "pipe", "pipe"],

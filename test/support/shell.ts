@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { runShell } from "../../src/shell/commands.js";
+import { cliArgs } from "./process.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -23,7 +24,7 @@ export interface ShellOptions {
 }
 
 export function spawnShell(args: string[], options: ShellOptions) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+  const child = spawn(process.execPath, cliArgs(args), {
     cwd: root,
     detached: options.group ?? false,
     env: { PATH: process.env.PATH ?? "", ...options.env },
