@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedLogLevel, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+import { initialisedDataDir } from "../support/data-dir.js";
 import { eventually } from "../support/eventually.js";
 import { compiledModule, isAlive } from "../support/process.js";
 
@@ -50,8 +51,16 @@ afterEach(async () => {
   expect(leftovers, "PostgreSQL processes left running").toEqual([]);
 });
 
+/** An empty data dir: the next start is the first. */
 async function newDataDir(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), "agentbus-embedded-test-"));
+  dataDirs.push(dir);
+  return dir;
+}
+
+/** A data dir a first start has initialised (and stopped): for what happens at later starts. */
+async function initialisedDir(): Promise<string> {
+  const dir = await initialisedDataDir("agentbus-embedded-test-");
   dataDirs.push(dir);
   return dir;
 }
@@ -177,7 +186,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("holds agentbus.pid while running and removes it and the server on stop, however often stop is called", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const { server } = await start(dataDir);
     const lock = path.join(dataDir, "agentbus.pid");
     expect((await readFile(lock, "utf8")).split("\n")[0]).toBe(String(process.pid));
@@ -191,8 +200,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("removes a stale postmaster.pid naming a dead process, then starts", async () => {
-    const dataDir = await newDataDir();
-    await (await start(dataDir)).server.stop();
+    const dataDir = await initialisedDir();
     const gone = spawn("true");
     await once(gone, "exit");
     await writeFile(path.join(dataDir, "pg", "postmaster.pid"), postmasterPidFile(dataDir, gone.pid!));
@@ -204,8 +212,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("treats a postmaster.pid naming a live process that is not this PostgreSQL as stale (pid reuse)", async () => {
-    const dataDir = await newDataDir();
-    await (await start(dataDir)).server.stop();
+    const dataDir = await initialisedDir();
     const other = spawn("sleep", ["60"]);
     children.push(other);
     await writeFile(path.join(dataDir, "pg", "postmaster.pid"), postmasterPidFile(dataDir, other.pid!));
@@ -218,7 +225,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("stops a server orphaned by a killed agentbus, with a warning, then starts", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const child = await startInChild(dataDir);
     const orphan = (await postmasterPid(dataDir))!;
     // Its watchdog too, as a reboot or `kill -9` of everything would: the orphan stays.
@@ -236,7 +243,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("a PostgreSQL whose agentbus was killed stops by itself (its watchdog), so none outlives it", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const child = await startInChild(dataDir);
     const postmaster = (await postmasterPid(dataDir))!;
     expect(watchdogOf(postmaster)).toBeDefined();
@@ -248,7 +255,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("runs PostgreSQL in a session of its own, so a terminal's Ctrl-C (SIGINT to the group) does not reach it", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const { server } = await start(dataDir);
     const postmaster = (await postmasterPid(dataDir))!;
     expect(sessionOf(postmaster)).toBe(postmaster);
@@ -257,7 +264,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("refuses a data dir in use by another running agentbus, and leaves that one running", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const child = await startInChild(dataDir);
     const serverPid = (await postmasterPid(dataDir))!;
 
@@ -272,7 +279,7 @@ describe("startEmbeddedPostgres", () => {
   });
 
   it("refuses a second start in the same process while the first is running", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     await start(dataDir);
 
     await expect(start(dataDir)).rejects.toThrow(/is in use by agentbus pid/);
@@ -340,7 +347,7 @@ describe.runIf(process.getuid?.() === 0)("as root (PostgreSQL runs as the postgr
 
 describe("supervision of the embedded PostgreSQL", () => {
   it("restarts PostgreSQL on the same port when the postmaster is killed, keeping committed rows, and logs it once", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     // Durable commits, as the service runs: what was acknowledged must survive the crash.
     const { server, logs } = await start(dataDir, ["-c", "fsync=on", "-c", "synchronous_commit=on"]);
     await query(server.url, "CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)");
@@ -361,7 +368,7 @@ describe("supervision of the embedded PostgreSQL", () => {
   });
 
   it("does not restart PostgreSQL while it is being stopped", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const { server, logs } = await start(dataDir);
     const pid = (await postmasterPid(dataDir))!;
     await server.stop();
@@ -373,7 +380,7 @@ describe("supervision of the embedded PostgreSQL", () => {
   });
 
   it("gives up with one clear error after repeated quick failures (a crash loop) and stops restarting", async () => {
-    const dataDir = await newDataDir();
+    const dataDir = await initialisedDir();
     const gaveUp: Error[] = [];
     const logs: LogLine[] = [];
     const server = await startEmbeddedPostgres({

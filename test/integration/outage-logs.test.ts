@@ -5,13 +5,13 @@
  * failures (connection refused, store unavailable) carry no stack trace.
  * Requests keep their one access line each ("request"), which is not counted.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/platform/free-port.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+import { initialisedDataDir } from "../support/data-dir.js";
 import { createChannel } from "../support/fixtures.js";
 import { startLoad, waitUntil } from "../support/load.js";
 import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
@@ -30,7 +30,7 @@ let svc: ServiceProcess | undefined;
 const startPostgres = () => startEmbeddedPostgres({ dataDir, port: pgPort, log: () => {} });
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "agentbus-outage-logs-"));
+  dataDir = await initialisedDataDir("agentbus-outage-logs-");
   pgPort = await freePort();
   pgServer = await startPostgres();
   redis = await startTestRedis();

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
+import { initialisedDataDir } from "../support/data-dir.js";
 import { isAlive, spawnCli, startServiceProcess } from "../support/process.js";
 import { mintKey } from "../support/server.js";
 
@@ -97,7 +98,7 @@ describe("SIGTERM", () => {
 
 describe("Ctrl-C in a terminal", () => {
   it("SIGINT to the whole process group stops cleanly: exit 0, a handful of lines, no stack, no PostgreSQL left", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "agentbus-ctrl-c-"));
+    const dataDir = await initialisedDataDir("agentbus-ctrl-c-");
     try {
       const svc = await startServiceProcess({ AGENTBUS_DATA_DIR: dataDir }, 60_000, { group: true });
       expect((await fetch(`${svc.url}/health`)).status).toBe(200);

@@ -7,11 +7,11 @@
  * The service runs as a child process on its own embedded PostgreSQL in a
  * temp data dir, on a port picked at start (AGENTBUS_EMBEDDED_PG_PORT=0).
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { initialisedDataDir } from "../support/data-dir.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
 import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
@@ -32,7 +32,7 @@ function isGone(pid: number): boolean {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "agentbus-embedded-crash-"));
+  dataDir = await initialisedDataDir("agentbus-embedded-crash-");
   svc = await startServiceProcess(
     {
       AGENTBUS_DATA_DIR: dataDir,

@@ -10,14 +10,14 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from "../../src/store/embedded.js";
+import { initialisedDataDir } from "../support/data-dir.js";
 import { createChannel } from "../support/fixtures.js";
 import { listAllIds, startLoad, summarise, waitUntil, type Outcome } from "../support/load.js";
 import { startServiceProcess, stopServiceProcess, type ServiceProcess } from "../support/process.js";
@@ -61,7 +61,7 @@ async function crashPostgres(): Promise<void> {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "agentbus-outage-pg-"));
+  dataDir = await initialisedDataDir("agentbus-outage-pg-");
   pgPort = await freePort();
   pgServer = await startPostgres();
   svc = await startServiceProcess({

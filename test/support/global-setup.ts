@@ -33,6 +33,8 @@ declare module "vitest" {
     templateDatabase: string;
     /** The folder the service is compiled into for the child processes tests start (see compiled.ts). */
     compiledService: string;
+    /** A data folder as the embedded PostgreSQL's first start leaves it, stopped, for tests to copy (see data-dir.ts). */
+    clusterTemplate: string;
   }
 }
 
@@ -43,8 +45,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const teardown = async () => {
     for (const step of undo.splice(0).reverse()) await step();
   };
-  // Compiles while PostgreSQL starts.
+  // Compiles, and initialises the cluster that tests copy, while PostgreSQL starts.
   const compiling = compileService();
+  const initialising = initialiseClusterTemplate();
   try {
     const serverUrl = process.env.TEST_DATABASE_URL ?? (await startServer(undo));
     const template = `agentbus_template_${randomBytes(6).toString("hex")}`;
@@ -62,10 +65,27 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const compiled = await compiling;
     undo.push(compiled.remove);
     project.provide("compiledService", compiled.dir);
+    const cluster = await initialising;
+    undo.push(() => rm(cluster, { recursive: true, force: true }));
+    project.provide("clusterTemplate", cluster);
     return teardown;
   } catch (err) {
     await compiling.then(({ remove }) => remove(), () => {});
+    await initialising.then((dir) => rm(dir, { recursive: true, force: true }), () => {});
     await teardown();
+    throw err;
+  }
+}
+
+/** A first start of the embedded PostgreSQL (initdb, the agentbus database), then a clean stop. */
+async function initialiseClusterTemplate(): Promise<string> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "agentbus-test-cluster-"));
+  try {
+    const server = await startEmbeddedPostgres({ dataDir, port: 0, log: () => {}, extraFlags: ["-c", "fsync=off"] });
+    await server.stop();
+    return dataDir;
+  } catch (err) {
+    await rm(dataDir, { recursive: true, force: true });
     throw err;
   }
 }
