@@ -122,6 +122,8 @@ export async function nextWake(
   let timer: Timer | undefined;
   const onAbort = () => wake();
   signal?.addEventListener("abort", onAbort, { once: true });
+  // Aborted while the caller was still reading: the event has fired already and would never reach the listener.
+  if (signal?.aborted) wake();
   try {
     return await Promise.race([woken, new Promise<undefined>((resolve) => (timer = clock.setTimer(ms, () => resolve(undefined))))]);
   } finally {

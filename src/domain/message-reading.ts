@@ -105,6 +105,8 @@ export class MessageReading {
       });
     }
     signal?.addEventListener("abort", release, { once: true });
+    // Already aborted, the event will not fire again: give the slot back now.
+    if (signal?.aborted) release();
     return { cursor, messages: this.follow(caller, channel, start, signal, release), close: release };
   }
 

@@ -52,7 +52,7 @@ afterAll(async () => {
 describe("webhook delivery across restarts", () => {
   it("an `agentbus worker` killed mid-retry: the next worker on the same database delivers", async () => {
     const db = await createTestDatabase();
-    const api = await app(db, { AGENTBUS_WORKERS: "false" });
+    const api = await app(db, { AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" });
     let worker = spawnCli(["worker"], { DATABASE_URL: db.url, ...WEBHOOK_ENV });
     try {
       await eventually(async () => worker.lines.some((l) => l.includes("agentbus worker running")));

@@ -74,6 +74,21 @@ describe("readOrWait", () => {
     expect(poll.result).toEqual({ settled: true, value: ["fell due"], atMs: 10 });
   });
 
+  it("ends at once, with nothing, when the caller leaves while the wait is still looking up what falls due", async () => {
+    // The abort event fires before the wait listens for it: the wait must see that it has fired already.
+    const clock = new ManualClock();
+    const gone = new AbortController();
+    const read = async () => [] as string[];
+    const nextDue = async () => {
+      gone.abort();
+      return null;
+    };
+    const poll = start(read, { clock, bus: new LocalBus(), waitMs: 20_000, signal: gone.signal, nextDue });
+    await settle();
+    await clock.advance(0);
+    expect(poll.result).toEqual({ settled: true, value: [], atMs: 0 });
+  });
+
   it("keeps to the deadline when nextDue lies beyond it", async () => {
     const clock = new ManualClock();
     const ch = channel();
