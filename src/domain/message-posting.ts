@@ -21,6 +21,14 @@ export interface NewMessageInput {
   mentions: readonly string[];
   /** Seconds before the message is open work (docs/decisions.md#delays); 0..the channel's TTL. */
   delaySeconds?: number | undefined;
+  /** The message's group, 1..128 characters (docs/decisions.md#message-groups). */
+  groupKey?: string | undefined;
+  /** 1 (most urgent)..5, default 3 (docs/decisions.md#priorities). */
+  priority?: number | undefined;
+  /** 1..the channel's TTL: the message expires this much after it is posted. */
+  ttlSeconds?: number | undefined;
+  /** Names of the channel owner's shared limits the message also holds (docs/decisions.md#shared-limits). */
+  limits?: readonly string[] | undefined;
 }
 
 /** A message body that passed the checks needing no channel. */
