@@ -13,6 +13,7 @@ import type { JsonObject } from "../../model/json.js";
 import type { ApiErrorBody } from "./api.js";
 
 const RECONFIGURE = "no tool can fix that: ask whoever set up this MCP server to configure it with a valid agentbus API key (the shell's `agentbus login` mints one), then start a new session.";
+const LIMITS_ELSEWHERE = "Shared limits are created, listed and changed over the REST API or gRPC (LimitService), not through MCP tools";
 const RETRY_AFTER = "Wait for the number of seconds in retry_after, then call the tool again.";
 
 export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
@@ -35,9 +36,12 @@ export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
   webhook_not_found: "No webhook is registered for this actor; over MCP, follow_channel (identifier) notifies you of new messages instead.",
   mcp_session_not_found: "The MCP session ended (idle too long, closed, or its key was revoked): reconnect to start a new one.",
   session_not_found: "Use a session id your key's owner created or was given; sessions expire ttl_seconds after their last change.",
+  limit_not_found: `No limit of this key has that name. ${LIMITS_ELSEWHERE}.`,
   key_not_found: "Use the key's public id (ak_…), as whoami shows it in key_id.",
   method_not_allowed: "tools/list shows the tools this server offers and the arguments each takes.",
   label_in_use: "Choose another agent_label (e.g. add a suffix), or keep using the key that holds it.",
+  limit_exists: `This key already has a limit with that name: choose another name or change the existing limit. ${LIMITS_ELSEWHERE}.`,
+  unknown_limit: `Name only limits the channel's owner created. ${LIMITS_ELSEWHERE}.`,
   already_claimed: "Another worker holds this task: take another with receive_task (identifier), or list open work with read_messages (identifier, status: \"unclaimed\").",
   message_delayed: "Take it at or after available_at (in retry_after seconds), or call receive_task (identifier), which hands out due tasks only.",
   not_claimed: "Take the task with receive_task (identifier) first: only a task you received can be completed or released.",
@@ -65,6 +69,7 @@ export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
   channel_write_rate_exceeded: RETRY_AFTER,
   too_many_mcp_sessions: "Close MCP sessions you no longer use, or let idle ones expire, then connect again.",
   too_many_sessions: "Delete sessions you no longer need, or let them expire, then create one again.",
+  too_many_limits: `Delete limits this key no longer needs, then create again. ${LIMITS_ELSEWHERE}.`,
   job_limit_exceeded: "Wait for your unfinished jobs to finish (get_job, job_id) or for the seconds in retry_after, then submit again.",
   schema_checks_busy: "Send fewer posts to channels with a metadata_schema at once: wait for the ones in flight, or for the seconds in retry_after, then call again.",
   server_busy: RETRY_AFTER,
