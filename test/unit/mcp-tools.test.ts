@@ -25,9 +25,26 @@ const SMALL_PDF = Buffer.from("%PDF-1.4\n% a stand-in\n%%EOF\n");
 
 let api: Server;
 let apiUrl: string;
+/** The requests the stand-in received with a JSON body: what a tool sent. */
+const sent: Array<{ method: string; url: string; body: unknown }> = [];
 beforeAll(async () => {
   // The REST routes get_job and the download call, as the service answers them.
-  api = createServer((req, res) => {
+  api = createServer(async (req, res) => {
+    if (req.method === "POST") {
+      let text = "";
+      for await (const chunk of req) text += String(chunk);
+      const body = JSON.parse(text) as Record<string, unknown>;
+      sent.push({ method: req.method, url: req.url ?? "", body });
+      const stored = /^\/v1\/channels\/[^/]+\/messages$/.test(req.url ?? "") ? { message: { id: "m1", ...body }, next_cursor: "c" } : { id: "ch1", ...body };
+      res.writeHead(201, { "Content-Type": "application/json" });
+      res.end(JSON.stringify(stored));
+      return;
+    }
+    if (req.method === "GET" && /^\/v1\/channels\/[^/]+$/.test(req.url ?? "")) {
+      res.writeHead(404, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ error: "channel_not_found", message: "No such channel" }));
+      return;
+    }
     const job = /^\/(?:v1\/)?jobs\/(\d+)$/.exec(req.url ?? "");
     if (job) {
       res.writeHead(200, { "Content-Type": "application/json" });
@@ -104,6 +121,19 @@ describe("tools/list", () => {
     expect(input("post_message", "delay_seconds")).toMatchObject({ minimum: 0, maximum: TTL_SECONDS.max });
     expect(input("read_messages", "wait")).toMatchObject({ minimum: 0, maximum: 300 });
     expect(input("read_messages", "limit")).toMatchObject({ minimum: 1, maximum: 100 });
+    expect(input("post_message", "priority")).toMatchObject({ type: "integer", minimum: 1, maximum: 5 });
+    expect(input("post_message", "ttl_seconds")).toMatchObject({ type: "integer", minimum: 1, maximum: TTL_SECONDS.max });
+    expect(input("post_message", "group_key")).toMatchObject({ type: "string" });
+    expect(input("find_or_create_channel", "group_concurrency")).toMatchObject({ minimum: 1, maximum: 1000 });
+    expect(input("find_or_create_channel", "priority_aging_seconds")).toMatchObject({ minimum: 1, maximum: 86_400 });
+    expect(input("find_or_create_channel", "dispatch")).toMatchObject({ enum: ["fifo", "fair"] });
+    expect(input("find_or_create_channel", "limits")).toMatchObject({ type: "array", items: { type: "string" } });
+  });
+
+  it("describes post_message's ttl_seconds as the message's own expiry, not the channel's", () => {
+    const ttl = tools.find((t) => t.name === "post_message")!.inputSchema.properties!.ttl_seconds as { description: string };
+    expect(ttl.description).toMatch(/this message expires/);
+    expect(ttl.description).not.toMatch(/used only when creating/);
   });
 
   it("shows enums by their REST names only, and no internal enum name anywhere", () => {
@@ -155,5 +185,27 @@ describe("a finished PDF job (get_job)", () => {
     const result = await call(client, "get_job", { job_id: 9 });
     expect(result.content.some((c) => c.type === "resource")).toBe(false);
     expect(result.structuredContent).toMatchObject({ pdf: { embedded: false, download_url: "https://bus.example/v1/pdf/9" } });
+  });
+});
+
+describe("posting with a group, a priority and an expiry (post_message)", () => {
+  const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+
+  it("sends group_key, priority and ttl_seconds to the create call as given", async () => {
+    const client = await connect();
+    sent.length = 0;
+    const result = await call(client, "post_message", { identifier: "jobs", content: "review PR 7", group_key: "repo:agentbus", priority: 1, ttl_seconds: 600 });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(sent).toEqual([{ method: "POST", url: "/v1/channels/jobs/messages", body: { content: "review PR 7", group_key: "repo:agentbus", priority: 1, ttl_seconds: 600 } }]);
+  });
+
+  it("creates a channel with its group, dispatch, aging and limit settings (find_or_create_channel)", async () => {
+    const client = await connect();
+    sent.length = 0;
+    const result = await call(client, "find_or_create_channel", { name: "repos", group_concurrency: 1, dispatch: "fair", priority_aging_seconds: 30, limits: ["openai"] });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(sent).toEqual([
+      { method: "POST", url: "/v1/channels", body: { mode: "claimable", name: "repos", group_concurrency: 1, dispatch: "fair", priority_aging_seconds: 30, limits: ["openai"] } },
+    ]);
   });
 });

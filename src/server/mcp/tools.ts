@@ -54,6 +54,11 @@ export interface ToolSpec {
  * which the stdio server cannot know, so the schema offers the whole range.
  */
 const MAX_WAIT_SECONDS = 300;
+/** Issue 28's bounds, as the service checks them (docs/decisions.md#priorities, #message-groups). */
+const PRIORITY = { min: 1, max: 5, default: 3 } as const;
+const GROUP_KEY_MAX_LENGTH = 128;
+const GROUP_CONCURRENCY = { min: 1, max: 1000 } as const;
+const PRIORITY_AGING_SECONDS = { min: 1, max: 86_400 } as const;
 const KIB = 1024;
 const MIB = KIB * KIB;
 /**
@@ -103,6 +108,32 @@ const FIELDS: FieldDocs = {
     maximum: TTL_SECONDS.max,
   },
   actor_label: { description: "A free-text label of who posts, shown with the message." },
+  group_key: {
+    description:
+      `The message's group (1..${GROUP_KEY_MAX_LENGTH} characters), e.g. a repository or conversation id: on a channel with group_concurrency, ` +
+      "at most that many messages of one group are worked on at once (1: one after another, in order); fair dispatch takes turns between groups.",
+  },
+  priority: {
+    description: `How urgent the task is: ${PRIORITY.min} (most urgent) to ${PRIORITY.max}, default ${PRIORITY.default}. Workers receive more urgent work first.`,
+    minimum: PRIORITY.min,
+    maximum: PRIORITY.max,
+  },
+  group_concurrency: {
+    description: `Claimable channels: at most this many messages of one group_key in flight at once (${GROUP_CONCURRENCY.min}..${GROUP_CONCURRENCY.max}; 1 makes each group strictly in order). Default unbounded; used only when creating.`,
+    minimum: GROUP_CONCURRENCY.min,
+    maximum: GROUP_CONCURRENCY.max,
+  },
+  dispatch: {
+    description: "Claimable channels: fifo (default: oldest open work first) or fair (take turns between groups, so one large group cannot starve the others); used only when creating.",
+  },
+  priority_aging_seconds: {
+    description: `A waiting message counts one priority level more urgent per this many seconds waited (${PRIORITY_AGING_SECONDS.min}..${PRIORITY_AGING_SECONDS.max}), so low priority is not starved. Default: no aging; used only when creating.`,
+    minimum: PRIORITY_AGING_SECONDS.min,
+    maximum: PRIORITY_AGING_SECONDS.max,
+  },
+  limits: {
+    description: "Names of your shared limits (quotas such as a model provider's calls per minute) that every message delivered from the channel holds; used only when creating.",
+  },
   actor: { description: "Who does this: one of your own actors (id, alias or name; a new name creates one). Default: your key's own agent." },
   max_messages: {
     description: `How many tasks to take at once (${RECEIVE_MAX_MESSAGES.min}..${RECEIVE_MAX_MESSAGES.max}, default ${RECEIVE_MAX_MESSAGES.default}).`,
@@ -171,7 +202,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Returns the channel (id, name, mode, access, ttl_seconds, …) and whether it was created.",
     method: ChannelService.method.createChannel,
     schema: {
-      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds"],
+      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds", "group_concurrency", "dispatch", "priority_aging_seconds", "limits"],
       required: ["name"],
       docs: {
         mode: "claimable (default: a work queue, each message goes to one worker) or broadcast (every reader sees every message); used only when creating.",
@@ -221,11 +252,19 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Post a message",
     description:
       "Posts a message to a channel: a task for a claimable channel's workers, or news for a broadcast channel's readers. " +
+      "Workers take more urgent tasks first (priority 1..5); group_key ties related tasks together (one repository, one conversation), which a channel with group_concurrency works a few, or one, at a time. " +
       "A retry of the same call is stored once. Returns the stored message (its id is what you wait on with wait_for_result) and next_cursor.",
     method: MessageService.method.createMessage,
     schema: {
-      fields: ["identifier", "content", "metadata", "mentions", "delay_seconds", "actor_label"],
+      fields: ["identifier", "content", "metadata", "mentions", "delay_seconds", "group_key", "priority", "ttl_seconds", "actor_label"],
       required: ["identifier", "content"],
+      docs: {
+        ttl_seconds: {
+          description: `Seconds until this message expires unworked, when sooner than the channel's ttl_seconds: 1 up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}). Default: the channel's.`,
+          minimum: 1,
+          maximum: TTL_SECONDS.max,
+        },
+      },
     },
     run: (args, ctx) => call(ctx, MessageService.method.createMessage, args, { idempotencyKey: `mcp-${ctx.callId}` }),
   },
@@ -247,7 +286,8 @@ export const TOOLS: readonly ToolSpec[] = [
     name: "receive_task",
     title: "Receive a task",
     description:
-      "Takes the oldest open task(s) of a claimable channel under a lease: no other worker gets them until you complete or release them, " +
+      "Takes the next open task(s) of a claimable channel under a lease (the most urgent priority first, then the oldest, or by turns between groups on a fair channel): " +
+      "no other worker gets them until you complete or release them, " +
       "or the lease runs out (then they go to someone else). Pass 'complete' to finish earlier tasks in the same call. " +
       "Returns {data: [{message, lease_token, lease_expires_at}], completed}; data is empty when nothing arrived within 'wait'.",
     method: MessageService.method.receiveMessages,
@@ -299,7 +339,9 @@ export const TOOLS: readonly ToolSpec[] = [
   {
     name: "channel_stats",
     title: "Queue state of a channel",
-    description: "Counts a channel's messages by state (ready, delayed, in_flight, acknowledged, dead_lettered) with the oldest ready task's age.",
+    description:
+      "Counts a channel's messages by state (ready, delayed, in_flight, acknowledged, dead_lettered) with the oldest ready task's age, " +
+      "ready work by priority (ready_by_priority) and, on a claimable channel, its message groups (groups: count, in_flight and the largest by ready work).",
     method: MessageService.method.getChannelStats,
     schema: { required: ["identifier"] },
     readOnly: true,
