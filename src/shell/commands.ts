@@ -1,6 +1,6 @@
 /**
  * The shell commands of `agentbus` (beside serve, worker, migrate and mcp):
- * login, key, channel, send, tail, work, result, pdf, parse, transcript.
+ * login, key, channel, limit, send, tail, work, result, pdf, parse, transcript.
  * Arguments are parsed by commander. Each command talks to a running service
  * over its REST API (the same client the MCP tools use).
  *
@@ -14,10 +14,11 @@
  * a terminal (./terminal.ts); `--raw` turns that off.
  */
 import { createInterface } from "node:readline";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
+import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { JsonObject } from "../model/json.js";
 import { AgentbusApi, ApiCallError, notSpinning, pause } from "../server/mcp/api.js";
@@ -39,6 +40,26 @@ interface GlobalFlags {
   url?: string;
   key?: string;
   raw?: boolean;
+}
+
+interface ChannelCreateFlags {
+  mode: string;
+  access: string;
+  description?: string;
+  groupConcurrency?: number;
+  dispatch?: string;
+  priorityAging?: number;
+  limit?: string[];
+  new?: boolean;
+  json?: boolean;
+}
+
+interface SendFlags {
+  group?: string;
+  priority?: string;
+  ttl?: number;
+  limit?: string[];
+  json?: boolean;
 }
 
 /** How long a result or job wait may be asked for, per request (the service caps long-polls lower). */
@@ -104,6 +125,31 @@ const countOf = (n: unknown) => {
 /** A listed channel: its line, its owner's label, its live messages and, on a work queue, its open work (broadcast channels have none to count). */
 const summaryLine = (c: JsonObject) =>
   `${channelLine(c)}  owner ${String(c.owner_id ?? "")}  live ${countOf(c.live_messages)}${c.mode === "claimable" ? `  open ${countOf(c.open_messages)}` : ""}`;
+
+/** A flag's whole-number value; anything else is bad usage (exit 2), before anything is sent. */
+const wholeNumber = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n)) throw new InvalidArgumentError("Not a whole number.");
+  return n;
+};
+
+/** A repeatable flag's values, in the order given. */
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** `--rate 100/60`: at most 100 deliveries in any 60 seconds (a trailing "s" is allowed). */
+const rateOf = (value: string): { count: number; per_seconds: number } => {
+  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*s?\s*$/.exec(value);
+  if (match === null) throw new InvalidArgumentError("Give it as COUNT/SECONDS, e.g. 100/60 for 100 deliveries a minute.");
+  return { count: Number(match[1]), per_seconds: Number(match[2]) };
+};
+
+/** A limit's line: its name, what is in flight of its bound, and what its rate window used. */
+function limitLine(l: JsonObject): string {
+  const max = typeof l.max_in_flight === "number" ? ` of ${l.max_in_flight}` : " (no bound)";
+  const rate = l.rate as { count?: number; per_seconds?: number } | null | undefined;
+  const window = rate ? `used ${String(l.used_in_window ?? 0)} of ${String(rate.count)} per ${String(rate.per_seconds)} s` : "no rate";
+  return `${String(l.name)}  in flight ${String(l.in_flight ?? 0)}${max}  ${window}`;
+}
 
 /** stdin is a terminal: a person can answer a question there. */
 const stdinIsTTY = (io: Io) => (io.stdin as { isTTY?: boolean }).isTTY === true;
@@ -228,9 +274,13 @@ export function buildProgram(io: Io): Command {
     .addOption(new Option("--mode <mode>", "claimable or broadcast (when creating)").choices(["claimable", "broadcast"]).default("claimable"))
     .addOption(new Option("--access <access>", "open or restricted (when creating)").choices(["open", "restricted"]).default("open"))
     .option("--description <text>", "what the channel is for (when creating)")
+    .option("--group-concurrency <n>", "claimable: at most this many messages of one group in flight at once, 1..1000; 1 works each group strictly in order (when creating; default unbounded)", wholeNumber)
+    .addOption(new Option("--dispatch <rule>", "claimable: fifo (oldest open work first) or fair (take turns between groups) (when creating; default fifo)").choices(["fifo", "fair"]))
+    .option("--priority-aging <seconds>", "a waiting message counts one priority level more urgent per this many seconds, 1..86400 (when creating; default none)", wholeNumber)
+    .option("--limit <name>", "a shared limit of yours (`agentbus limit create`) every delivered message holds; repeat for several (when creating)", collect)
     .option("--new", "create a new channel even if you have one of that name")
     .option("--json", "print the channel as JSON")
-    .action(async (name: string, opts: { mode: string; access: string; description?: string; new?: boolean; json?: boolean }) => {
+    .action(async (name: string, opts: ChannelCreateFlags) => {
       const client = await api();
       const print = (c: JsonObject) => io.out(opts.json ? JSON.stringify(c) : channelLine(c));
       if (!opts.new) {
@@ -241,7 +291,13 @@ export function buildProgram(io: Io): Command {
           return;
         }
       }
-      print(await client.call(ChannelService.method.createChannel, { name, mode: opts.mode, access: opts.access, description: opts.description ?? null }));
+      const settings: JsonObject = {
+        ...(opts.groupConcurrency === undefined ? {} : { group_concurrency: opts.groupConcurrency }),
+        ...(opts.dispatch === undefined ? {} : { dispatch: opts.dispatch }),
+        ...(opts.priorityAging === undefined ? {} : { priority_aging_seconds: opts.priorityAging }),
+        ...(opts.limit === undefined ? {} : { limits: opts.limit }),
+      };
+      print(await client.call(ChannelService.method.createChannel, { name, mode: opts.mode, access: opts.access, description: opts.description ?? null, ...settings }));
     });
   channel
     .command("get <channel>")
@@ -299,14 +355,82 @@ export function buildProgram(io: Io): Command {
       io.out(`${String(found.id)}  ${String(found.name)}  deleted`);
     });
 
+  const limit = program.command("limit").description("shared limits: bounds on the messages in flight and on deliveries per window, across every channel and message that names them (a model provider's quota, say)");
+  limit
+    .command("create <name>")
+    .description("create a shared limit; give --max-in-flight, --rate or both. Channels name it with `channel create --limit`, messages with `send --limit`")
+    .option("--max-in-flight <n>", "at most this many delivered messages hold it at once, 1..100000", wholeNumber)
+    .option("--rate <count/seconds>", "at most COUNT deliveries in any SECONDS, e.g. 100/60 (COUNT 1..1000000, SECONDS 1..86400)", rateOf)
+    .option("--json", "print the limit as JSON")
+    .action(async (name: string, opts: { maxInFlight?: number; rate?: { count: number; per_seconds: number }; json?: boolean }) => {
+      if (opts.maxInFlight === undefined && opts.rate === undefined) throw new Exit(EXIT.usage, "limit create needs --max-in-flight, --rate or both");
+      const created = await (await api()).call(LimitService.method.createLimit, {
+        name,
+        ...(opts.maxInFlight === undefined ? {} : { max_in_flight: opts.maxInFlight }),
+        ...(opts.rate === undefined ? {} : { rate: opts.rate }),
+      });
+      io.out(opts.json ? JSON.stringify(created) : limitLine(created));
+    });
+  limit
+    .command("list")
+    .description("list your limits with their live use: in flight of the bound, and deliveries in the current rate window")
+    .option("--json", "one JSON object per line")
+    .action(async (opts: { json?: boolean }) => {
+      const page = await (await api()).call(LimitService.method.listLimits, {});
+      for (const l of (page.data ?? []) as JsonObject[]) io.out(opts.json ? JSON.stringify(l) : limitLine(l));
+    });
+  limit
+    .command("get <name>")
+    .description("show one of your limits with its live use, as JSON")
+    .action(async (name: string) => {
+      io.out(JSON.stringify(await (await api()).call(LimitService.method.getLimit, { name }), null, 2));
+    });
+  limit
+    .command("update <name>")
+    .description("change a limit's bounds (the next delivery on uses them); `none` removes one, as long as the other remains")
+    .option("--max-in-flight <n|none>", "the new bound on messages in flight, 1..100000, or none")
+    .option("--rate <count/seconds|none>", "the new rate, e.g. 100/60, or none")
+    .option("--json", "print the limit as JSON")
+    .action(async (name: string, opts: { maxInFlight?: string; rate?: string; json?: boolean }) => {
+      if (opts.maxInFlight === undefined && opts.rate === undefined) throw new Exit(EXIT.usage, "limit update needs --max-in-flight, --rate or both");
+      const update: JsonObject = {};
+      try {
+        if (opts.maxInFlight !== undefined) update.max_in_flight = opts.maxInFlight === "none" ? null : wholeNumber(opts.maxInFlight);
+        if (opts.rate !== undefined) update.rate = opts.rate === "none" ? null : rateOf(opts.rate);
+      } catch (err) {
+        if (err instanceof InvalidArgumentError) throw new Exit(EXIT.usage, err.message);
+        throw err;
+      }
+      const changed = await (await api()).call(LimitService.method.updateLimit, { name, update });
+      io.out(opts.json ? JSON.stringify(changed) : limitLine(changed));
+    });
+  limit
+    .command("delete <name>")
+    .description("delete a limit: channels and messages that named it stop holding it")
+    .action(async (name: string) => {
+      await (await api()).call(LimitService.method.deleteLimit, { name });
+      io.out(`${name}  deleted`);
+    });
+
   program
     .command("send <channel> [content]")
     .description("post a message; the content comes from the argument or, without one (or with -), from stdin less one trailing newline")
+    .option("--group <key>", "the message's group (1..128 characters), e.g. a repository: a channel with a group concurrency works a group's messages a few, or one, at a time")
+    .addOption(new Option("--priority <1-5>", "how urgent: 1 (most) to 5 (least); workers receive more urgent work first (default 3)").choices(["1", "2", "3", "4", "5"]))
+    .option("--ttl <seconds>", "expire the message this many seconds after posting, when sooner than the channel's TTL", wholeNumber)
+    .option("--limit <name>", "a shared limit of the channel's owner the message holds while in flight, besides the channel's; repeat for several", collect)
     .option("--json", "print the stored message as JSON")
-    .action(async (identifier: string, content: string | undefined, opts: { json?: boolean }) => {
+    .action(async (identifier: string, content: string | undefined, opts: SendFlags) => {
       const text = content === undefined || content === "-" ? withoutTrailingNewline(await readAll(io.stdin)) : content;
       if (text === "") throw new Exit(EXIT.usage, "nothing to send: give the content as an argument or on stdin");
-      const posted = await (await api()).call(MessageService.method.createMessage, { identifier, content: text });
+      const posted = await (await api()).call(MessageService.method.createMessage, {
+        identifier,
+        content: text,
+        ...(opts.group === undefined ? {} : { group_key: opts.group }),
+        ...(opts.priority === undefined ? {} : { priority: Number(opts.priority) }),
+        ...(opts.ttl === undefined ? {} : { ttl_seconds: opts.ttl }),
+        ...(opts.limit === undefined ? {} : { limits: opts.limit }),
+      });
       const message = posted.message as JsonObject;
       io.out(opts.json ? JSON.stringify(message) : String(message.id));
     });
