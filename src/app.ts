@@ -21,6 +21,7 @@ import { ChannelHistory } from "./domain/history.js";
 import { AsyncJobs } from "./domain/jobs.js";
 import { SecurityAudit } from "./domain/audit.js";
 import { keyChangeTopic, Keys } from "./domain/keys.js";
+import { Limits } from "./domain/limits.js";
 import { Sessions } from "./domain/sessions.js";
 import { TaskVerbs } from "./domain/task-verbs.js";
 import { ensureSandbox, SANDBOX_ALIAS } from "./domain/sandbox.js";
@@ -61,6 +62,7 @@ import { PgHistoryStore } from "./store/history.js";
 import { PgIdempotencyStore } from "./store/idempotency.js";
 import { PgAuditLog } from "./store/audit.js";
 import { PgKeyStore } from "./store/keys.js";
+import { PgLimitStore } from "./store/limits.js";
 import { PgSessionStore } from "./store/sessions.js";
 import { PgUsageMetricsStore } from "./store/usage-metrics.js";
 import { PgSandboxStore } from "./store/sandbox.js";
@@ -194,6 +196,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     jobs: new AsyncJobs(new PgJobStore(db, PROCESS_NAME), clock, config.jobsMaxQueuedPerKey),
     minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),
     sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
+    limits: new Limits(new PgLimitStore(db, forget), { clock }),
     audit,
     quotas,
     taskVerbs: new TaskVerbs(channels, messages, membership),

@@ -15,6 +15,7 @@ import type { AsyncJobs } from "../domain/jobs.js";
 import type { Membership } from "../domain/membership.js";
 import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
+import type { Limits } from "../domain/limits.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { Sessions } from "../domain/sessions.js";
 import type { Quotas } from "../domain/quotas.js";
@@ -32,6 +33,7 @@ import { channelHandlers } from "./channel-service.js";
 import { compatService } from "./compat-service.js";
 import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
+import { limitService } from "./limit-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
 import { securityService } from "./security-service.js";
@@ -52,6 +54,7 @@ export interface Domain {
   jobs: AsyncJobs;
   minting: PublicMinting;
   sessions: Sessions;
+  limits: Limits;
   audit: SecurityAudit;
   quotas: Quotas;
   taskVerbs: TaskVerbs;
@@ -80,6 +83,7 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     actorService(domain.actors, domain.actorWebhooks),
     adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit, domain.quotas),
     sessionService(domain.sessions),
+    limitService(domain.limits),
     securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),
     compatService({ verbs: domain.taskVerbs, usage: domain.usageMetrics, quotas: domain.quotas, clock }),
