@@ -15,6 +15,14 @@ export interface TaskCallOptions {
   actor?: string;
   /** Stored on the task message. */
   metadata?: JsonObject;
+  /** The task's group (1..128 characters): a channel's group_concurrency and fair dispatch work by it. */
+  groupKey?: string;
+  /** 1 (most urgent) to 5; default 3. Workers receive more urgent tasks first. */
+  priority?: number;
+  /** The task expires this many seconds after it is posted (1..the channel's ttl_seconds); default the channel's. */
+  ttlSeconds?: number;
+  /** Names of the channel owner's shared limits the task holds while in flight, besides the channel's. */
+  limits?: string[];
   /** Aborting stops the wait (the call rejects with the signal's reason); the task stays posted. */
   signal?: AbortSignal;
 }
@@ -64,7 +72,16 @@ export async function call(client: AgentbusClient, channel: string, task: string
   const deadline = Date.now() + timeoutSeconds * 1000;
   const { signal } = options;
   const posted = await client.messages.createMessage(
-    { identifier: channel, content: task, actor: options.actor, metadata: options.metadata },
+    {
+      identifier: channel,
+      content: task,
+      actor: options.actor,
+      metadata: options.metadata,
+      groupKey: options.groupKey,
+      priority: options.priority,
+      ttlSeconds: options.ttlSeconds,
+      limits: options.limits,
+    },
     { signal },
   );
   const id = posted.message?.id;

@@ -11,6 +11,7 @@ import { AdminService } from "../../../gen/agentbus/v1/admin_service_pb.js";
 import { ChannelService } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
+import { LimitService } from "../../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../../gen/agentbus/v1/security_service_pb.js";
 import { CompatService } from "../../../gen/agentbus/v1/compat_service_pb.js";
@@ -46,6 +47,8 @@ export interface AgentbusClient {
   keys: Client<typeof KeyService>;
   channels: Client<typeof ChannelService>;
   messages: Client<typeof MessageService>;
+  /** Shared limits (a model provider's quota) that channels and messages name (docs/decisions.md#shared-limits). */
+  limits: Client<typeof LimitService>;
   actors: Client<typeof ActorService>;
   jobs: Client<typeof JobService>;
   admin: Client<typeof AdminService>;
@@ -65,6 +68,7 @@ export function clientOver(transport: Transport): AgentbusClient {
     keys: serviceClient(KeyService, transport),
     channels: serviceClient(ChannelService, transport),
     messages: serviceClient(MessageService, transport),
+    limits: serviceClient(LimitService, transport),
     actors: serviceClient(ActorService, transport),
     jobs: serviceClient(JobService, transport),
     admin: serviceClient(AdminService, transport),
