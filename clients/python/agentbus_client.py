@@ -80,6 +80,7 @@ from agentbus.v1 import (  # noqa: E402
     errors_pb2,
     job_service_pb2,
     key_service_pb2,
+    limit_service_pb2,
     message_service_pb2,
     security_service_pb2,
     session_service_pb2,
@@ -167,7 +168,7 @@ class _Service:
 
 
 class AgentbusClient:
-    """One gRPC channel (plaintext h2c unless a channel is passed) and the nine services."""
+    """One gRPC channel (plaintext h2c unless a channel is passed) and the ten services."""
 
     def __init__(
         self,
@@ -185,6 +186,8 @@ class AgentbusClient:
         self.keys = _Service(self, ch, key_service_pb2.DESCRIPTOR.services_by_name["KeyService"])
         self.channels = _Service(self, ch, channel_service_pb2.DESCRIPTOR.services_by_name["ChannelService"])
         self.messages = _Service(self, ch, message_service_pb2.DESCRIPTOR.services_by_name["MessageService"])
+        # Shared limits (a model provider's quota) that channels and messages name (docs/decisions.md#shared-limits).
+        self.limits = _Service(self, ch, limit_service_pb2.DESCRIPTOR.services_by_name["LimitService"])
         self.actors = _Service(self, ch, actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
         self.jobs = _Service(self, ch, job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
         self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])
@@ -510,15 +513,35 @@ class CallResult(NamedTuple):
 _MAX_WAIT_PER_POLL = 30.0
 
 
-def call(client: AgentbusClient, channel: str, task: str, *, timeout: float = 60.0, actor: Optional[str] = None) -> CallResult:
+def call(
+    client: AgentbusClient,
+    channel: str,
+    task: str,
+    *,
+    timeout: float = 60.0,
+    actor: Optional[str] = None,
+    group_key: Optional[str] = None,
+    priority: Optional[int] = None,
+    ttl_seconds: Optional[int] = None,
+    limits: Sequence[str] = (),
+) -> CallResult:
     """Posts ``task`` to a claimable channel and waits for a worker's acknowledgement: ``(result, message)``.
 
-    ``result`` is None when the worker acked without one. Raises
-    :class:`CallTimeoutError` after ``timeout`` seconds without an
-    acknowledgement and :class:`CallAbandonedError` if the task stops being live.
+    ``group_key`` (1..128 characters) puts the task in a group, which the
+    channel's ``group_concurrency`` and fair dispatch work by; ``priority`` is
+    1 (most urgent) to 5 (default 3); ``ttl_seconds`` expires the task sooner
+    than the channel's TTL; ``limits`` names shared limits of the channel's
+    owner it holds while in flight. ``result`` is None when the worker acked
+    without one. Raises :class:`CallTimeoutError` after ``timeout`` seconds
+    without an acknowledgement and :class:`CallAbandonedError` if the task
+    stops being live.
     """
     deadline = time.monotonic() + timeout
-    posted = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel, content=task, actor=actor))
+    posted = client.messages.CreateMessage(
+        message_service_pb2.CreateMessageRequest(
+            identifier=channel, content=task, actor=actor, group_key=group_key, priority=priority, ttl_seconds=ttl_seconds, limits=list(limits)
+        )
+    )
     message_id = posted.message.id
     while True:
         remaining = deadline - time.monotonic()

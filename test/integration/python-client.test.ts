@@ -187,6 +187,54 @@ print(json.dumps(out))
     expect(result.stored).toEqual([["ask", 1, 1, '{"answer":42}'], ["flaky", 1, 2, "done flaky"], ...tasks.map((t) => [t, 1, 1, `done ${t}`])]);
   });
 
+  it("manages shared limits (client.limits), creates a channel with group settings, and call() posts with a group, a priority and an expiry", async () => {
+    const script = `
+import json, threading, uuid
+from google.protobuf import field_mask_pb2
+from agentbus_client import AgentbusClient, AgentbusError, call, run_worker
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, limit_pb2, limit_service_pb2, message_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    created = client.limits.CreateLimit(limit_service_pb2.CreateLimitRequest(name="model", max_in_flight=5, rate=limit_pb2.LimitRate(count=100, per_seconds=60)))
+    out["created"] = [created.name, created.max_in_flight, created.rate.count, created.rate.per_seconds, created.in_flight]
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(
+        name="py-groups-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE, group_concurrency=1,
+        dispatch=channel_pb2.CHANNEL_DISPATCH_FAIR, priority_aging_seconds=30, limits=["model"]))
+    out["channel"] = [channel.group_concurrency, channel_pb2.ChannelDispatch.Name(channel.dispatch), channel.priority_aging_seconds, list(channel.limits)]
+    stop = threading.Event()
+    handle = lambda message, _context: "%s/%d/%d" % (message.group_key, message.priority, message.expires_at.ToSeconds() - message.created_at.ToSeconds())
+    thread = threading.Thread(target=run_worker, args=(client, channel.id, handle), kwargs={"wait": 1, "stop": stop})
+    thread.start()
+    out["call"] = call(client, channel.id, "summarise", timeout=20, group_key="conversation-7", priority=1, ttl_seconds=600).result
+    stop.set()
+    thread.join()
+    out["used"] = client.limits.GetLimit(limit_service_pb2.GetLimitRequest(name="model")).used_in_window
+    updated = client.limits.UpdateLimit(limit_service_pb2.UpdateLimitRequest(
+        name="model", update=limit_service_pb2.LimitUpdate(max_in_flight=10), update_mask=field_mask_pb2.FieldMask(paths=["max_in_flight"])))
+    out["updated"] = updated.max_in_flight
+    out["listed"] = [l.name for l in client.limits.ListLimits(limit_service_pb2.ListLimitsRequest()).data]
+    client.limits.DeleteLimit(limit_service_pb2.DeleteLimitRequest(name="model"))
+    try:
+        client.limits.GetLimit(limit_service_pb2.GetLimitRequest(name="model"))
+    except AgentbusError as err:
+        out["deleted"] = err.code
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(out.stdout)).toEqual({
+      created: ["model", 5, 100, 60, 0],
+      channel: [1, "CHANNEL_DISPATCH_FAIR", 30, ["model"]],
+      call: "conversation-7/1/600",
+      used: 1,
+      updated: 10,
+      listed: ["model"],
+      deleted: "limit_not_found",
+    });
+  });
+
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentbus-py-"));
     try {
