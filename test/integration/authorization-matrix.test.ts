@@ -1,6 +1,6 @@
 /**
  * The authorization matrix (issue 4, item 8): every RPC of ChannelService,
- * MessageService and AdminService, for every kind of caller (no key, a
+ * MessageService, AdminService and LimitService, for every kind of caller (no key, a
  * revoked key, a stranger, a member, the owner; for AdminService: the admin
  * token rules), on open and on restricted channels, over REST and over gRPC.
  * The scope dimension (issue 17): a member whose key holds only the scope the
@@ -21,7 +21,9 @@
  *   - batchAck and batchRelease answer 200 to any key: each id's refusal is
  *     in its own result, the one the single call would have given (#batches);
  *   - a missing or revoked key is 401 on every route (ResolveInvitation without
- *     a key: 401 api_key_required); admin routes take X-Admin-Token (#pause).
+ *     a key: 401 api_key_required); admin routes take X-Admin-Token (#pause);
+ *   - a shared limit is its creating key's: any other key is told 404
+ *     limit_not_found, as for a missing one (#shared-limits).
  *
  * The suite fails when an RPC of those services has no row, or when a REST
  * route of theirs is not exercised, so a route added later cannot ship
@@ -40,6 +42,7 @@ import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
 import { AccessRequestStatus, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
+import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
 import { AckStatus, ClaimStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { KEY_SCOPES, type KeyScope } from "../../src/model/scopes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
@@ -80,6 +83,7 @@ const UNAUTHORIZED = refused(401, "unauthorized");
 const ACCESS_DENIED = refused(403, "channel_access_denied");
 const FORBIDDEN = refused(403, "forbidden");
 const NOT_IMPLEMENTED = refused(501, "not_implemented");
+const LIMIT_NOT_FOUND = refused(404, "limit_not_found");
 
 /** The gRPC status each refusal maps to (docs/decisions.md#grpc-status). */
 const GRPC_CODE_OF_ERROR: Record<string, Code> = {
@@ -91,6 +95,7 @@ const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   insufficient_scope: Code.PermissionDenied,
   admin_disabled: Code.PermissionDenied,
   not_implemented: Code.Unimplemented,
+  limit_not_found: Code.NotFound,
 };
 
 /** The outcome for a caller with a valid key; undefined when the case cannot exist. */
@@ -119,6 +124,12 @@ const only =
     access === "restricted" && who === "stranger" ? ACCESS_DENIED : allowed.includes(who) ? ok(status) : FORBIDDEN;
 
 const ownerOnly = (status: number): Rule => only(["owner"], status);
+
+/** A resource of the owner's key that is not channel-scoped (a shared limit): every other key is told it does not exist. */
+const ownersOnly =
+  (status: number, missing: Outcome): Rule =>
+  (who) =>
+    who === "owner" ? ok(status) : missing;
 
 /**
  * The caller acts on something it made itself (its own lease, claim, message,
@@ -622,7 +633,82 @@ const rows: Row[] = [
     rule: anyKey(200),
     prepare: async (env) => ({ fields: { key_id: keyIdOf(env.inst.keys.worker) } }),
   },
+
+  // ----- LimitService (not channel-scoped: a limit is its creating key's) -----
+  {
+    rpc: "LimitService.CreateLimit",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(201),
+    success: () => ({ rest: { max_in_flight: 3, in_flight: 0 }, grpc: { maxInFlight: 3, inFlight: 0 } }),
+    prepare: async () => ({ fields: { name: unique("matrix"), max_in_flight: 3 } }),
+  },
+  {
+    rpc: "LimitService.ListLimits",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    success: () => sameBody({ data: expect.any(Array) }),
+    prepare: async () => ({ fields: {} }),
+  },
+  {
+    rpc: "LimitService.GetLimit",
+    variant: "the caller's own limit",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    success: () => ({ rest: { max_in_flight: 5 }, grpc: { maxInFlight: 5 } }),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.self) } }),
+  },
+  {
+    rpc: "LimitService.GetLimit",
+    variant: "the owner's limit",
+    scope: "global",
+    mutates: false,
+    rule: ownersOnly(200, LIMIT_NOT_FOUND),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.inst.keys.owner) } }),
+  },
+  {
+    rpc: "LimitService.UpdateLimit",
+    variant: "the caller's own limit",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    success: () => ({ rest: { max_in_flight: 9 }, grpc: { maxInFlight: 9 } }),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.self), update: { max_in_flight: 9 } } }),
+  },
+  {
+    rpc: "LimitService.UpdateLimit",
+    variant: "the owner's limit",
+    scope: "global",
+    mutates: false,
+    rule: ownersOnly(200, LIMIT_NOT_FOUND),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.inst.keys.owner), update: { max_in_flight: 9 } } }),
+  },
+  {
+    rpc: "LimitService.DeleteLimit",
+    variant: "the caller's own limit",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(204),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.self) } }),
+  },
+  {
+    rpc: "LimitService.DeleteLimit",
+    variant: "the owner's limit",
+    scope: "global",
+    mutates: false,
+    rule: ownersOnly(204, LIMIT_NOT_FOUND),
+    prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.inst.keys.owner) } }),
+  },
 ];
+
+/** A fresh limit of `key` (max_in_flight 5), straight in the table so the fixtures do not depend on the routes under test; its name. */
+async function limitOf(inst: Instance, key: string): Promise<string> {
+  const name = unique("limit");
+  await inst.sql.query("INSERT INTO limits (owner_key_id, name, max_in_flight, created_at, updated_at) VALUES ($1, $2, 5, now(), now())", [keyIdOf(key), name]);
+  return name;
+}
 
 /** The stranger's pending access request on a fresh channel of the case's access. */
 async function pendingRequest(env: Env): Promise<Prepared> {
@@ -643,7 +729,7 @@ async function workerMessage(env: Env): Promise<string> {
 // Expectations and cases
 // ---------------------------------------------------------------------------
 
-const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService];
+const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService, LimitService];
 const routeTable = new RestRoutes(SERVICES);
 const methods = new Map<string, DescMethod>(SERVICES.flatMap((s) => s.methods.map((m): [string, DescMethod] => [`${s.name}.${m.name}`, m])));
 
@@ -1071,7 +1157,7 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------
 
 describe("completeness", () => {
-  it("has a row for every RPC of ChannelService, MessageService and AdminService", () => {
+  it("has a row for every RPC of ChannelService, MessageService, AdminService and LimitService", () => {
     const covered = new Set(rows.map((r) => r.rpc));
     const missing = [...methods.keys()].filter((name) => !covered.has(name));
     expect(missing, "RPCs without a row in the authorization matrix").toEqual([]);

@@ -5,13 +5,14 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { CompatService } from "../../gen/agentbus/v1/compat_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
+import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../gen/agentbus/v1/security_service_pb.js";
 import { SessionService } from "../../gen/agentbus/v1/session_service_pb.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 
-const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, SecurityService, CompatService];
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, LimitService, SecurityService, CompatService];
 const routes = new RestRoutes(services);
 
 /** Every REST route the API offers, with the RPC that serves it. */
@@ -80,6 +81,11 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/sessions/s1/members", "ListSessionMembers"],
   ["POST", "/v1/sessions/s1/members", "AddSessionMember"],
   ["DELETE", "/v1/sessions/s1/members/ak_1", "RemoveSessionMember"],
+  ["POST", "/v1/limits", "CreateLimit"],
+  ["GET", "/v1/limits", "ListLimits"],
+  ["GET", "/v1/limits/openai:gpt-4o", "GetLimit"],
+  ["PATCH", "/v1/limits/openai:gpt-4o", "UpdateLimit"],
+  ["DELETE", "/v1/limits/openai:gpt-4o", "DeleteLimit"],
   ["GET", "/v1/security/audit", "ListSecurityAudit"],
   ["POST", "/v1/pdf/generate", "CreatePdfJob"],
   ["POST", "/v1/jobs/parse", "CreateJobPostingParseJob"],
