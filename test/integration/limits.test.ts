@@ -163,6 +163,24 @@ describe("POST /v1/limits", () => {
     });
   });
 
+  it("creates one of two concurrent limits of the same name and refuses the other with 409 limit_exists", async () => {
+    const key = await mintKey(server.url);
+    const answers = await Promise.all([create(key, { name: "race", max_in_flight: 1 }), create(key, { name: "race", max_in_flight: 2 })]);
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
+    expect(answers.find((a) => a.status === 409)?.body).toMatchObject({ error: "limit_exists" });
+  });
+
+  it("refuses a key's 1001st limit with 429 too_many_limits", async () => {
+    const key = await mintKey(server.url);
+    await sql.query(
+      "INSERT INTO limits (owner_key_id, name, max_in_flight, created_at, updated_at) SELECT $1, 'l' || n, 1, now(), now() FROM generate_series(1, 1000) n",
+      [keyIdOf(key)],
+    );
+    expect(expectError(await create(key, { name: "one-more", max_in_flight: 1 }), 429, "too_many_limits")).toMatchObject({ limit: 1000 });
+    expect((await remove(key, "l1")).status).toBe(204);
+    await created(key, { name: "one-more", max_in_flight: 1 });
+  });
+
   it("lets two keys each have a limit of the same name", async () => {
     const [alice, bob] = [await mintKey(server.url), await mintKey(server.url)];
     await created(alice, { name: "shared-name", max_in_flight: 1 });
@@ -188,6 +206,16 @@ describe("GET /v1/limits", () => {
     const key = await mintKey(server.url);
     expect((await rest(server.url, "GET", "/v1/limits", { key })).body).toEqual({ data: [] });
     expect((await grpc().listLimits({}, { headers: { "x-api-key": key } })).data).toEqual([]);
+  });
+});
+
+describe("GET /v1/limits/{name}", () => {
+  it("reads a limit whose name holds ':' and '.' at its plain path, unescaped", async () => {
+    const key = await mintKey(server.url);
+    await created(key, { name: "openai:gpt-4.1", max_in_flight: 2 });
+    const res = await rest<LimitJson>(server.url, "GET", "/v1/limits/openai:gpt-4.1", { key });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ name: "openai:gpt-4.1", max_in_flight: 2 });
   });
 });
 
