@@ -51,5 +51,12 @@ export const authorName = (message: Message): string => message.authorLabel || m
 /** The actor the poster named, if any: a registered actor's name, or the free-text actor_label. */
 export const actorOf = (message: Message): string | undefined => message.actor?.name || message.actorLabel || undefined;
 
+/** Priorities run from 1, the most urgent, to 5; a message posted without one has 3. */
+export const DEFAULT_PRIORITY = 3;
+export const PRIORITIES = [1, 2, 3, 4, 5] as const;
+
+/** A priority's hover text. */
+export const priorityTitle = (priority: number): string => `Priority ${priority} of 1 (most urgent) to 5 (least)${priority === DEFAULT_PRIORITY ? ", the default" : ""}`;
+
 /** An actor that claimed or acknowledged: its name (a key's default actor is named after its label). */
 export const refName = (ref: { id: string; name: string }): string => ref.name || ref.id;

@@ -9,6 +9,7 @@ import { SessionContext, type Session } from "./session.js";
 import { ChannelPage } from "./views/channel.js";
 import { Discover, MyChannels } from "./views/channels.js";
 import { InvitationPage } from "./views/invitation.js";
+import { LimitsPage } from "./views/limits.js";
 import { PdfPage } from "./views/pdf.js";
 import { SignIn } from "./views/sign-in.js";
 
@@ -69,6 +70,9 @@ function App() {
           <a href="#/discover" aria-current={route.page === "discover" ? "page" : undefined}>
             Discover
           </a>
+          <a href="#/limits" aria-current={route.page === "limits" ? "page" : undefined}>
+            Limits
+          </a>
           <a href="#/pdf" aria-current={route.page === "pdf" ? "page" : undefined}>
             PDF
           </a>
@@ -103,6 +107,8 @@ function Page({ route }: { route: Route }) {
       return <Discover />;
     case "pdf":
       return <PdfPage />;
+    case "limits":
+      return <LimitsPage />;
     case "invitation":
       return <InvitationPage key={route.id} id={route.id} />;
     case "channels":

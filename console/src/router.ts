@@ -9,6 +9,7 @@ export type Route =
   | { page: "channels" }
   | { page: "discover" }
   | { page: "pdf" }
+  | { page: "limits" }
   | { page: "channel"; id: string; tab: ChannelTab }
   | { page: "invitation"; id: string };
 
@@ -22,6 +23,7 @@ export function parseRoute(hash: string): Route {
   if (first === "invitations" && second) return { page: "invitation", id: second };
   if (first === "discover") return { page: "discover" };
   if (first === "pdf") return { page: "pdf" };
+  if (first === "limits") return { page: "limits" };
   return { page: "channels" };
 }
 

@@ -616,6 +616,125 @@ describe("the console's channel settings", () => {
   });
 });
 
+describe("the console shows groups, priorities and shared limits (issue 28)", () => {
+  async function limitOf(key: string, body: Record<string, unknown>): Promise<string> {
+    const res = await rest<{ name: string }>(server.url, "POST", "/v1/limits", { key, body });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.name;
+  }
+
+  it("shows each task's priority and group, and the queue's ready work by priority and its largest groups", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const channel = await createRestricted(owner);
+    const urgent = await post(owner, channel, { content: "review PR 7", priority: 1, group_key: "repo:agentbus" });
+    const plain = await post(owner, channel, { content: "tidy the wiki" });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`[data-message-id="${urgent}"] .priority`);
+    expect(await textOf(page, `[data-message-id="${urgent}"] .priority`)).toBe("P1");
+    expect(await page.$eval(`[data-message-id="${urgent}"] .priority`, (el) => el.getAttribute("title"))).toContain("most urgent");
+    expect(await textOf(page, `[data-message-id="${urgent}"] .group code`)).toBe("repo:agentbus");
+    expect(await textOf(page, `[data-message-id="${plain}"] .priority`)).toBe("P3");
+    expect(await page.$(`[data-message-id="${plain}"] .group`)).toBeNull();
+    await until(page, `document.querySelector(".ready-priority-1 strong")?.textContent === "1"`);
+    expect(await textOf(page, ".ready-priority-3 strong")).toBe("1");
+    expect(await textOf(page, ".ready-priority-5 strong")).toBe("0");
+    await page.waitForSelector('.top-groups tr[data-group-key="repo:agentbus"]');
+    await page.screenshot({ path: `${ARTIFACTS}/groups.png`, fullPage: true });
+    expectNoPageErrors(page);
+  });
+
+  it("posts a task with the priority and group chosen in the form", async () => {
+    const owner = await mintKey(server.url, unique("poster"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector('select[name="message-priority"]');
+    await page.locator('textarea[name="message-content"]').fill("hotfix");
+    await page.select('select[name="message-priority"]', "1");
+    await page.locator('input[name="message-group"]').fill("incident-42");
+    await page.locator("button ::-p-text(Post)").click();
+    await page.waitForSelector("li.message .group code");
+    const listed = await rest<{ data: Array<{ content: string; priority: number; group_key: string | null }> }>(server.url, "GET", `/v1/channels/${channel}/messages?since=0`, { key: owner });
+    expect(listed.body.data.map((m) => [m.content, m.priority, m.group_key])).toEqual([["hotfix", 1, "incident-42"]]);
+    expectNoPageErrors(page);
+  });
+
+  it("shows the owner a channel's group concurrency, dispatch, aging and limits, and saves changes to them", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const openai = await limitOf(owner, { name: unique("openai"), max_in_flight: 4 });
+    const anthropic = await limitOf(owner, { name: unique("anthropic"), rate: { count: 100, per_seconds: 60 } });
+    const channel = await createRestricted(owner, { group_concurrency: 2, priority_aging_seconds: 30, limits: [openai] });
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector(`input[name="limit"][value="${anthropic}"]`);
+    expect(await page.$eval('input[name="group-concurrency"]', (el) => (el as unknown as { value: string }).value)).toBe("2");
+    expect(await page.$eval('input[name="priority-aging"]', (el) => (el as unknown as { value: string }).value)).toBe("30");
+    expect(await page.$eval('select[name="dispatch"] option:checked', (el) => el.textContent)).toBe("fifo");
+    expect(await page.$eval(`input[name="limit"][value="${openai}"]`, (el) => (el as unknown as { checked: boolean }).checked)).toBe(true);
+    expect(await page.$eval(`input[name="limit"][value="${anthropic}"]`, (el) => (el as unknown as { checked: boolean }).checked)).toBe(false);
+
+    await page.locator('input[name="group-concurrency"]').fill("1");
+    await page.locator('input[name="priority-aging"]').fill("");
+    await page.select('select[name="dispatch"]', await page.$eval('select[name="dispatch"] option:last-child', (el) => (el as unknown as { value: string }).value));
+    await page.locator(`input[name="limit"][value="${openai}"]`).click();
+    await page.locator(`input[name="limit"][value="${anthropic}"]`).click();
+    await page.locator("button ::-p-text(Save settings)").click();
+    await page.waitForSelector(".ok");
+    const read = await rest(server.url, "GET", `/v1/channels/${channel}`, { key: owner });
+    expect(read.body).toMatchObject({ group_concurrency: 1, dispatch: "fair", priority_aging_seconds: null, limits: [anthropic], max_deliveries: null });
+    await page.screenshot({ path: `${ARTIFACTS}/settings-groups.png`, fullPage: true });
+    expectNoPageErrors(page);
+  });
+
+  it("lists the key's limits, creates one and deletes one, from the navigation", async () => {
+    const owner = await mintKey(server.url, unique("quota"));
+    const model = await limitOf(owner, { name: unique("model"), max_in_flight: 2, rate: { count: 100, per_seconds: 60 } });
+    const page = await openConsole();
+    await signIn(page, owner);
+    await page.locator("nav a ::-p-text(Limits)").click();
+    await until(page, `location.hash === "#/limits"`);
+    await page.waitForSelector(`tr[data-limit-name="${model}"]`);
+    expect(await textOf(page, `tr[data-limit-name="${model}"] .in-flight`)).toBe("0 of 2");
+    expect(await textOf(page, `tr[data-limit-name="${model}"] .window`)).toBe("0 of 100 per 60 s");
+
+    const extra = unique("batch");
+    await page.locator('input[name="limit-name"]').fill(extra);
+    await page.locator('input[name="limit-rate-count"]').fill("10");
+    await page.locator("button ::-p-text(Create limit)").click();
+    await page.waitForSelector(`tr[data-limit-name="${extra}"]`);
+    expect(await textOf(page, `tr[data-limit-name="${extra}"] .in-flight`)).toBe("0 (no bound)");
+    expect(await textOf(page, `tr[data-limit-name="${extra}"] .window`)).toBe("0 of 10 per 60 s");
+    expect((await rest(server.url, "GET", `/v1/limits/${extra}`, { key: owner })).body).toMatchObject({ name: extra, max_in_flight: null, rate: { count: 10, per_seconds: 60 } });
+    await page.screenshot({ path: `${ARTIFACTS}/limits.png`, fullPage: true });
+    await page.locator(`button[aria-label="Delete ${extra}"]`).click();
+    await until(page, `document.querySelector(${JSON.stringify(`tr[data-limit-name="${extra}"]`)}) === null`);
+    expect((await rest(server.url, "GET", `/v1/limits/${extra}`, { key: owner })).status).toBe(404);
+    expectNoPageErrors(page);
+  });
+
+  it("shows what a limit holds in flight and used in its window, live, as workers take deliveries", async () => {
+    const owner = await mintKey(server.url, unique("quota"));
+    const model = await limitOf(owner, { name: unique("model"), max_in_flight: 2, rate: { count: 100, per_seconds: 60 } });
+    const channel = await createRestricted(owner, { limits: [model] });
+    await post(owner, channel, { content: "one" });
+    await post(owner, channel, { content: "two" });
+    const receiveOne = () => rest(server.url, "POST", `/v1/channels/${channel}/messages:receive`, { key: owner, body: { max_messages: 1 } });
+    expect((await receiveOne()).status).toBe(200);
+    const page = await openConsole("#/limits");
+    await signIn(page, owner);
+    const row = `tr[data-limit-name="${model}"]`;
+    await page.waitForSelector(row);
+    expect(await textOf(page, `${row} .in-flight`)).toBe("1 of 2");
+    expect(await textOf(page, `${row} .window`)).toBe("1 of 100 per 60 s");
+    // The second delivery shows without a reload.
+    expect((await receiveOne()).status).toBe(200);
+    await until(page, `document.querySelector(${JSON.stringify(`${row} .in-flight`)})?.textContent === "2 of 2"`);
+    expect(await textOf(page, `${row} .window`)).toBe("2 of 100 per 60 s");
+    expectNoPageErrors(page);
+  });
+});
+
 describe("the console points newcomers at the sandbox channel", () => {
   it("offers it on the sign-in page, and opens it once the person has a key", async () => {
     const page = await openConsole();

@@ -1,9 +1,9 @@
 /** The owner's settings form: only what changed is sent, named in the update mask. */
 import { useState } from "preact/hooks";
-import type { Channel, ChannelAccess, ChannelMode } from "../../../gen/agentbus/v1/channel_pb.js";
+import { ChannelDispatch, ChannelMode, type Channel, type ChannelAccess } from "../../../gen/agentbus/v1/channel_pb.js";
 import { AccessField, ModeField } from "../channel-fields.js";
 import { Field, ProblemBox } from "../components.js";
-import { useAction, useSession } from "../session.js";
+import { useAction, useLoaded, useSession } from "../session.js";
 
 interface Form {
   name: string;
@@ -16,6 +16,11 @@ interface Form {
   maxWritesPerMinute: string;
   maxDeliveries: string;
   deadLetterChannel: string;
+  groupConcurrency: string;
+  dispatch: ChannelDispatch;
+  priorityAgingSeconds: string;
+  /** The shared limits it names, sorted (the order means nothing). */
+  limits: string[];
   webhookUrl: string;
   webhookSecret: string;
 }
@@ -34,6 +39,11 @@ function formOf(c: Channel): Form {
     maxWritesPerMinute: text(c.maxWritesPerMinute),
     maxDeliveries: text(c.maxDeliveries),
     deadLetterChannel: c.deadLetterChannelId ?? "",
+    groupConcurrency: text(c.groupConcurrency),
+    // A channel from before dispatch existed says nothing: it is fifo.
+    dispatch: c.dispatch === ChannelDispatch.FAIR ? ChannelDispatch.FAIR : ChannelDispatch.FIFO,
+    priorityAgingSeconds: text(c.priorityAgingSeconds),
+    limits: [...c.limits].sort(),
     webhookUrl: "",
     webhookSecret: "",
   };
@@ -45,6 +55,8 @@ const numberOrClear = (value: string): number | undefined => (value.trim() === "
 export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSaved: () => void }) {
   const { client } = useSession();
   const [form, setForm] = useState<Form>(() => formOf(channel));
+  // The key's limits, to choose from: a channel names its owner's.
+  const owned = useLoaded(() => client.limits.listLimits({}), []);
   const [saved, setSaved] = useState(false);
   const set = <K extends keyof Form>(key: K, value: Form[K]) => {
     setSaved(false);
@@ -68,6 +80,10 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
     if (form.maxWritesPerMinute !== before.maxWritesPerMinute) change("max_writes_per_minute", "maxWritesPerMinute", numberOrClear(form.maxWritesPerMinute));
     if (form.maxDeliveries !== before.maxDeliveries) change("max_deliveries", "maxDeliveries", numberOrClear(form.maxDeliveries));
     if (form.deadLetterChannel !== before.deadLetterChannel) change("dead_letter_channel", "deadLetterChannel", form.deadLetterChannel || undefined);
+    if (form.groupConcurrency !== before.groupConcurrency) change("group_concurrency", "groupConcurrency", numberOrClear(form.groupConcurrency));
+    if (form.dispatch !== before.dispatch) change("dispatch", "dispatch", form.dispatch);
+    if (form.priorityAgingSeconds !== before.priorityAgingSeconds) change("priority_aging_seconds", "priorityAgingSeconds", numberOrClear(form.priorityAgingSeconds));
+    if (form.limits.join("\n") !== before.limits.join("\n")) change("limits", "limits", form.limits);
     if (form.webhookUrl !== "") change("webhook_url", "webhookUrl", form.webhookUrl);
     if (form.webhookSecret !== "") change("webhook_secret", "webhookSecret", form.webhookSecret);
     if (paths.length === 0) {
@@ -121,6 +137,45 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
           <input name="dead-letter-channel" value={form.deadLetterChannel} onInput={(e) => set("deadLetterChannel", e.currentTarget.value)} />
         </Field>
       </div>
+      {form.mode === ChannelMode.CLAIMABLE ? (
+        <fieldset class="dispatch-settings">
+          <legend>Groups, priorities and limits</legend>
+          <div class="grid">
+            <Field label="Group concurrency" hint="Messages of one group in flight at once; 1 works each group strictly in order. Empty: no bound.">
+              <input
+                name="group-concurrency"
+                type="number"
+                min={1}
+                max={1000}
+                value={form.groupConcurrency}
+                onInput={(e) => set("groupConcurrency", e.currentTarget.value)}
+              />
+            </Field>
+            <Field label="Dispatch" hint="Fifo: oldest open work first. Fair: groups take turns, so one large group cannot starve the rest.">
+              <select name="dispatch" value={String(form.dispatch)} onChange={(e) => set("dispatch", Number(e.currentTarget.value) as ChannelDispatch)}>
+                <option value={String(ChannelDispatch.FIFO)}>fifo</option>
+                <option value={String(ChannelDispatch.FAIR)}>fair</option>
+              </select>
+            </Field>
+            <Field label="Priority aging (s)" hint="A waiting message counts one level more urgent per this many seconds. Empty: priorities never age.">
+              <input
+                name="priority-aging"
+                type="number"
+                min={1}
+                max={86400}
+                value={form.priorityAgingSeconds}
+                onInput={(e) => set("priorityAgingSeconds", e.currentTarget.value)}
+              />
+            </Field>
+          </div>
+          <LimitChoice
+            chosen={form.limits}
+            available={[...new Set([...(owned.value?.data.map((l) => l.name) ?? []), ...channel.limits])].sort()}
+            onChange={(limits) => set("limits", limits)}
+          />
+          <ProblemBox problem={owned.problem} />
+        </fieldset>
+      ) : null}
       {/* The service shows the URL to the owner only, and the secret to no one: there is none to show here. */}
       <p class="webhook-current">
         Webhook: {channel.webhookUrl ? <code>{channel.webhookUrl}</code> : <span class="muted">no webhook</span>}
@@ -145,5 +200,36 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
       </div>
       <ProblemBox problem={save.problem} />
     </form>
+  );
+}
+
+/** The shared limits every message delivered from the channel holds: a checkbox per limit of the key's. */
+function LimitChoice({ chosen, available, onChange }: { chosen: string[]; available: string[]; onChange: (limits: string[]) => void }) {
+  const toggle = (name: string, on: boolean) => onChange(on ? [...chosen, name].sort() : chosen.filter((n) => n !== name));
+  return (
+    <div class="limit-choice" role="group" aria-label="Shared limits">
+      <span class="label">Shared limits</span>
+      {available.length === 0 ? (
+        <p class="muted small">
+          You have no limits yet: <a href="#/limits">create one</a> to bound this channel's work in flight or its deliveries per minute.
+        </p>
+      ) : (
+        <>
+          <div class="row">
+            {available.map((name) => (
+              <label key={name} class="field checkbox">
+                <input type="checkbox" name="limit" value={name} checked={chosen.includes(name)} onChange={(e) => toggle(name, e.currentTarget.checked)} />
+                <span>
+                  <code>{name}</code>
+                </span>
+              </label>
+            ))}
+          </div>
+          <span class="hint">
+            Every message delivered from this channel holds each one while in flight. <a href="#/limits">Manage limits</a>
+          </span>
+        </>
+      )}
+    </div>
   );
 }

@@ -12,7 +12,7 @@ import { MessageSchema, type Message } from "../../../gen/agentbus/v1/message_pb
 import type { ChannelStats } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { isCancelled, problemOf, type Problem } from "../api.js";
 import { Badge, Empty, Field, ProblemBox, Time } from "../components.js";
-import { accessName, actorOf, authorName, messageState, modeName, refName, toDate } from "../format.js";
+import { accessName, actorOf, authorName, DEFAULT_PRIORITY, messageState, modeName, PRIORITIES, priorityTitle, refName, toDate } from "../format.js";
 import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
@@ -223,6 +223,17 @@ function MessageItem({ message, claimable, onChanged }: { message: Message; clai
         ) : null}{" "}
         <Time date={toDate(message.createdAt)} />{" "}
         <Badge kind={state}>{state}</Badge>
+        {/* Priority orders a work queue's deliveries; elsewhere only a priority someone chose is worth showing. */}
+        {message.priority > 0 && (claimable || message.priority !== DEFAULT_PRIORITY) ? (
+          <span class={`priority priority-${message.priority}`} title={priorityTitle(message.priority)}>
+            P{message.priority}
+          </span>
+        ) : null}
+        {message.groupKey !== undefined ? (
+          <span class="group" title="The message's group: a channel's group concurrency and fair dispatch work by it">
+            group <code>{message.groupKey}</code>
+          </span>
+        ) : null}
         {message.deliveryCount > 1 ? <span class="muted small"> delivery {message.deliveryCount}</span> : null}
       </div>
       {message.deadLetter ? (
@@ -241,6 +252,12 @@ function MessageItem({ message, claimable, onChanged }: { message: Message; clai
         </details>
       ) : null}
       <dl class="facts">
+        {message.limits.length > 0 ? (
+          <>
+            <dt>Limits</dt>
+            <dd class="message-limits">{message.limits.join(", ")}</dd>
+          </>
+        ) : null}
         {state === "delayed" ? (
           <>
             <dt>Available</dt>
@@ -386,8 +403,57 @@ function QueueState({ channel, revision }: { channel: Channel; revision: number 
         <span class="figure-value">{s?.oldestReadyAgeSeconds !== undefined ? `${Math.round(s.oldestReadyAgeSeconds)} s` : "—"}</span>
         <span class="figure-label">oldest ready</span>
       </div>
+      {s?.groups ? figure("groups", s.groups.count, "groups") : null}
+      {s ? <ReadyByPriority stats={s} /> : null}
+      {s?.groups && s.groups.top.length > 0 ? <TopGroups stats={s} /> : null}
       {stats.problem ? <ProblemBox problem={stats.problem} /> : null}
     </section>
+  );
+}
+
+/** Ready work by priority, most urgent first: what a worker's next receive takes from. */
+function ReadyByPriority({ stats }: { stats: ChannelStats }) {
+  return (
+    <p class="by-priority small" aria-label="Ready by priority">
+      <span class="muted">ready by priority</span>{" "}
+      {PRIORITIES.map((p) => (
+        <span key={p} class={`ready-priority ready-priority-${p}`} title={priorityTitle(p)}>
+          P{p} <strong>{stats.readyByPriority[String(p)] ?? 0}</strong>
+        </span>
+      ))}
+    </p>
+  );
+}
+
+/** The groups with the most ready work, with what they hold in flight and how long their oldest has waited. */
+function TopGroups({ stats }: { stats: ChannelStats }) {
+  const groups = stats.groups!;
+  return (
+    <table class="list top-groups">
+      <caption class="muted small">
+        Largest groups by ready work ({groups.inFlight} in flight across all {groups.count})
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">Group</th>
+          <th scope="col">Ready</th>
+          <th scope="col">In flight</th>
+          <th scope="col">Oldest ready</th>
+        </tr>
+      </thead>
+      <tbody>
+        {groups.top.map((g) => (
+          <tr key={g.groupKey} data-group-key={g.groupKey}>
+            <td>
+              <code>{g.groupKey === "" ? "(no group)" : g.groupKey}</code>
+            </td>
+            <td>{g.ready}</td>
+            <td>{g.inFlight}</td>
+            <td>{g.oldestReadyAgeSeconds === undefined ? "—" : `${Math.round(g.oldestReadyAgeSeconds)} s`}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
@@ -428,11 +494,20 @@ function useQueueStats(channelId: string, revision: number) {
 
 function PostMessage({ channel }: { channel: Channel }) {
   const { client } = useSession();
+  const claimable = channel.mode === ChannelMode.CLAIMABLE;
   const [content, setContent] = useState("");
   const [delay, setDelay] = useState("");
+  const [priority, setPriority] = useState(String(DEFAULT_PRIORITY));
+  const [group, setGroup] = useState("");
   const post = useAction(async () => {
     const delaySeconds = delay.trim() === "" ? undefined : Number(delay);
-    await client.messages.createMessage({ identifier: channel.id, content, ...(delaySeconds === undefined ? {} : { delaySeconds }) });
+    await client.messages.createMessage({
+      identifier: channel.id,
+      content,
+      ...(delaySeconds === undefined ? {} : { delaySeconds }),
+      ...(claimable && priority !== String(DEFAULT_PRIORITY) ? { priority: Number(priority) } : {}),
+      ...(claimable && group.trim() !== "" ? { groupKey: group } : {}),
+    });
     setContent("");
     setDelay("");
   });
@@ -452,6 +527,22 @@ function PostMessage({ channel }: { channel: Channel }) {
         <Field label="Delay (s)" narrow>
           <input name="message-delay" type="number" min={0} max={86400} inputMode="numeric" placeholder="0" value={delay} onInput={(e) => setDelay(e.currentTarget.value)} />
         </Field>
+        {claimable ? (
+          <>
+            <Field label="Priority" narrow>
+              <select name="message-priority" value={priority} onChange={(e) => setPriority(e.currentTarget.value)}>
+                {PRIORITIES.map((p) => (
+                  <option key={p} value={String(p)}>
+                    {p === 1 ? "1 (most urgent)" : p === 5 ? "5 (least)" : String(p)}
+                  </option>
+                ))}
+              </select>
+            </Field>
+            <Field label="Group" narrow>
+              <input name="message-group" maxLength={128} placeholder="none" value={group} onInput={(e) => setGroup(e.currentTarget.value)} />
+            </Field>
+          </>
+        ) : null}
         <button type="submit" disabled={post.busy}>
           Post
         </button>
