@@ -644,6 +644,23 @@ describe("the console shows groups, priorities and shared limits (issue 28)", ()
     expectNoPageErrors(page);
   });
 
+  it("takes the next task in the channel's order on a channel that bounds its groups, offering no Claim on a chosen one", async () => {
+    const owner = await mintKey(server.url, unique("taker"));
+    const channel = await createRestricted(owner, { group_concurrency: 1 });
+    const later = await post(owner, channel, { content: "batch job", priority: 4, group_key: "batch" });
+    const first = await post(owner, channel, { content: "interactive turn", priority: 1, group_key: "chat-7" });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`[data-message-id="${later}"].state-ready`);
+    expect(await page.$("li.message button ::-p-text(Claim)")).toBeNull();
+    await page.locator("button ::-p-text(Take the next task)").click();
+    await page.waitForSelector(`[data-message-id="${first}"].state-in-flight`);
+    expect(await textOf(page, `[data-message-id="${first}"] .holder`)).toContain("(you)");
+    await page.waitForSelector(`[data-message-id="${first}"] form[aria-label="Acknowledge"]`);
+    expect(await page.$(`[data-message-id="${later}"].state-ready`)).not.toBeNull();
+    expectNoPageErrors(page);
+  });
+
   it("posts a task with the priority and group chosen in the form", async () => {
     const owner = await mintKey(server.url, unique("poster"));
     const channel = await createRestricted(owner);

@@ -176,13 +176,23 @@ function useLiveMessages(channelId: string) {
   return { messages, revision, problem, update };
 }
 
+/**
+ * A work queue whose groups or shared limits bound what may be in flight
+ * hands work out only in its own order: a claim of one chosen task would pass
+ * the bounds by, and the service refuses it (receive_required). Such a
+ * channel's tasks are taken with a receive instead.
+ */
+const takenInOrder = (channel: Channel): boolean => channel.groupConcurrency !== undefined || channel.limits.length > 0;
+
 function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
   const claimable = channel.mode === ChannelMode.CLAIMABLE;
+  const inOrder = claimable && takenInOrder(channel);
   const { messages, revision, problem, update } = useLiveMessages(channel.id);
   const newestFirst = useMemo(() => [...messages].reverse(), [messages]);
   return (
     <>
       {claimable ? <QueueState channel={channel} revision={revision} /> : null}
+      {inOrder ? <TakeNext channel={channel} onTaken={update} /> : null}
       <PostMessage channel={channel} />
       <ProblemBox problem={problem} />
       <section aria-labelledby="messages-heading">
@@ -194,7 +204,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
         ) : (
           <ol class="messages" aria-live="polite">
             {newestFirst.map((k) => (
-              <MessageItem key={k.message.id} message={k.message} claimable={claimable} onChanged={update} />
+              <MessageItem key={k.message.id} message={k.message} claimable={claimable} claimOne={!inOrder} onChanged={update} />
             ))}
           </ol>
         )}
@@ -204,7 +214,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
   );
 }
 
-function MessageItem({ message, claimable, onChanged }: { message: Message; claimable: boolean; onChanged: (message: Message) => void }) {
+function MessageItem({ message, claimable, claimOne, onChanged }: { message: Message; claimable: boolean; claimOne: boolean; onChanged: (message: Message) => void }) {
   const { me } = useSession();
   const state = messageState(message, claimable);
   const claimedAt = toDate(message.claimedAt);
@@ -300,20 +310,21 @@ function MessageItem({ message, claimable, onChanged }: { message: Message; clai
           </>
         ) : null}
       </dl>
-      {claimable ? <MessageActions message={message} onChanged={onChanged} /> : null}
+      {claimable ? <MessageActions message={message} claimOne={claimOne} onChanged={onChanged} /> : null}
     </li>
   );
 }
 
 /**
  * What the signed-in key may do with a task, and only that: claim it while it
- * is ready; while its own key holds it, acknowledge it (with a result, if
+ * is ready (unless the channel hands work out only in its order: TakeNext);
+ * while its own key holds it, acknowledge it (with a result, if
  * any), release it (open work again at once) or requeue it (open work again
  * after a delay, a retry with back-off). Holder actions are sent as the actor
  * that holds the claim: the key may act as any of its own actors, and the
  * service wants the holding one.
  */
-function MessageActions({ message, onChanged }: { message: Message; onChanged: (message: Message) => void }) {
+function MessageActions({ message, claimOne, onChanged }: { message: Message; claimOne: boolean; onChanged: (message: Message) => void }) {
   const { client, me } = useSession();
   const [result, setResult] = useState("");
   const [delay, setDelay] = useState(String(REQUEUE_DELAY_S));
@@ -331,6 +342,7 @@ function MessageActions({ message, onChanged }: { message: Message; onChanged: (
     if (answer.message) onChanged(answer.message);
   });
   if (state !== "ready" && !holding) return null;
+  if (state === "ready" && !claimOne) return null;
   return (
     <div class="message-actions">
       {state === "ready" ? (
@@ -490,6 +502,33 @@ function useQueueStats(channelId: string, revision: number) {
     return () => clearInterval(timer);
   }, [read]);
   return { value, problem };
+}
+
+/** Takes the next task in the channel's order (priority, dispatch, group and limit bounds) for the signed-in key. */
+function TakeNext({ channel, onTaken }: { channel: Channel; onTaken: (message: Message) => void }) {
+  const { client } = useSession();
+  const [none, setNone] = useState(false);
+  const take = useAction(async () => {
+    const received = await client.messages.receiveMessages({ identifier: channel.id, maxMessages: 1 });
+    const message = received.data[0]?.message;
+    setNone(message === undefined);
+    if (message) onTaken(message);
+  });
+  return (
+    <section class="card take-next" aria-label="Take the next task">
+      <p class="row">
+        <button type="button" disabled={take.busy} onClick={() => void take.run()}>
+          Take the next task
+        </button>
+        <span class="muted small">
+          {none
+            ? "Nothing to take now: no task is ready, or its group or limits have no room."
+            : "This channel hands out tasks in its own order (most urgent first, within its group and limit bounds): take them in turn rather than pick one."}
+        </span>
+      </p>
+      <ProblemBox problem={take.problem} onDismiss={take.clearProblem} />
+    </section>
+  );
 }
 
 function PostMessage({ channel }: { channel: Channel }) {
