@@ -183,6 +183,44 @@ describe("real REST responses match the document", () => {
     expect(Object.keys(asObject(documentedResponse("DELETE", "/v1/channels/{identifier}", 204)))).not.toContain("content");
   });
 
+  it("shared limits, and a channel and messages with groups, priorities and limits (issue 28)", async () => {
+    const key = await mintKey(server.url, "openapi-groups");
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/limits", "/v1/limits/{name}"]));
+    const limit = await call("POST", "/v1/limits", "/v1/limits", { key, body: { name: "openapi-model", max_in_flight: 5, rate: { count: 100, per_seconds: 60 } } });
+    expect(limit.status).toBe(201);
+    await call("POST", "/v1/limits", "/v1/limits", { key, body: { name: "openapi-calls", rate: { count: 10, per_seconds: 1 } } });
+    await call("GET", "/v1/limits", "/v1/limits", { key });
+    await call("PATCH", "/v1/limits/{name}", "/v1/limits/openapi-calls", { key, body: { max_in_flight: 3, rate: null } });
+
+    const created = await call("POST", "/v1/channels", "/v1/channels", {
+      key,
+      body: { name: "openapi-groups", mode: "claimable", group_concurrency: 2, dispatch: "fair", priority_aging_seconds: 30, limits: ["openapi-model"] },
+    });
+    expect(created.body).toMatchObject({ group_concurrency: 2, dispatch: "fair", priority_aging_seconds: 30, limits: ["openapi-model"] });
+    const ch = String(created.body.id);
+    await call("PATCH", "/v1/channels/{identifier}", `/v1/channels/${ch}`, { key, body: { group_concurrency: null, dispatch: "fifo" } });
+    const posted = await call("POST", "/v1/channels/{identifier}/messages", `/v1/channels/${ch}/messages`, {
+      key,
+      body: { content: "task", group_key: "repo-a", priority: 1, ttl_seconds: 600, limits: ["openapi-calls"] },
+    });
+    expect(posted.body.message).toMatchObject({ group_key: "repo-a", priority: 1, limits: ["openapi-calls"] });
+    await call("POST", "/v1/channels/{identifier}/messages:batchCreate", `/v1/channels/${ch}/messages:batchCreate`, {
+      key,
+      body: { messages: [{ content: "b1", group_key: "repo-b", priority: 5 }, { content: "b2" }] },
+    });
+    const received = await call("POST", "/v1/channels/{identifier}/messages:receive", `/v1/channels/${ch}/messages:receive`, { key, body: { max_messages: 1 } });
+    const task = String(asObject(asObject((received.body.data as JsonObject[])[0]).message).id);
+    await call("GET", "/v1/channels/{identifier}/stats", `/v1/channels/${ch}/stats`, { key });
+    await call("GET", "/v1/limits/{name}", "/v1/limits/openapi-model", { key });
+    await call("POST", "/v1/messages/{message_id}/release", `/v1/messages/${task}/release`, { key, body: { priority: 2 } });
+    const invalid = await call("POST", "/v1/channels/{identifier}/messages", `/v1/channels/${ch}/messages`, { key, body: { content: "x", priority: 9 } });
+    expect(invalid.body.error).toBe("invalid_priority");
+    const deleted = await rest(server.url, "DELETE", "/v1/limits/openapi-calls", { key });
+    expect(deleted.status).toBe(204);
+    const gone = await call("GET", "/v1/limits/{name}", "/v1/limits/openapi-calls", { key });
+    expect(gone.body.error).toBe("limit_not_found");
+  });
+
   it("error bodies, documented by status or under default", async () => {
     const key = await mintKey(server.url, "openapi-errors");
     const unauthorized = await call("GET", "/v1/keys/me", "/v1/keys/me");

@@ -27,7 +27,7 @@ digits. Pass cursors back exactly as received.
 
 An MCP client reaches every step below as tools (find_or_create_channel, post_message, read_messages,
 receive_task, complete_task, release_task, heartbeat_lease, wait_for_result, follow_channel, invitations,
-jobs …), with input schemas generated from the API and errors carrying the same \`error\` code and
+jobs …; post_message takes group_key, priority and ttl_seconds as in section 5), with input schemas generated from the API and errors carrying the same \`error\` code and
 \`suggestion\`. A channel's messages are the resource \`agentbus://channels/{channel}/messages\`; subscribe to
 be notified when one arrives. Streamable HTTP, on this service (the key of section 1 in a header):
 
@@ -72,7 +72,8 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
 - Optional: \`access\` (\`open\` any key may use it; \`restricted\` owner and members only), \`ttl_seconds\` (message
   lifetime, 300..2592000, default 86400), \`max_messages\`, \`description\`, \`metadata_schema\` (JSON Schema draft-07 for message
   metadata; \`pattern\`s are RE2-compatible ECMAScript: no lookahead, lookbehind or backreferences; at most 1000
-  values with \`$ref\`s expanded, only local \`#/…\` refs, no recursion), \`webhook_url\`/\`webhook_secret\`.
+  values with \`$ref\`s expanded, only local \`#/…\` refs, no recursion), \`webhook_url\`/\`webhook_secret\`;
+  for a work queue \`group_concurrency\`, \`dispatch\`, \`priority_aging_seconds\` and \`limits\` (section 5).
 - Use the channel's \`id\`, an alias (\`POST /v1/channels/{identifier}/aliases\`) or, for channels your key created,
   its \`name\` wherever a path says \`{identifier}\` (tried in that order). When several of your channels share a
   name, the name means the newest of them; reach an older one by its id or an alias.
@@ -86,9 +87,12 @@ curl -s -X POST $B/v1/channels -H "X-API-Key: $KEY" -d '{"name":"jobs","mode":"c
 
 \`\`\`sh
 curl -s -X POST $B/v1/channels/$CH/messages -H "X-API-Key: $KEY" \\
-  -H "Idempotency-Key: task-42" -d '{"content":"resize image 42","metadata":{"priority":1}}'
+  -H "Idempotency-Key: task-42" -d '{"content":"resize image 42","metadata":{"image":42}}'
 # 201 {"message":{…},"next_cursor":"2026-11-21T03:14:39.743512Z"}
 \`\`\`
+
+Optional: \`group_key\`, \`priority\` (1..5), \`ttl_seconds\` and \`limits\` order and bound the work (section 5);
+\`delay_seconds\`, \`mentions\`, \`actor\`.
 
 ## 4. Read with cursors and long-poll
 
@@ -176,6 +180,29 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
   \`{"ready","delayed","in_flight","acknowledged","dead_lettered","oldest_ready_age_seconds","claim_to_ack_p50_ms"}\`
   (the last two null when there is nothing to measure). \`/metrics\` counts
   \`agentbus_messages_{received,redelivered,dead_lettered}_total\` across channels.
+- Order of delivery: receive (and the MCP and shell workers) takes the most urgent priority first, then the channel's
+  \`dispatch\` rule, within the bounds of its groups and limits.
+- Priorities: \`"priority": 1\` (most urgent) .. \`5\` on a post or batchCreate item, default 3 (else 422 \`invalid_priority\`);
+  \`release\` (and \`messages:batchRelease\`) with \`{"priority":2}\` changes it. A channel's \`priority_aging_seconds\`
+  (1..86400, null: none) counts a waiting message one level more urgent per interval waited, so low priority is not starved.
+- Groups: \`"group_key": "repo-42"\` (1..128 characters, else 422 \`invalid_group_key\`; null when none). A claimable
+  channel's \`group_concurrency\` (1..1000, null: unbounded) caps a group's messages in flight (leased, not yet
+  acknowledged, dead-lettered or expired); with 1 a group is strictly FIFO: its next message is delivered only after the
+  previous one finished, and a released or lapsed one comes again before any later one. \`dispatch\`: \`"fifo"\` (default,
+  oldest available first) or \`"fair"\` (round-robin across groups, the group served least recently first; messages
+  without a group form one group), so one producer's 5,000 tasks do not starve another's ten.
+- Per-message expiry: \`"ttl_seconds": 600\` (1..the channel's ttl_seconds) expires the message sooner (\`expires_at\`
+  shows it); expired work is never delivered.
+- Shared limits (a model provider's quota, across channels): \`POST $B/v1/limits\`
+  \`{"name":"openai","max_in_flight":8,"rate":{"count":500,"per_seconds":60}}\` (at least one bound, else 422
+  \`invalid_limit\`) → 201 \`{name, max_in_flight, rate, in_flight, used_in_window, created_at}\`; \`GET /v1/limits\`,
+  \`GET|PATCH|DELETE /v1/limits/{name}\` (the key's own; another's is 404 \`limit_not_found\`). A channel's \`limits\`
+  (names of its owner's limits; unknown → 422 \`unknown_limit\`) and a message's own \`limits\` are held by each delivered
+  message: one unit of \`max_in_flight\` while in flight, one count in the rate window. A receive leases only messages
+  whose limits all have room; the others stay ready, uncounted, and do not block messages behind them.
+- The stats above add \`groups\` \`{count, in_flight, top:[{group_key, ready, in_flight, oldest_ready_age_seconds}]}\` (the 10
+  largest by ready; null on a broadcast channel) and \`ready_by_priority\` \`{"1":n,…,"5":n}\`; \`GET /v1/limits/{name}\`
+  shows a limit's live \`in_flight\` and \`used_in_window\`.
 - \`lease_seconds\` 30..3600 (default 300). A heartbeat after expiry answers 410 \`lease_expired\`: stop, the task may
   already be someone else's.
 - Acting as a named identity: \`"actor": "<id, alias or name>"\` in claim/ack/post bodies (\`POST /v1/actors\` creates one).
@@ -184,7 +211,7 @@ Batches (1 to 100 items each; see docs/decisions.md#batches):
 
 \`\`\`sh
 curl -s -X POST $B/v1/channels/$CH/messages:batchCreate -H "X-API-Key: $KEY" \\
-  -d '{"messages":[{"content":"task 1"},{"content":"task 2","metadata":{"priority":1}}]}'
+  -d '{"messages":[{"content":"task 1"},{"content":"task 2","priority":1,"group_key":"repo-a"}]}'
 # 201 {"data":[…in the order sent…],"next_cursor":"…after the last…"}
 curl -s -X POST $B/v1/messages:batchAck -H "X-API-Key: $KEY" -d '{"message_ids":["…","…"]}'
 # 200 {"results":[{"message_id":"…","status":"acknowledged","error":null},
