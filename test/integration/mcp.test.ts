@@ -216,6 +216,30 @@ describe("what an agent sees over MCP (issue 27, item 14)", () => {
   });
 });
 
+describe("groups, priorities and per-message expiry over MCP (issue 28)", () => {
+  it("creates a channel with its group settings, posts with group_key, priority and ttl_seconds, and receive_task hands out the most urgent first", async () => {
+    const client = await httpClient(alice);
+    const name = `mcp-groups-${Date.now()}`;
+    const { channel } = (await tool(client, "find_or_create_channel", { name, group_concurrency: 1, dispatch: "fair", priority_aging_seconds: 60 })) as {
+      channel: Record<string, unknown>;
+    };
+    expect(channel).toMatchObject({ group_concurrency: 1, dispatch: "fair", priority_aging_seconds: 60 });
+    const later = (await tool(client, "post_message", { identifier: name, content: "batch", group_key: "batch", priority: 5 })) as { message: Record<string, unknown> };
+    const urgent = (await tool(client, "post_message", { identifier: name, content: "interactive", group_key: "chat-7", priority: 1, ttl_seconds: 600 })) as {
+      message: { id: string; created_at: string; expires_at: string } & Record<string, unknown>;
+    };
+    expect(later.message).toMatchObject({ group_key: "batch", priority: 5 });
+    expect(urgent.message).toMatchObject({ group_key: "chat-7", priority: 1 });
+    expect(Date.parse(urgent.message.expires_at) - Date.parse(urgent.message.created_at)).toBe(600_000);
+    const received = await tool(client, "receive_task", { identifier: name });
+    expect((received.data as Array<{ message: { id: string } }>).map((d) => d.message.id)).toEqual([urgent.message.id]);
+    const stats = await tool(client, "channel_stats", { identifier: name });
+    expect(stats).toMatchObject({ ready_by_priority: { "1": 0, "5": 1 }, groups: { count: 2, in_flight: 1 } });
+    const refused = await toolError(client, "post_message", { identifier: name, content: "x", priority: 9 });
+    expect(refused.error).toBe("invalid_priority");
+  });
+});
+
 describe("MCP origin check", () => {
   it("refuses a request from an Origin that is not allowed (403 origin_not_allowed) and serves an allowed one", async () => {
     const strict = await startTestServer({ AGENTBUS_CORS_ORIGINS: "https://app.example" });
