@@ -94,6 +94,9 @@ const ERROR_DETAIL_FIELDS: Record<string, Schema> = {
   invitation_id: { type: "string", description: "The invitation the error is about." },
   access_request_id: { type: "string", description: "The access request the error is about (`request_id` is the failed call's own id)." },
   status: { type: "string", description: "access_request_resolved: how the request was decided." },
+  name: { type: "string", description: "limit_not_found, limit_exists: the shared limit's name." },
+  limit: { anyOf: [{ type: "string" }, { type: "integer" }], description: "unknown_limit: the limit name that is not the channel owner's; too_many_limits: how many limits a key may own." },
+  max: { type: "integer", description: "invalid_ttl_seconds on a message: the channel's ttl_seconds, the most a message may have." },
 };
 
 const HTTP_BODY = "google.api.HttpBody";
