@@ -21,6 +21,7 @@ import {
 import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
 import { quotaExceeded } from "./quotas.js";
+import { unknownLimit, validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
@@ -281,6 +282,12 @@ export interface CreateChannelInput {
   maxDeliveries: number | undefined;
   /** Id, alias or the caller's name of the dead-letter channel. */
   deadLetterChannel: string | undefined;
+  groupConcurrency?: number | undefined;
+  /** "fifo" or "fair" as sent; anything else is refused. */
+  dispatch?: string | undefined;
+  priorityAgingSeconds?: number | undefined;
+  /** Names of the caller's shared limits. */
+  limits?: readonly string[] | undefined;
 }
 
 /** A create request naming only `fields`, every other field left out as a client leaving it out would: for use cases that create channels themselves. */
@@ -334,6 +341,11 @@ export function validateCreateChannel(input: CreateChannelInput, defaults: Chann
     maxWritesPerMinute: input.maxWritesPerMinute === undefined ? null : validateMaxWritesPerMinute(input.maxWritesPerMinute),
     maxDeliveries: input.maxDeliveries === undefined ? null : validateMaxDeliveries(input.maxDeliveries),
     deadLetterChannelId: null,
+    groupConcurrency: validateGroupConcurrency(input.groupConcurrency),
+    dispatch: validateDispatch(input.dispatch),
+    priorityAgingSeconds: validatePriorityAging(input.priorityAgingSeconds),
+    limits: validateLimitNames(input.limits),
+    limitIds: [],
   };
 }
 
@@ -358,6 +370,10 @@ export const UPDATABLE_FIELDS = [
   "webhook_secret",
   "max_deliveries",
   "dead_letter_channel",
+  "group_concurrency",
+  "dispatch",
+  "priority_aging_seconds",
+  "limits",
 ] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
 
@@ -391,7 +407,8 @@ export function parseUpdateMask(paths: readonly string[]): UpdatableField[] {
 function fieldsSetIn(input: ChannelUpdateInput): UpdatableField[] {
   return UPDATABLE_FIELDS.filter((field) => {
     if (field === "related_channels") return input.relatedChannels.length > 0;
-    return input[camel(field) as Exclude<keyof ChannelUpdateInput, "relatedChannels">] !== undefined;
+    if (field === "limits") return (input.limits?.length ?? 0) > 0;
+    return input[camel(field) as Exclude<keyof ChannelUpdateInput, "relatedChannels" | "limits">] !== undefined;
   });
 }
 
@@ -466,6 +483,18 @@ export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly stri
       case "dead_letter_channel":
         patch.deadLetterChannel = input.deadLetterChannel ?? null;
         break;
+      case "group_concurrency":
+        patch.groupConcurrency = validateGroupConcurrency(input.groupConcurrency);
+        break;
+      case "dispatch":
+        patch.dispatch = validateDispatch(input.dispatch);
+        break;
+      case "priority_aging_seconds":
+        patch.priorityAgingSeconds = validatePriorityAging(input.priorityAgingSeconds);
+        break;
+      case "limits":
+        patch.limits = validateLimitNames(input.limits);
+        break;
     }
   }
   return patch;
@@ -483,7 +512,7 @@ export function sameJson(a: JsonValue, b: JsonValue): boolean {
 }
 
 /** The columns a patch actually changes on `current` (scalar fields only; links are compared separately). */
-export function changedColumns(current: ChannelRecord, patch: ChannelPatch, deadLetterChannelId?: string | null): ChannelChanges {
+export function changedColumns(current: ChannelRecord, patch: ChannelPatch, deadLetterChannelId?: string | null, limitIds?: string[]): ChannelChanges {
   const changes: ChannelChanges = {};
   const differs = <K extends keyof ChannelChanges>(key: K, value: ChannelChanges[K] | undefined, now: ChannelChanges[K]) => {
     if (value !== undefined && value !== now) changes[key] = value;
@@ -502,6 +531,10 @@ export function changedColumns(current: ChannelRecord, patch: ChannelPatch, dead
   differs("webhookSecret", patch.webhookSecret, current.webhookSecret);
   differs("maxDeliveries", patch.maxDeliveries, current.maxDeliveries);
   differs("deadLetterChannelId", deadLetterChannelId, current.deadLetterChannelId);
+  differs("groupConcurrency", patch.groupConcurrency, current.groupConcurrency);
+  differs("dispatch", patch.dispatch, current.dispatch);
+  differs("priorityAgingSeconds", patch.priorityAgingSeconds, current.priorityAgingSeconds);
+  if (limitIds !== undefined && !sameSet(limitIds, current.limitIds)) changes.limitIds = limitIds;
   if (patch.metadataSchema !== undefined && !sameJson(patch.metadataSchema, current.metadataSchema)) {
     changes.metadataSchema = patch.metadataSchema;
   }
@@ -569,6 +602,7 @@ export class Channels {
     await checkMetadataSchema(caller.keyId, channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
     if (input.deadLetterChannel !== undefined) channel.deadLetterChannelId = await this.resolveDeadLetterChannel(caller, input.deadLetterChannel, undefined);
+    channel.limitIds = await this.resolveLimits(caller, channel.limits);
     const limit = (await this.quotas?.channelLimit(caller)) ?? null;
     const created = await this.store.create(channel, relatedIds, caller, limit);
     if (created === "quota_exceeded") throw quotaExceeded("channels", limit!, limit!, 1);
@@ -603,8 +637,9 @@ export class Channels {
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);
     const deadLetterChannelId =
       patch.deadLetterChannel === undefined ? undefined : patch.deadLetterChannel === null ? null : await this.resolveDeadLetterChannel(caller, patch.deadLetterChannel, view.id);
+    const limitIds = patch.limits === undefined ? undefined : await this.resolveLimits(caller, patch.limits);
     const updated = await this.store.update(view.id, (current) => ({
-      changes: changedColumns(current.record, patch, deadLetterChannelId),
+      changes: changedColumns(current.record, patch, deadLetterChannelId, limitIds),
       relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,
     }));
     if (!updated) throw channelNotFound(identifier);
@@ -657,6 +692,15 @@ export class Channels {
    * channel itself, else 422 invalid_dead_letter_channel. Unknown channels and
    * other keys' channels get the same answer, so the check reveals nothing.
    */
+  /** The caller's limits of these names, as ids; 422 unknown_limit naming the first that is not one (docs/decisions.md#shared-limits). */
+  private async resolveLimits(caller: Caller, names: readonly string[]): Promise<string[]> {
+    if (names.length === 0) return [];
+    const found = await this.store.limitIds(caller.keyId, names);
+    const missing = names.find((n) => !found.has(n));
+    if (missing !== undefined) throw unknownLimit(missing);
+    return names.map((n) => found.get(n)!);
+  }
+
   private async resolveDeadLetterChannel(caller: Caller, identifier: string, selfId: string | undefined): Promise<string> {
     const found = await this.store.findView(identifier, caller.keyId);
     const invalid = (why: string) =>

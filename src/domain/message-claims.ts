@@ -11,6 +11,7 @@ import { effectiveClaim, type MessageRecord } from "../model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
 import type { DeadLetters } from "./dead-letters.js";
 import type { MessageContext } from "./message-context.js";
+import { validatePriority } from "./dispatch-rules.js";
 import {
   assertMessageId,
   checkBatchSize,
@@ -88,10 +89,11 @@ export class MessageClaims {
   }
 
   /** Gives the claim up; with delaySeconds the message is open work again only that much later (a retry with back-off). */
-  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number): Promise<MessageRecord> {
+  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<MessageRecord> {
     assertMessageId(messageId);
     const delay = checkDelaySeconds(delaySeconds, Infinity);
-    return this.releaseAs(caller, messageId, await this.ctx.actors.resolveForClaim(caller, actorRef), delay);
+    const newPriority = priority === undefined ? null : validatePriority(priority);
+    return this.releaseAs(caller, messageId, await this.ctx.actors.resolveForClaim(caller, actorRef), delay, newPriority);
   }
 
   /**
@@ -104,18 +106,20 @@ export class MessageClaims {
     messageIds: readonly string[],
     actorRef: string | undefined,
     delaySeconds?: number,
+    priority?: number,
   ): Promise<Array<BatchItemResult<"released">>> {
     checkBatchSize("message_ids", messageIds.length);
     const delay = checkDelaySeconds(delaySeconds, Infinity);
+    const newPriority = priority === undefined ? null : validatePriority(priority);
     const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
     return eachOnItsOwn(messageIds, async (messageId) => {
       assertMessageId(messageId);
-      await this.releaseAs(caller, messageId, actor, delay);
+      await this.releaseAs(caller, messageId, actor, delay, newPriority);
       return "released" as const;
     });
   }
 
-  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef, delaySeconds: number): Promise<MessageRecord> {
+  private async releaseAs(caller: Caller, messageId: string, actor: ActorRef, delaySeconds: number, priority: number | null = null): Promise<MessageRecord> {
     const now = this.ctx.clock.now();
     let availableAt: Micros | null = null;
     if (delaySeconds > 0) {
@@ -125,7 +129,7 @@ export class MessageClaims {
       checkDelaySeconds(delaySeconds, channel ? channel.ttlSeconds : Infinity);
       availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
     }
-    const released = await this.ctx.store.release(messageId, caller.keyId, actor, now, availableAt);
+    const released = await this.ctx.store.release(messageId, caller.keyId, actor, now, availableAt, priority);
     if (released) {
       // Open work again: wake whoever waits for unclaimed messages.
       this.ctx.announce(released.channelId);
@@ -148,6 +152,8 @@ export class MessageClaims {
    */
   private async refuseUnclaimed(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
     if (message.acknowledgedBy.length > 0) throw new ApiError("already_acknowledged", "This message was acknowledged without a claim: it is finished, not open work");
+    const channel = await this.ctx.channels.findView(message.channelId, caller.keyId);
+    if (channel && (channel.groupConcurrency !== null || channel.limitIds.length > 0 || channel.limitedMessages)) throw new ApiError("receive_required");
     await this.deadLetters.refuseUnavailable(caller, message, now);
   }
 

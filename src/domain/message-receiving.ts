@@ -12,6 +12,7 @@ import type { DeadLetters } from "./dead-letters.js";
 import { readOrWait } from "./long-poll.js";
 import type { AckStatus, MessageAcks } from "./message-acks.js";
 import type { MessageContext } from "./message-context.js";
+import { dispatchesByRule } from "./dispatch-rules.js";
 import {
   atIndex,
   checkAckExtras,
@@ -123,7 +124,7 @@ export class MessageReceiving {
       const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
       const leaseTokens = Array.from({ length: max }, newLeaseToken);
       if (channel.maxDeliveries !== null) await this.deadLetters.moveOut(channel.id, now);
-      const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now);
+      const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now, dispatchesByRule(channel));
       const leases = leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
       // Gone while the statement ran: the leases go back at once, uncounted.
       if (gone() && leases.length > 0) {

@@ -95,12 +95,12 @@ export class Messages {
     return this.claims.heartbeat(caller, leaseToken, leaseSeconds);
   }
 
-  release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number): Promise<MessageRecord> {
-    return this.claims.release(caller, messageId, actorRef, delaySeconds);
+  release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<MessageRecord> {
+    return this.claims.release(caller, messageId, actorRef, delaySeconds, priority);
   }
 
-  releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined, delaySeconds?: number): Promise<Array<BatchItemResult<"released">>> {
-    return this.claims.releaseBatch(caller, messageIds, actorRef, delaySeconds);
+  releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<Array<BatchItemResult<"released">>> {
+    return this.claims.releaseBatch(caller, messageIds, actorRef, delaySeconds, priority);
   }
 
   retract(caller: Caller, messageId: string): Promise<void> {

@@ -4,6 +4,19 @@ import type { Micros } from "./time.js";
 
 export type ChannelMode = "broadcast" | "claimable";
 export type ChannelAccess = "open" | "restricted";
+/** Order of open work of equal priority (docs/decisions.md#dispatch). */
+export type ChannelDispatch = "fifo" | "fair";
+
+/** Groups, dispatch, aging and limits of a claimable channel (docs/decisions.md#message-groups). */
+export interface DispatchSettings {
+  /** At most this many messages of one group in flight; null = unbounded. */
+  groupConcurrency: number | null;
+  dispatch: ChannelDispatch;
+  /** One priority level more urgent per this many seconds waited; null = no aging. */
+  priorityAgingSeconds: number | null;
+  /** The owner's shared limits every delivered message holds (ids). */
+  limitIds: string[];
+}
 
 export interface ChannelRecord {
   id: string;
@@ -30,6 +43,14 @@ export interface ChannelRecord {
   paused: boolean;
   createdAt: Micros;
   updatedAt: Micros;
+  groupConcurrency: number | null;
+  dispatch: ChannelDispatch;
+  priorityAgingSeconds: number | null;
+  /** The owner's shared limits every delivered message holds: ids, and their names by name. */
+  limitIds: string[];
+  limits: string[];
+  /** A message of the channel named limits of its own: its receives check limits. */
+  limitedMessages: boolean;
 }
 
 /** A channel looked up on behalf of a caller, with the caller's standing in it. */
@@ -63,6 +84,12 @@ export interface NewChannel {
   maxDeliveries: number | null;
   /** Resolved by the use case from the dead_letter_channel identifier (validation leaves it null). */
   deadLetterChannelId: string | null;
+  groupConcurrency: number | null;
+  dispatch: ChannelDispatch;
+  priorityAgingSeconds: number | null;
+  /** Limit names as given; the use case resolves them to limitIds. */
+  limits: string[];
+  limitIds: string[];
 }
 
 /** What an update changes; a key that is present is applied (null = clear). */
@@ -85,10 +112,15 @@ export interface ChannelPatch {
   paused?: boolean;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  groupConcurrency?: number | null;
+  dispatch?: ChannelDispatch;
+  priorityAgingSeconds?: number | null;
+  /** Limit names; replaces the list. */
+  limits?: string[];
 }
 
 /** Column changes of an update (only the keys present are written): the patch but the related channels, which have their own table. */
-export type ChannelChanges = Omit<ChannelPatch, "relatedChannels" | "deadLetterChannel"> & { deadLetterChannelId?: string | null };
+export type ChannelChanges = Omit<ChannelPatch, "relatedChannels" | "deadLetterChannel" | "limits"> & { deadLetterChannelId?: string | null; limitIds?: string[] };
 
 /** A channel row locked for an update, with the ids of its related channels. */
 export interface LockedChannel {

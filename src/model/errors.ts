@@ -128,6 +128,7 @@ export const errorCatalog = {
   invalid_dispatch: INVALID("dispatch", "Use \"fifo\" (oldest first) or \"fair\" (round-robin across groups)."),
   invalid_priority: INVALID("priority", "Use an integer from 1 (most urgent) to 5; 3 is the default."),
   invalid_priority_aging_seconds: INVALID("priority_aging_seconds", "Use an integer from 1 to 86400, or null for priorities that never age."),
+  receive_required: spec(409, "failed_precondition", "This channel hands out work by its group bounds and shared limits", "Take work with receive (POST /v1/channels/{identifier}/messages:receive), which keeps the bounds; a claim by id would pass them by."),
   unknown_limit: INVALID("limit", "Name limits your key created (GET /v1/limits lists them; POST /v1/limits creates one)."),
   invalid_dead_letter_channel: INVALID("dead_letter_channel", "Name another channel your key owns (id, alias or name), or null for none."),
   invalid_related_channels: INVALID("related_channels", "Send an array of channel ids or aliases."),

@@ -41,6 +41,12 @@ export interface MessageRecord {
   result: string | null;
   /** Where a dead letter came from: set by the service only, never from a client's input (docs/decisions.md#dead-letters). */
   deadLetter: DeadLetterOrigin | null;
+  /** The message's group; null when none (docs/decisions.md#message-groups). */
+  groupKey: string | null;
+  /** 1 (most urgent)..5 (docs/decisions.md#priorities). */
+  priority: number;
+  /** Names of the channel owner's limits the message adds to the channel's (docs/decisions.md#shared-limits). */
+  limits: string[];
 }
 
 export interface DeadLetterOrigin {
@@ -54,6 +60,13 @@ export interface DeadLetterOrigin {
 export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "authorLabel" | "actor" | "actorLabel" | "content" | "metadata" | "mentions"> & {
   /** Seconds after createdAt before the message is open work; none (0) when absent. */
   delaySeconds?: number;
+  groupKey?: string | null;
+  priority?: number;
+  /** The message's own TTL; absent: the channel's. */
+  ttlSeconds?: number;
+  /** Ids of the limits the message adds (names resolved by the use case), and their names. */
+  limitIds?: string[];
+  limitNames?: string[];
 };
 
 export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";

@@ -56,4 +56,6 @@ export interface ChannelStore {
   removeAlias(id: string, alias: string): Promise<ChannelResource | "not_held" | undefined>;
   /** Sets paused on the channel named by id or alias (an operator has no key, so no name) and returns it; undefined when none. */
   setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined>;
+  /** The key's shared limits among `names`, name → id (docs/decisions.md#shared-limits). */
+  limitIds(ownerKeyId: string, names: readonly string[]): Promise<Map<string, string>>;
 }

@@ -14,7 +14,8 @@ export interface MessageStore {
   /** Claims when the message is claimable by this key right now; undefined when not. */
   claim(messageId: string, claim: NewClaim, now: Micros): Promise<MessageRecord | undefined>;
   /** Leases up to `max` of a claimable channel's open work (unclaimed, or lapsed and unacknowledged), oldest first; never a message another caller holds. */
-  receive(channelId: string, max: number, leases: NewLeases, now: Micros): Promise<MessageRecord[]>;
+  /** `picked`: the channel dispatches by group, turn, aging or limits (docs/decisions.md#dispatch). */
+  receive(channelId: string, max: number, leases: NewLeases, now: Micros, picked?: boolean): Promise<MessageRecord[]>;
   /**
    * Adds the actor to acknowledged_by unless it is already there, storing a
    * result only while none is stored and (claimable channels) only from the
@@ -26,7 +27,8 @@ export interface MessageStore {
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   find(messageId: string, keyId: string): Promise<FoundMessage | undefined>;
   /** Clears the claim when this key and actor hold it (open work again from `availableAt` when given); undefined when they do not. */
-  release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null): Promise<MessageRecord | undefined>;
+  /** `priority`: the message's priority from now on; null keeps it. */
+  release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null, priority?: number | null): Promise<MessageRecord | undefined>;
   /**
    * The earliest moment after `after` at which open work appears in the channel
    * with no write to announce it (a delayed message falls due, or a lease

@@ -29,6 +29,9 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     deliveryCount: message.deliveryCount,
     result: message.result ?? undefined,
     deadLetter: message.deadLetter ?? undefined,
+    groupKey: message.groupKey ?? undefined,
+    priority: message.priority,
+    limits: message.limits,
   };
 }
 

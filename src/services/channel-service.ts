@@ -6,7 +6,7 @@
 import type { Channels } from "../domain/channels.js";
 import { callerOf } from "../protocol/context.js";
 import type { ChannelHandlers } from "./handlers.js";
-import { accessFromProto, modeFromProto, renderChannel, renderChannelSummary } from "./render-channel.js";
+import { accessFromProto, dispatchFromProto, modeFromProto, renderChannel, renderChannelSummary } from "./render-channel.js";
 
 export function channelHandlers(channels: Channels): ChannelHandlers {
   return {
@@ -28,6 +28,10 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         maxWritesPerMinute: request.maxWritesPerMinute,
         maxDeliveries: request.maxDeliveries,
         deadLetterChannel: request.deadLetterChannel,
+        groupConcurrency: request.groupConcurrency,
+        dispatch: dispatchFromProto(request.dispatch),
+        priorityAgingSeconds: request.priorityAgingSeconds,
+        limits: request.limits,
       });
       return renderChannel(channel, callerOf(ctx).keyId);
     },
@@ -74,6 +78,10 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
           webhookSecret: update?.webhookSecret,
           maxDeliveries: update?.maxDeliveries,
           deadLetterChannel: update?.deadLetterChannel,
+          groupConcurrency: update?.groupConcurrency,
+          dispatch: update ? dispatchFromProto(update.dispatch) : undefined,
+          priorityAgingSeconds: update?.priorityAgingSeconds,
+          limits: update?.limits ?? [],
         },
         mask,
       );

@@ -51,6 +51,10 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         metadata: req.metadata,
         mentions: req.mentions,
         delaySeconds: req.delaySeconds,
+        groupKey: req.groupKey,
+        priority: req.priority,
+        ttlSeconds: req.ttlSeconds,
+        limits: req.limits,
       });
       return { message: renderMessage(message, clock.now()), nextCursor };
     },
@@ -63,6 +67,10 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         metadata: m.metadata,
         mentions: m.mentions,
         delaySeconds: m.delaySeconds,
+        groupKey: m.groupKey,
+        priority: m.priority,
+        ttlSeconds: m.ttlSeconds,
+        limits: m.limits,
       }));
       const { messages: created, nextCursor } = await messages.createBatch(callerOf(ctx), req.identifier, drafts);
       const now = clock.now();
@@ -137,7 +145,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async releaseMessage(req, ctx) {
-      const message = await messages.release(callerOf(ctx), req.messageId, req.actor, req.delaySeconds);
+      const message = await messages.release(callerOf(ctx), req.messageId, req.actor, req.delaySeconds, req.priority);
       return { status: "released", message: renderMessage(message, clock.now()) };
     },
 
@@ -155,7 +163,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async batchReleaseMessages(req, ctx) {
-      const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor, req.delaySeconds);
+      const results = await messages.releaseBatch(callerOf(ctx), req.messageIds, req.actor, req.delaySeconds, req.priority);
       return { results: results.map((r) => ("error" in r ? { messageId: r.messageId, error: itemError(r.error) } : r)) };
     },
 

@@ -7,12 +7,13 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ActorSchema } from "../../gen/agentbus/v1/actor_pb.js";
 import {
   ChannelAccess as ProtoChannelAccess,
+  ChannelDispatch as ProtoChannelDispatch,
   ChannelMode as ProtoChannelMode,
   type ChannelSchema,
   type ChannelSummarySchema,
 } from "../../gen/agentbus/v1/channel_pb.js";
 import type { ActorRecord } from "../model/actors.js";
-import type { ChannelAccess, ChannelMode, ChannelResource, ChannelSummary } from "../model/channels.js";
+import type { ChannelAccess, ChannelDispatch, ChannelMode, ChannelResource, ChannelSummary } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { toProtoTimestamp } from "../model/time.js";
 
@@ -52,6 +53,24 @@ export function accessFromProto(value: ProtoChannelAccess): ChannelAccess | unde
   }
 }
 
+export function dispatchToProto(dispatch: ChannelDispatch): ProtoChannelDispatch {
+  return dispatch === "fair" ? ProtoChannelDispatch.FAIR : ProtoChannelDispatch.FIFO;
+}
+
+/** UNSPECIFIED → undefined (not given); a number the enum does not declare → 422 invalid_dispatch. */
+export function dispatchFromProto(value: ProtoChannelDispatch): ChannelDispatch | undefined {
+  switch (value) {
+    case ProtoChannelDispatch.UNSPECIFIED:
+      return undefined;
+    case ProtoChannelDispatch.FIFO:
+      return "fifo";
+    case ProtoChannelDispatch.FAIR:
+      return "fair";
+    default:
+      throw new ApiError("invalid_dispatch", `'dispatch' must be "fifo" or "fair"`, { details: { field: "dispatch" } });
+  }
+}
+
 /** The Channel resource; webhook_url and webhook_secret are write-only and never rendered. */
 /** `viewerKeyId`: the caller's key; the owner alone sees the webhook URL (docs/decisions.md#channel-fields). */
 export function renderChannel(c: ChannelResource, viewerKeyId?: string): MessageInitShape<typeof ChannelSchema> {
@@ -78,6 +97,10 @@ export function renderChannel(c: ChannelResource, viewerKeyId?: string): Message
     relatedChannels: c.relatedChannels.map((r) => ({ id: r.id, name: r.name, mode: modeToProto(r.mode) })),
     createdAt: toProtoTimestamp(c.createdAt),
     updatedAt: toProtoTimestamp(c.updatedAt),
+    groupConcurrency: c.groupConcurrency ?? undefined,
+    dispatch: dispatchToProto(c.dispatch),
+    priorityAgingSeconds: c.priorityAgingSeconds ?? undefined,
+    limits: c.limits,
   };
 }
 

@@ -43,11 +43,19 @@ export interface ChannelRow {
   paused: boolean;
   created_at: Micros;
   updated_at: Micros;
+  group_concurrency: number | null;
+  dispatch: "fifo" | "fair";
+  priority_aging_seconds: number | null;
+  limit_ids: string[];
+  limit_names: string[];
+  limited_messages: boolean;
 }
 
 export const CHANNEL_COLUMNS = `c.id, c.name, c.mode, c.access, c.discoverable, c.description, c.owner_id, c.created_by_key_id,
   c.metadata_schema, c.pinned_message, c.webhook_url, c.webhook_secret, c.ttl_seconds, c.retention_days,
-  c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at`;
+  c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at,
+  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages,
+  ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (c.limit_ids) ORDER BY l.name) AS limit_names`;
 
 export function toChannelRecord(row: ChannelRow): ChannelRecord {
   return {
@@ -72,6 +80,12 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     paused: row.paused,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    groupConcurrency: row.group_concurrency,
+    dispatch: row.dispatch,
+    priorityAgingSeconds: row.priority_aging_seconds,
+    limitIds: row.limit_ids,
+    limits: row.limit_names,
+    limitedMessages: row.limited_messages,
   };
 }
 
@@ -177,8 +191,10 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
      ), created AS (
        INSERT INTO channels (name, mode, access, discoverable, description, owner_id, created_by_key_id, metadata_schema,
                              pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
-                             max_writes_per_minute, max_deliveries, dead_letter_channel_id, created_at, updated_at)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $17, $18, stamp.at, stamp.at FROM stamp
+                             max_writes_per_minute, max_deliveries, dead_letter_channel_id, created_at, updated_at,
+                             group_concurrency, dispatch, priority_aging_seconds, limit_ids)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $17, $18, stamp.at, stamp.at,
+         $19, $20, $21, $22::uuid[] FROM stamp
        RETURNING id, created_at
      ), member AS (
        -- The owner's membership dates from the channel's creation, so it lists first.
@@ -207,6 +223,10 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
       relatedIds,
       channel.maxDeliveries,
       channel.deadLetterChannelId,
+      channel.groupConcurrency,
+      channel.dispatch,
+      channel.priorityAgingSeconds,
+      channel.limitIds,
     ],
   );
   const id = rows[0]?.id;
@@ -336,6 +356,10 @@ const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
   paused: "paused",
   webhookUrl: "webhook_url",
   webhookSecret: "webhook_secret",
+  groupConcurrency: "group_concurrency",
+  dispatch: "dispatch",
+  priorityAgingSeconds: "priority_aging_seconds",
+  limitIds: "limit_ids",
 };
 
 /**
@@ -348,7 +372,7 @@ export async function updateChannel(db: Db, id: string, changes: ChannelChanges,
   for (const [key, value] of Object.entries(changes) as Array<[keyof ChannelChanges, unknown]>) {
     const column = CHANGE_COLUMNS[key];
     values.push(key === "metadataSchema" ? JSON.stringify(value) : value);
-    sets.push(`${column} = $${values.length}${key === "metadataSchema" ? "::jsonb" : ""}`);
+    sets.push(`${column} = $${values.length}${key === "metadataSchema" ? "::jsonb" : key === "limitIds" ? "::uuid[]" : ""}`);
   }
   sets.push("updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')");
   await db.query(`UPDATE channels SET ${sets.join(", ")} WHERE id = $1`, values);
@@ -473,5 +497,10 @@ export class PgChannelStore implements ChannelStore {
         return id === undefined ? undefined : loadChannelResource(this.db, id);
       }),
     );
+  }
+
+  async limitIds(ownerKeyId: string, names: readonly string[]): Promise<Map<string, string>> {
+    const { rows } = await this.db.query<{ id: string; name: string }>("SELECT id, name FROM limits WHERE owner_key_id = $1 AND name = ANY ($2::text[])", [ownerKeyId, names]);
+    return new Map(rows.map((r) => [r.name, r.id]));
   }
 }

@@ -69,13 +69,19 @@ export interface MessageRow {
   result: string | null;
   delivery_count: number;
   dead_letter: { origin_channel_id: string; origin_message_id: string; delivery_count: number; last_error: string } | null;
+  /** Absent in rows read by statements that predate groups (history readers list their own columns). */
+  group_key?: string | null;
+  priority?: number;
+  limit_names?: string[];
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
   m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
   m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count, m.dead_letter,
   coalesce(m.available_at, m.created_at) AS available_at,
-  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label`;
+  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label,
+  m.group_key, m.priority,
+  CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -84,7 +90,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
  */
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter`;
+  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 const accessible = (key: string) => `EXISTS (
@@ -144,6 +150,9 @@ export function toRecord(row: MessageRow): MessageRecord {
             deliveryCount: row.dead_letter.delivery_count,
             lastError: row.dead_letter.last_error,
           },
+    groupKey: row.group_key ?? null,
+    priority: row.priority ?? 3,
+    limits: row.limit_names ?? [],
   };
 }
 
@@ -157,6 +166,8 @@ interface PendingReceive {
   max: number;
   leases: NewLeases;
   now: Micros;
+  /** The channel dispatches by group, turn, aging or limits (RECEIVE_PICKED_SQL). */
+  picked: boolean;
 }
 
 /** An ack waiting for the next batch of acks. */
@@ -208,7 +219,9 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
   WHERE m.id = $1 AND m.expires_at > $5 AND ${AVAILABLE("$5")} AND ${NOT_ACKNOWLEDGED}
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable'
-      AND m.delivery_count < coalesce(k.max_deliveries, 2147483647))
+      AND m.delivery_count < coalesce(k.max_deliveries, 2147483647)
+      -- Group bounds and limits are kept by receives alone (docs/decisions.md#message-groups).
+      AND k.group_concurrency IS NULL AND k.limit_ids = '{}' AND NOT k.limited_messages)
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
 
@@ -275,7 +288,7 @@ class BatchRefused extends Error {
  */
 export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
       || jsonb_build_array(jsonb_build_object('id', a.actor_id, 'name', a.actor_name, 'occurred_at', a.occurred_at, 'metadata', a.metadata)),
-    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL
+    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL
   FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
     WITH ORDINALITY AS a(id, key_id, actor_id, actor_name, occurred_at, result, metadata, ord)
   WHERE m.id = a.id AND m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)
@@ -336,25 +349,54 @@ export const RECEIVE_SQL = `WITH claimable AS (
   ), wanted AS (
     SELECT coalesce(sum(n), 0)::int AS n FROM allowed
   ), open_work AS (
-    SELECT m.id, m.created_at FROM messages m
+    SELECT m.id, m.created_at, m.priority FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $2 AND ${AVAILABLE("$2")}
       AND ${NOT_ACKNOWLEDGED} AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
+    ORDER BY m.priority, m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
   ), lapsed AS (
-    SELECT m.id, m.created_at FROM messages m
+    SELECT m.id, m.created_at, m.priority FROM messages m
     WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$2")} AND m.expires_at > $2
       AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
+    ORDER BY m.priority, m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
   ), picked AS (
-    SELECT w.id, row_number() OVER (ORDER BY w.created_at) AS n
-    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.created_at LIMIT (SELECT n FROM wanted)
+    SELECT w.id, row_number() OVER (ORDER BY w.priority, w.created_at) AS n
+    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.priority, w.created_at LIMIT (SELECT n FROM wanted)
   )
   UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
     claim_metadata = NULL, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
     delivery_count = m.delivery_count + 1
   FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
   WHERE m.id = p.id
-  RETURNING a.ord, ${COLUMNS}`;
+  RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
+
+/**
+ * Receive on a channel whose work is dispatched by group, turn, aging or
+ * shared limits: RECEIVE_SQL with agentbus_pick choosing the messages (and
+ * the limits each holds), under the same parameters. The pick runs under the
+ * channel's and its limits' locks; a row a claim by id took meanwhile fails
+ * the re-check here and is left out.
+ */
+export const RECEIVE_PICKED_SQL = `WITH claimable AS (
+    SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
+  ), asked AS (
+    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
+    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[])
+      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, ord)
+  ), allowed AS (
+    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
+    FROM asked a, claimable k
+    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
+  ), picked AS MATERIALIZED (
+    SELECT p.id, p.n, p.held FROM agentbus_pick($1, $2, (SELECT coalesce(sum(n), 0)::int FROM allowed)) p
+  )
+  UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
+    claim_metadata = NULL, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
+    delivery_count = m.delivery_count + 1, held_limit_ids = p.held
+  FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
+  WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
+    AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
+  RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
 
 /**
  * $1 channel, $2 now: the queue state (docs/decisions.md#queue-stats) in one
@@ -444,7 +486,7 @@ export class PgMessageStore implements MessageStore {
 
   private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
     const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros; available_at: Micros }>(
-      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[])",
+      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[], $10::text[], $11::smallint[], $12::int[], $13::jsonb[])",
       [
         channelId,
         inputs.map((m) => m.authorKeyId),
@@ -455,6 +497,10 @@ export class PgMessageStore implements MessageStore {
         inputs.map((m) => JSON.stringify(m.metadata)),
         inputs.map((m) => JSON.stringify(m.mentions)),
         inputs.map((m) => m.delaySeconds ?? 0),
+        inputs.map((m) => m.groupKey ?? null),
+        inputs.map((m) => m.priority ?? 3),
+        inputs.map((m) => m.ttlSeconds ?? null),
+        inputs.map((m) => (m.limitIds === undefined || m.limitIds.length === 0 ? null : JSON.stringify(m.limitIds))),
       ],
       "create_messages",
     );
@@ -483,6 +529,9 @@ export class PgMessageStore implements MessageStore {
                 deliveryCount: 0,
                 result: null,
                 deadLetter: null,
+                groupKey: input.groupKey ?? null,
+                priority: input.priority ?? 3,
+                limits: input.limitNames ?? [],
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -527,8 +576,8 @@ export class PgMessageStore implements MessageStore {
    * oldest first. Outside a transaction the receive joins its channel's next
    * batch of receives (see create), inside one it runs on it.
    */
-  receive(channelId: string, max: number, leases: NewLeases, now: Micros): Promise<MessageRecord[]> {
-    const item = { max, leases, now };
+  receive(channelId: string, max: number, leases: NewLeases, now: Micros, picked = false): Promise<MessageRecord[]> {
+    const item = { max, leases, now, picked };
     if (this.db.inTransaction) return this.receiveEach(channelId, [item]).then((r) => r[0]!);
     return this.receives.submit(channelId, item);
   }
@@ -543,8 +592,8 @@ export class PgMessageStore implements MessageStore {
   /** RECEIVE_SQL for receives on one channel, at the latest of their nows: each one's leased messages, oldest first. */
   private async receiveEach(channelId: string, items: readonly PendingReceive[]): Promise<MessageRecord[][]> {
     const now = Math.max(...items.map((i) => i.now));
-    const { rows } = await this.db.query<MessageRow & { ord: string }>(
-      RECEIVE_SQL,
+    const { rows } = await this.db.query<MessageRow & { ord: string; pick: string }>(
+      items.some((i) => i.picked) ? RECEIVE_PICKED_SQL : RECEIVE_SQL,
       [
         channelId,
         formatTimestamp(now),
@@ -555,13 +604,12 @@ export class PgMessageStore implements MessageStore {
         items.map((i) => formatTimestamp(i.leases.leaseExpiresAt)),
         items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
       ],
-      "receive",
+      items.some((i) => i.picked) ? "receive_picked" : "receive",
     );
-    const leased = items.map((): MessageRecord[] => []);
-    for (const row of rows) leased[Number(row.ord) - 1]!.push(toRecord(row));
-    // RETURNING follows no order.
-    for (const messages of leased) messages.sort((a, b) => a.createdAt - b.createdAt);
-    return leased;
+    const leased = items.map((): Array<{ pick: number; message: MessageRecord }> => []);
+    for (const row of rows) leased[Number(row.ord) - 1]!.push({ pick: Number(row.pick), message: toRecord(row) });
+    // RETURNING follows no order: each receive's in delivery order.
+    return leased.map((messages) => messages.sort((a, b) => a.pick - b.pick).map((m) => m.message));
   }
 
   /**
@@ -633,7 +681,7 @@ export class PgMessageStore implements MessageStore {
     if (leases.length === 0) return 0;
     const { rowCount } = await this.db.query(
       `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL,
+         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
          delivery_count = greatest(m.delivery_count - 1, 0)
        FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
        WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`,
@@ -716,17 +764,17 @@ export class PgMessageStore implements MessageStore {
   }
 
   /** Clears the claim when this key and actor hold it. */
-  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null): Promise<MessageRecord | undefined> {
+  async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null, priority: number | null = null): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(
       `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL,
-         available_at = coalesce($5::timestamptz, m.available_at)
+         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
+         available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority)
        WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
          AND ${NOT_ACKNOWLEDGED}
          AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
          AND ${accessible("$2")}
        RETURNING ${COLUMNS}`,
-      [messageId, keyId, actor.id, formatTimestamp(now), availableAt === null ? null : formatTimestamp(availableAt)],
+      [messageId, keyId, actor.id, formatTimestamp(now), availableAt === null ? null : formatTimestamp(availableAt), priority],
     );
     return rows[0] && toRecord(rows[0]);
   }

@@ -288,6 +288,12 @@ describe("changedColumns", () => {
     paused: false,
     createdAt: 1,
     updatedAt: 1,
+    groupConcurrency: null,
+    dispatch: "fifo",
+    priorityAgingSeconds: null,
+    limitIds: [],
+    limits: [],
+    limitedMessages: false,
   };
 
   it("reports nothing when every patched value equals the current one", () => {

@@ -21,7 +21,10 @@ ALTER TABLE channels
   ADD COLUMN group_concurrency integer CHECK (group_concurrency BETWEEN 1 AND 1000),
   ADD COLUMN dispatch text NOT NULL DEFAULT 'fifo' CHECK (dispatch IN ('fifo', 'fair')),
   ADD COLUMN priority_aging_seconds integer CHECK (priority_aging_seconds BETWEEN 1 AND 86400),
-  ADD COLUMN limit_ids uuid[] NOT NULL DEFAULT '{}';
+  ADD COLUMN limit_ids uuid[] NOT NULL DEFAULT '{}',
+  -- Set once a message of the channel named limits of its own: from then on
+  -- its receives check limits even when the channel names none.
+  ADD COLUMN limited_messages boolean NOT NULL DEFAULT false;
 
 -- Open work by priority, oldest first within a level: what a receive reads.
 CREATE INDEX messages_open_by_priority ON messages (channel_id, priority, created_at) WHERE claimed_by_key_id IS NULL;

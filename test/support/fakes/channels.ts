@@ -88,6 +88,7 @@ export class FakeChannelStore implements ChannelStore {
       paused: false,
       createdAt: at,
       updatedAt: at,
+      limitedMessages: false,
     };
     this.channels.set(record.id, record);
     this.links.set(record.id, [...relatedIds]);
@@ -165,6 +166,14 @@ export class FakeChannelStore implements ChannelStore {
     this.aliases.delete(alias);
     for (const [key, held] of this.aliasKeys) if (held === alias) this.aliasKeys.delete(key);
     return this.resource(record);
+  }
+
+  /** Shared limits by owner key, name → id (the fake has no limit store: tests put them here). */
+  readonly limits = new Map<string, Map<string, string>>();
+
+  async limitIds(ownerKeyId: string, names: readonly string[]): Promise<Map<string, string>> {
+    const own = this.limits.get(ownerKeyId) ?? new Map<string, string>();
+    return new Map(names.filter((n) => own.has(n)).map((n) => [n, own.get(n)!]));
   }
 
   async setPaused(identifier: string, paused: boolean): Promise<ChannelResource | undefined> {

@@ -24,7 +24,7 @@ export class FakeMessageStore implements MessageStore {
     return channel !== undefined && (channel.access === "open" || channel.createdByKeyId === keyId || this.channels.isMember(channel.id, keyId));
   }
 
-  async create({ delaySeconds = 0, ...input }: NewMessage): Promise<CreateOutcome> {
+  async create({ delaySeconds = 0, groupKey = null, priority = 3, ttlSeconds, limitIds: _ids, limitNames = [], ...input }: NewMessage): Promise<CreateOutcome> {
     const channel = this.channels.channels.get(input.channelId);
     if (!channel) return { outcome: "channel_not_found", retryAfter: null };
     if (channel.paused) return { outcome: "channel_paused", retryAfter: null };
@@ -34,12 +34,15 @@ export class FakeMessageStore implements MessageStore {
       id: randomUUID(),
       createdAt,
       availableAt: createdAt + Math.round(delaySeconds * MICROS_PER_SECOND),
-      expiresAt: createdAt + channel.ttlSeconds * MICROS_PER_SECOND,
+      expiresAt: createdAt + (ttlSeconds ?? channel.ttlSeconds) * MICROS_PER_SECOND,
       claim: null,
       acknowledgedBy: [],
       deliveryCount: 0,
       result: null,
       deadLetter: null,
+      groupKey,
+      priority,
+      limits: limitNames,
     };
     this.messages.set(message.id, message);
     this.heads.set(channel.id, createdAt);

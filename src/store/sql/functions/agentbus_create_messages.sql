@@ -16,6 +16,8 @@
 -- The signature before delays (p_delays): a new signature is a new function
 -- beside the old one, which would make a call without p_delays ambiguous.
 DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[]);
+-- And the one before groups, priorities, per-message TTLs and limits.
+DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[], double precision[]);
 CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_channel_id     uuid,
   p_author_key_ids text[],
@@ -25,7 +27,14 @@ CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_contents       text[],
   p_metadata       jsonb[],
   p_mentions       jsonb[],
-  p_delays         double precision[] DEFAULT NULL
+  p_delays         double precision[] DEFAULT NULL,
+  -- Per message: its group (NULL: none), priority (NULL: 3), TTL in seconds
+  -- (NULL: the channel's; checked by the service against it) and the ids of
+  -- the limits it adds (a JSON array; NULL: none).
+  p_group_keys     text[] DEFAULT NULL,
+  p_priorities     smallint[] DEFAULT NULL,
+  p_ttls           integer[] DEFAULT NULL,
+  p_limit_ids      jsonb[] DEFAULT NULL
 ) RETURNS TABLE (ord integer, outcome text, retry_after integer, message_id uuid, created_at timestamptz, expires_at timestamptz,
                  available_at timestamptz)
 LANGUAGE plpgsql AS $$
@@ -39,6 +48,7 @@ DECLARE
   inserted  integer := 0;
   excess    integer;
   i         integer;
+  ttl       integer;
 BEGIN
   SELECT * INTO ch FROM channels c WHERE c.id = p_channel_id FOR NO KEY UPDATE;
   IF NOT FOUND THEN
@@ -69,12 +79,20 @@ BEGIN
     END IF;
     -- A delay (seconds, checked by the service against the channel's TTL)
     -- makes the message open work only from stamp + delay; none leaves NULL.
+    ttl := least(ch.ttl_seconds, coalesce(p_ttls[i], ch.ttl_seconds));
     INSERT INTO messages (channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions, created_at, expires_at,
-                          available_at)
+                          available_at, group_key, priority, limit_ids)
     VALUES (p_channel_id, p_author_key_ids[i], p_actor_ids[i], p_actor_names[i], p_actor_labels[i], p_contents[i],
-            p_metadata[i], p_mentions[i], stamp, stamp + make_interval(secs => ch.ttl_seconds),
-            CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) END)
+            p_metadata[i], p_mentions[i], stamp, stamp + make_interval(secs => ttl),
+            CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) END,
+            p_group_keys[i], coalesce(p_priorities[i], 3),
+            coalesce(ARRAY(SELECT jsonb_array_elements_text(p_limit_ids[i])::uuid), '{}'))
     RETURNING id INTO new_id;
+    -- A group's first message gives it its turn in fair dispatch (never
+    -- served yet, so it goes before the groups that were).
+    IF p_group_keys[i] IS NOT NULL THEN
+      INSERT INTO message_groups (channel_id, group_key) VALUES (p_channel_id, p_group_keys[i]) ON CONFLICT DO NOTHING;
+    END IF;
     last_at := stamp;
     inserted := inserted + 1;
 
@@ -103,7 +121,7 @@ BEGIN
       FROM targets t WHERE t.actor_id NOT IN (SELECT p.actor_id FROM pushed p);
     END IF;
 
-    RETURN QUERY SELECT i, 'created'::text, NULL::integer, new_id, stamp, stamp + make_interval(secs => ch.ttl_seconds),
+    RETURN QUERY SELECT i, 'created'::text, NULL::integer, new_id, stamp, stamp + make_interval(secs => ttl),
       CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) ELSE stamp END;
   END LOOP;
   IF inserted = 0 THEN
@@ -117,6 +135,8 @@ BEGIN
   ELSE
     excess := 0;
   END IF;
-  UPDATE channels c SET last_message_at = last_at, stored_messages = ch.stored_messages + inserted - excess WHERE c.id = p_channel_id;
+  UPDATE channels c SET last_message_at = last_at, stored_messages = ch.stored_messages + inserted - excess,
+    limited_messages = c.limited_messages OR EXISTS (SELECT 1 FROM unnest(p_limit_ids) x WHERE x IS NOT NULL)
+  WHERE c.id = p_channel_id;
 END;
 $$;

@@ -1,0 +1,207 @@
+-- Which open work a receive on a channel with groups, fair dispatch,
+-- priority aging or shared limits leases next (docs/decisions.md#dispatch,
+-- #message-groups, #priorities, #shared-limits): up to p_wanted message ids in
+-- delivery order (n = 1, 2, ...), each with the limits it will hold. The
+-- caller's statement leases them (RECEIVE_PICKED_SQL in store/messages.ts).
+--
+-- Order: effective priority first (a message waiting counts one level more
+-- urgent per priority_aging_seconds), then the dispatch rule: fifo, the
+-- oldest first; fair, the group served least recently first (its head, the
+-- group's oldest open message). With group_concurrency, a group with that
+-- many messages in flight gives none; with 1, a group's head is its oldest
+-- unfinished message, so nothing later of the group goes while it is in
+-- flight, delayed after a release, or lapsed (then it goes first).
+-- A message whose limits have no room is passed over: it stays ready and
+-- the next candidate is considered.
+--
+-- Exact under concurrency: receives on one channel take its advisory lock,
+-- so group counts and turns are read and changed by one at a time; the
+-- owner's limits are locked (in id order, after the channel's lock, so two
+-- channels sharing limits cannot deadlock) before their use is counted, so
+-- receives on every channel and process that share a limit take its room in
+-- turn. The leasing statement checks each picked row again as it updates it
+-- (a claim by id does not take these locks).
+CREATE OR REPLACE FUNCTION agentbus_pick(p_channel uuid, p_now timestamptz, p_wanted integer)
+RETURNS TABLE (id uuid, n integer, held uuid[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  ch        channels%ROWTYPE;
+  maxd      integer;
+  grouped   boolean;
+  one_at_a_time    boolean;
+  picked    uuid[] := '{}';
+  passed    uuid[] := '{}';
+  lim_ids   uuid[] := '{}';
+  lim_room  integer[] := '{}';
+  lim_rate  integer[] := '{}';
+  lim_per   integer[] := '{}';
+  group_n   jsonb := '{}';
+  c         record;
+  holds     uuid[];
+  ok        boolean;
+  j         integer;
+  k         integer;
+  busy      integer;
+  pass      integer := 0;
+  got       integer := 0;
+  progress  boolean;
+BEGIN
+  IF p_wanted <= 0 THEN
+    RETURN;
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended('agentbus_pick:' || p_channel::text, 0));
+  SELECT * INTO ch FROM channels x WHERE x.id = p_channel AND x.mode = 'claimable';
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  maxd := coalesce(ch.max_deliveries, 2147483647);
+  grouped := ch.group_concurrency IS NOT NULL OR ch.dispatch = 'fair';
+  one_at_a_time := ch.group_concurrency = 1;
+  IF ch.dispatch = 'fair' THEN
+    -- The turn of the messages without a group.
+    INSERT INTO message_groups (channel_id, group_key) VALUES (p_channel, '') ON CONFLICT DO NOTHING;
+  END IF;
+
+  IF cardinality(ch.limit_ids) > 0 OR ch.limited_messages THEN
+    FOR c IN SELECT l.id, l.max_in_flight, l.rate_count, l.rate_per_seconds FROM limits l
+             WHERE l.owner_key_id = ch.created_by_key_id ORDER BY l.id FOR UPDATE LOOP
+      lim_ids := lim_ids || c.id;
+      IF c.max_in_flight IS NULL THEN
+        lim_room := lim_room || 2147483647;
+      ELSE
+        SELECT c.max_in_flight - count(*) INTO busy FROM messages m
+        WHERE m.held_limit_ids @> ARRAY[c.id] AND m.held_limit_ids IS NOT NULL
+          AND m.claimed_by_key_id IS NOT NULL AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
+          AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
+        lim_room := lim_room || busy;
+      END IF;
+      IF c.rate_count IS NULL THEN
+        lim_rate := lim_rate || 2147483647;
+        lim_per := lim_per || NULL::integer;
+      ELSE
+        DELETE FROM limit_deliveries d WHERE d.limit_id = c.id AND d.delivered_at <= p_now - make_interval(secs => c.rate_per_seconds);
+        SELECT c.rate_count - count(*) INTO busy FROM limit_deliveries d
+        WHERE d.limit_id = c.id AND d.delivered_at > p_now - make_interval(secs => c.rate_per_seconds);
+        lim_rate := lim_rate || busy;
+        lim_per := lim_per || c.rate_per_seconds;
+      END IF;
+    END LOOP;
+  END IF;
+
+  LOOP
+    pass := pass + 1;
+    progress := false;
+    FOR c IN
+      WITH heads AS (
+        -- Each group's head: its oldest open message, or with one_at_a_time
+        -- groups its oldest unfinished one (open or not).
+        SELECT h.*, g.last_served_at, g.group_key AS turn_key
+        FROM message_groups g
+        CROSS JOIN LATERAL (
+          SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key,
+            ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+              AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open
+          FROM messages m
+          WHERE m.channel_id = p_channel AND m.group_key = g.group_key
+            AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
+            AND m.id <> ALL (picked) AND (one_at_a_time OR m.id <> ALL (passed))
+            AND (one_at_a_time OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+              AND (m.available_at IS NULL OR m.available_at <= p_now)))
+          ORDER BY m.created_at LIMIT 1
+        ) h
+        WHERE grouped AND g.channel_id = p_channel AND g.group_key <> ''
+      ), loose AS (
+        -- Messages outside the group rules: every message when the channel
+        -- has none; else those without a group (in a fair channel, one
+        -- turn's worth: they are one group, under '').
+        SELECT u.*, (SELECT g.last_served_at FROM message_groups g WHERE g.channel_id = p_channel AND g.group_key = '') AS last_served_at,
+          ''::text AS turn_key
+        FROM (
+          SELECT o.* FROM generate_series(1, 5) lvl CROSS JOIN LATERAL (
+            SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key, true AS open
+            FROM messages m
+            WHERE m.channel_id = p_channel AND m.priority = lvl AND m.claimed_by_key_id IS NULL
+              AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
+              AND m.expires_at > p_now AND m.delivery_count < maxd AND (NOT grouped OR m.group_key IS NULL)
+              AND m.id <> ALL (picked) AND m.id <> ALL (passed)
+            ORDER BY m.created_at LIMIT p_wanted + 16
+          ) o
+          UNION ALL
+          (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at), m.limit_ids, m.group_key, true
+           FROM messages m
+           WHERE m.channel_id = p_channel AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
+             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
+             AND (NOT grouped OR m.group_key IS NULL) AND m.id <> ALL (picked) AND m.id <> ALL (passed)
+           ORDER BY m.created_at LIMIT p_wanted + 16)
+        ) u
+      ), loose_turn AS (
+        SELECT * FROM loose l
+        ORDER BY greatest(1, l.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
+                   ELSE floor(extract(epoch FROM p_now - l.since) / ch.priority_aging_seconds)::integer END), l.created_at
+        LIMIT CASE WHEN ch.dispatch = 'fair' THEN 1 ELSE p_wanted + 16 END
+      )
+      SELECT a.*, greatest(1, a.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
+               ELSE floor(extract(epoch FROM p_now - a.since) / ch.priority_aging_seconds)::integer END) AS eff
+      FROM (SELECT * FROM heads UNION ALL SELECT * FROM loose_turn) a
+      WHERE a.open
+      ORDER BY eff,
+        CASE WHEN ch.dispatch = 'fair' THEN a.last_served_at END ASC NULLS FIRST,
+        CASE WHEN ch.dispatch = 'fair' THEN a.turn_key END,
+        a.created_at
+    LOOP
+      EXIT WHEN got >= p_wanted;
+      -- A one_at_a_time group's head passed over for its limits holds its group back.
+      CONTINUE WHEN c.id = ANY (passed);
+      -- A group at its bound gives nothing more.
+      IF ch.group_concurrency IS NOT NULL AND c.group_key IS NOT NULL THEN
+        IF NOT group_n ? c.group_key THEN
+          SELECT count(*) INTO busy FROM messages m
+          WHERE m.channel_id = p_channel AND m.group_key = c.group_key AND m.claimed_by_key_id IS NOT NULL
+            AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
+            AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
+          group_n := group_n || jsonb_build_object(c.group_key, busy);
+        END IF;
+        IF (group_n ->> c.group_key)::integer >= ch.group_concurrency THEN
+          CONTINUE;
+        END IF;
+      END IF;
+      -- Its limits: the channel's and its own; each must have room.
+      holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || c.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+      ok := true;
+      FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+        IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
+          ok := false;
+        END IF;
+      END LOOP;
+      IF NOT ok THEN
+        passed := passed || c.id;
+        CONTINUE;
+      END IF;
+      FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+        lim_room[k] := lim_room[k] - 1;
+        lim_rate[k] := lim_rate[k] - 1;
+        IF lim_per[k] IS NOT NULL THEN
+          INSERT INTO limit_deliveries (limit_id, delivered_at) VALUES (lim_ids[k], p_now);
+        END IF;
+      END LOOP;
+      IF c.group_key IS NOT NULL AND ch.group_concurrency IS NOT NULL THEN
+        group_n := group_n || jsonb_build_object(c.group_key, (group_n ->> c.group_key)::integer + 1);
+      END IF;
+      IF ch.dispatch = 'fair' THEN
+        UPDATE message_groups g SET last_served_at = clock_timestamp()
+        WHERE g.channel_id = p_channel AND g.group_key = coalesce(c.group_key, '');
+      END IF;
+      picked := picked || c.id;
+      got := got + 1;
+      progress := true;
+      id := c.id;
+      n := got;
+      held := CASE WHEN cardinality(holds) = 0 THEN NULL ELSE holds END;
+      RETURN NEXT;
+      -- Fair: one message per group per turn, then the turns are dealt again.
+      EXIT WHEN ch.dispatch = 'fair' AND got >= p_wanted;
+    END LOOP;
+    EXIT WHEN got >= p_wanted OR NOT progress OR pass >= 64;
+  END LOOP;
+END;
+$$;

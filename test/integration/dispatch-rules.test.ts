@@ -1,0 +1,201 @@
+/**
+ * Groups, priorities, fair dispatch, aging and per-message expiry as the
+ * contract states them (docs/decisions.md#message-groups, #priorities,
+ * #dispatch): the fields round-trip, bad values get their catalog codes, and
+ * receives hand out work in the order the rules give. The concurrent proofs
+ * (two processes, many receivers) are dispatch-proof.test.ts.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SteppingClock } from "../support/clock.js";
+import { createChannel, postMessage, type ReceivedJson } from "../support/fixtures.js";
+import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
+
+const clock = new SteppingClock();
+const server = useTestServer({}, { clock });
+const sql = useSqlClient(server);
+const url = () => server.url;
+let owner: string;
+beforeAll(async () => {
+  owner = await mintKey(url(), "dispatch-owner");
+});
+afterEach(() => clock.reset());
+
+const receive = (ch: string, body: Record<string, unknown> = {}) =>
+  rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key: owner, body: { lease_seconds: 60, ...body } });
+const contents = (res: { body: { data: ReceivedJson[] } }) => res.body.data.map((r) => r.message.content);
+const ack = (r: ReceivedJson) => rest(url(), "POST", `/v1/messages/${r.message.id}/ack`, { key: owner, body: {} });
+const post = (ch: string, content: string, extra: Record<string, unknown> = {}) => postMessage(url(), owner, ch, { content, ...extra });
+
+describe("message fields", () => {
+  it("shows group_key null and priority 3 when the poster sets neither", async () => {
+    const ch = await createChannel(url(), owner);
+    const m = await post(ch, "plain");
+    expect(m).toMatchObject({ group_key: null, priority: 3, limits: [] });
+  });
+
+  it("keeps the group_key and priority the poster set", async () => {
+    const ch = await createChannel(url(), owner);
+    const m = await post(ch, "grouped", { group_key: "repo-1", priority: 1 });
+    expect(m).toMatchObject({ group_key: "repo-1", priority: 1 });
+  });
+
+  it("expires a message with its own ttl_seconds sooner than the channel's", async () => {
+    const ch = await createChannel(url(), owner, { ttl_seconds: 3600 });
+    const m = await post(ch, "short", { ttl_seconds: 60 });
+    expect((Date.parse(m.expires_at) - Date.parse(m.created_at)) / 1000).toBe(60);
+  });
+
+  it.each([
+    [{ group_key: "" }, "invalid_group_key"],
+    [{ group_key: "x".repeat(129) }, "invalid_group_key"],
+    [{ priority: 0 }, "invalid_priority"],
+    [{ priority: 6 }, "invalid_priority"],
+    [{ priority: 2.5 }, "invalid_priority"],
+    [{ ttl_seconds: 0 }, "invalid_ttl_seconds"],
+    [{ ttl_seconds: 86401 }, "invalid_ttl_seconds"],
+    [{ limits: ["nope"] }, "unknown_limit"],
+  ])("refuses %j with 422 %s", async (extra, code) => {
+    const ch = await createChannel(url(), owner);
+    const res = await rest(url(), "POST", `/v1/channels/${ch}/messages`, { key: owner, body: { content: "x", ...extra } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: code });
+  });
+
+  it("refuses a bad item of a batch with its code and index", async () => {
+    const ch = await createChannel(url(), owner);
+    const res = await rest(url(), "POST", `/v1/channels/${ch}/messages:batchCreate`, { key: owner, body: { messages: [{ content: "a" }, { content: "b", priority: 9 }] } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_priority" });
+  });
+});
+
+describe("channel settings", () => {
+  it("round-trips group_concurrency, dispatch and priority_aging_seconds", async () => {
+    const res = await rest<Record<string, unknown>>(url(), "POST", "/v1/channels", {
+      key: owner,
+      body: { name: "settings", mode: "claimable", group_concurrency: 2, dispatch: "fair", priority_aging_seconds: 30 },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ group_concurrency: 2, dispatch: "fair", priority_aging_seconds: 30, limits: [] });
+  });
+
+  it("defaults to fifo with no group bound and no aging", async () => {
+    const ch = await createChannel(url(), owner);
+    const res = await rest<Record<string, unknown>>(url(), "GET", `/v1/channels/${ch}`, { key: owner });
+    expect(res.body).toMatchObject({ group_concurrency: null, dispatch: "fifo", priority_aging_seconds: null });
+  });
+
+  it("changes and clears the settings with PATCH", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    const set = await rest<Record<string, unknown>>(url(), "PATCH", `/v1/channels/${ch}`, { key: owner, body: { dispatch: "fair", priority_aging_seconds: 5 } });
+    expect(set.body).toMatchObject({ group_concurrency: 1, dispatch: "fair", priority_aging_seconds: 5 });
+    const cleared = await rest<Record<string, unknown>>(url(), "PATCH", `/v1/channels/${ch}`, { key: owner, body: { group_concurrency: null, priority_aging_seconds: null } });
+    expect(cleared.body).toMatchObject({ group_concurrency: null, priority_aging_seconds: null });
+  });
+
+  it.each([
+    [{ group_concurrency: 0 }, "invalid_group_concurrency"],
+    [{ group_concurrency: 1001 }, "invalid_group_concurrency"],
+    [{ priority_aging_seconds: 0 }, "invalid_priority_aging_seconds"],
+    [{ priority_aging_seconds: 86401 }, "invalid_priority_aging_seconds"],
+    [{ limits: ["missing"] }, "unknown_limit"],
+  ])("refuses %j with 422 %s", async (extra, code) => {
+    const res = await rest(url(), "POST", "/v1/channels", { key: owner, body: { name: "bad", mode: "claimable", ...extra } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: code });
+  });
+});
+
+describe("delivery order", () => {
+  it("delivers the most urgent priority first, oldest first within a priority", async () => {
+    const ch = await createChannel(url(), owner);
+    await post(ch, "p3-a");
+    await post(ch, "p5", { priority: 5 });
+    await post(ch, "p1", { priority: 1 });
+    await post(ch, "p3-b");
+    expect(contents(await receive(ch, { max_messages: 4 }))).toEqual(["p1", "p3-a", "p3-b", "p5"]);
+  });
+
+  it("lets a release change the priority", async () => {
+    const ch = await createChannel(url(), owner);
+    await post(ch, "first");
+    await post(ch, "second");
+    const [got] = (await receive(ch)).body.data;
+    const released = await rest(url(), "POST", `/v1/messages/${got!.message.id}/release`, { key: owner, body: { priority: 5 } });
+    expect(released.status).toBe(200);
+    expect(contents(await receive(ch, { max_messages: 2 }))).toEqual(["second", "first"]);
+  });
+
+  it("with group_concurrency 1 delivers a group's next message only after the previous one is finished", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    await post(ch, "a1", { group_key: "a" });
+    await post(ch, "a2", { group_key: "a" });
+    await post(ch, "b1", { group_key: "b" });
+    const first = await receive(ch, { max_messages: 10 });
+    expect(contents(first)).toEqual(["a1", "b1"]);
+    expect(contents(await receive(ch, { max_messages: 10 }))).toEqual([]);
+    await ack(first.body.data[0]!);
+    expect(contents(await receive(ch, { max_messages: 10 }))).toEqual(["a2"]);
+  });
+
+  it("with group_concurrency 1 delivers a released message again before the later ones of its group", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    await post(ch, "a1", { group_key: "a" });
+    await post(ch, "a2", { group_key: "a" });
+    const [got] = (await receive(ch)).body.data;
+    await rest(url(), "POST", `/v1/messages/${got!.message.id}/release`, { key: owner, body: {} });
+    expect(contents(await receive(ch, { max_messages: 10 }))).toEqual(["a1"]);
+  });
+
+  it("with group_concurrency 2 has at most two of a group in flight", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 2 });
+    for (let i = 1; i <= 4; i++) await post(ch, `a${i}`, { group_key: "a" });
+    expect(contents(await receive(ch, { max_messages: 10 }))).toEqual(["a1", "a2"]);
+  });
+
+  it("with dispatch fair takes groups in turn, the least recently served first", async () => {
+    const ch = await createChannel(url(), owner, { dispatch: "fair" });
+    for (let i = 1; i <= 3; i++) await post(ch, `big${i}`, { group_key: "big" });
+    await post(ch, "small1", { group_key: "small" });
+    await post(ch, "loose1");
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const got = await receive(ch);
+      order.push(...contents(got));
+      await ack(got.body.data[0]!);
+    }
+    expect(order.slice(0, 3).sort()).toEqual(["big1", "loose1", "small1"]);
+    expect(order.slice(3)).toEqual(["big2", "big3"]);
+  });
+
+  // PostgreSQL stamps created_at in real time, so "posted 25 s ago" is
+  // written into the row rather than waited for.
+  const postedAgo = (id: string, seconds: number) =>
+    sql.query("UPDATE messages SET created_at = created_at - make_interval(secs => $2) WHERE id = $1", [id, seconds]);
+
+  it("with aging counts a waiting message one level more urgent per interval waited", async () => {
+    const ch = await createChannel(url(), owner, { priority_aging_seconds: 10 });
+    const old = await post(ch, "old-p5", { priority: 5 });
+    await post(ch, "new-p3", { priority: 3 });
+    await postedAgo(old.id, 25);
+    expect(contents(await receive(ch))).toEqual(["old-p5"]);
+  });
+
+  it("without aging keeps a long-waiting priority-5 message behind newer priority-3 ones", async () => {
+    const ch = await createChannel(url(), owner);
+    const old = await post(ch, "old-p5", { priority: 5 });
+    await post(ch, "new-p3", { priority: 3 });
+    await postedAgo(old.id, 25);
+    expect(contents(await receive(ch))).toEqual(["new-p3"]);
+  });
+});
+
+describe("claims by id", () => {
+  it("refuses a claim by id in a channel that bounds its groups, with 409 receive_required", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    const m = await post(ch, "a1", { group_key: "a" });
+    const res = await rest(url(), "POST", `/v1/messages/${m.id}/claim`, { key: owner, body: {} });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: "receive_required" });
+  });
+});
