@@ -692,7 +692,9 @@ describe("the console shows groups, priorities and shared limits (issue 28)", ()
     expect(await page.$eval(`input[name="limit"][value="${anthropic}"]`, (el) => (el as unknown as { checked: boolean }).checked)).toBe(false);
 
     await page.locator('input[name="group-concurrency"]').fill("1");
-    await page.locator('input[name="priority-aging"]').fill("");
+    // Emptied as a person does (select all, delete): the form sends it in the mask without a value, which clears it.
+    await page.click('input[name="priority-aging"]', { count: 3 });
+    await page.keyboard.press("Backspace");
     await page.select('select[name="dispatch"]', await page.$eval('select[name="dispatch"] option:last-child', (el) => (el as unknown as { value: string }).value));
     await page.locator(`input[name="limit"][value="${openai}"]`).click();
     await page.locator(`input[name="limit"][value="${anthropic}"]`).click();
