@@ -124,6 +124,17 @@ export interface QueueStats {
   claimToAckAvgMs: number | null;
   /** Live messages in any state (not expired). */
   live: number;
+  /** Ready messages by priority, index 0 for priority 1 (docs/decisions.md#priorities). */
+  readyByPriority: [number, number, number, number, number];
+  /** Claimable channels: the groups with open or in-flight work; null for a broadcast channel. */
+  groups: GroupStats | null;
+}
+
+export interface GroupStats {
+  count: number;
+  inFlight: number;
+  /** The 10 groups with the most ready messages, most first. */
+  top: Array<{ groupKey: string; ready: number; inFlight: number; oldestReadySince: Micros | null }>;
 }
 
 /** Why a claim, ack or release matched nothing. */

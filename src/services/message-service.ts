@@ -183,6 +183,20 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         deadLettered: stats.deadLettered,
         oldestReadyAgeSeconds: stats.oldestReadySince === null ? undefined : Math.max(0, now - stats.oldestReadySince) / MICROS_PER_SECOND,
         claimToAckP50Ms: stats.claimToAckP50Ms ?? undefined,
+        readyByPriority: Object.fromEntries(stats.readyByPriority.map((n, i) => [String(i + 1), n])),
+        groups:
+          stats.groups === null
+            ? undefined
+            : {
+                count: stats.groups.count,
+                inFlight: stats.groups.inFlight,
+                top: stats.groups.top.map((g) => ({
+                  groupKey: g.groupKey,
+                  ready: g.ready,
+                  inFlight: g.inFlight,
+                  oldestReadyAgeSeconds: g.oldestReadySince === null ? undefined : Math.max(0, now - g.oldestReadySince) / MICROS_PER_SECOND,
+                })),
+              },
       };
     },
 

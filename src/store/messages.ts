@@ -410,8 +410,8 @@ export const RECEIVE_PICKED_SQL = `WITH claimable AS (
  */
 export const STATS_SQL = `WITH k AS (
     SELECT c.mode = 'claimable' AS claimable, coalesce(c.max_deliveries, 2147483647) AS max_deliveries FROM channels c WHERE c.id = $1
-  ), live AS (
-    SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since,
+  ), live AS MATERIALIZED (
+    SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since, m.group_key, m.priority,
       (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at,
       CASE
         WHEN m.expires_at <= $2 THEN 'expired'
@@ -422,6 +422,10 @@ export const STATS_SQL = `WITH k AS (
         ELSE 'ready'
       END AS state
     FROM messages m, k WHERE m.channel_id = $1
+  ), groups_live AS (
+    SELECT l.group_key, count(*) FILTER (WHERE l.state = 'ready')::int AS ready, count(*) FILTER (WHERE l.state = 'in_flight')::int AS in_flight,
+      (extract(epoch FROM min(l.available_since) FILTER (WHERE l.state = 'ready')) * 1000000)::bigint AS oldest_ready_since
+    FROM live l WHERE l.group_key IS NOT NULL AND l.state IN ('ready', 'delayed', 'in_flight') GROUP BY l.group_key
   )
   SELECT
     count(*) FILTER (WHERE state = 'ready')::int AS ready,
@@ -435,7 +439,20 @@ export const STATS_SQL = `WITH k AS (
       FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms,
     avg(extract(epoch FROM first_ack_at - claimed_at) * 1000)
       FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL)::float8 AS claim_to_ack_avg_ms,
-    count(*) FILTER (WHERE state <> 'expired')::int AS live
+    count(*) FILTER (WHERE state <> 'expired')::int AS live,
+    ARRAY[
+      count(*) FILTER (WHERE state = 'ready' AND priority = 1)::int,
+      count(*) FILTER (WHERE state = 'ready' AND priority = 2)::int,
+      count(*) FILTER (WHERE state = 'ready' AND priority = 3)::int,
+      count(*) FILTER (WHERE state = 'ready' AND priority = 4)::int,
+      count(*) FILTER (WHERE state = 'ready' AND priority = 5)::int
+    ] AS ready_by_priority,
+    CASE WHEN (SELECT claimable FROM k) THEN (
+      SELECT jsonb_build_object('count', count(*), 'in_flight', coalesce(sum(g.in_flight), 0),
+        'top', coalesce((SELECT jsonb_agg(t ORDER BY t.ready DESC, t.group_key) FROM (
+          SELECT * FROM groups_live x ORDER BY x.ready DESC, x.group_key LIMIT 10) t), '[]'::jsonb))
+      FROM groups_live g
+    ) END AS groups
   FROM live`;
 
 export class PgMessageStore implements MessageStore {
@@ -638,6 +655,8 @@ export class PgMessageStore implements MessageStore {
       claim_to_ack_p50_ms: number | null;
       claim_to_ack_avg_ms: number | null;
       live: number;
+      ready_by_priority: number[];
+      groups: { count: number; in_flight: number; top: Array<{ group_key: string; ready: number; in_flight: number; oldest_ready_since: number | null }> } | null;
     }>(STATS_SQL, [channelId, formatTimestamp(now)], "channel_stats");
     const row = rows[0]!;
     return {
@@ -650,6 +669,15 @@ export class PgMessageStore implements MessageStore {
       claimToAckP50Ms: row.claim_to_ack_p50_ms,
       claimToAckAvgMs: row.claim_to_ack_avg_ms,
       live: row.live,
+      readyByPriority: [0, 1, 2, 3, 4].map((i) => row.ready_by_priority[i] ?? 0) as QueueStats["readyByPriority"],
+      groups:
+        row.groups === null
+          ? null
+          : {
+              count: row.groups.count,
+              inFlight: row.groups.in_flight,
+              top: row.groups.top.map((g) => ({ groupKey: g.group_key, ready: g.ready, inFlight: g.in_flight, oldestReadySince: g.oldest_ready_since })),
+            },
     };
   }
 

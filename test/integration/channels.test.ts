@@ -90,6 +90,7 @@ describe("POST /v1/channels", () => {
       "id", "name", "mode", "access", "discoverable", "description", "owner_id", "created_by_key_id", "metadata_schema",
       "pinned_message", "ttl_seconds", "retention_days", "max_messages", "max_writes_per_minute", "paused", "aliases",
       "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id", "webhook_url",
+      "group_concurrency", "dispatch", "priority_aging_seconds", "limits",
     ]);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -114,6 +115,10 @@ describe("POST /v1/channels", () => {
       max_deliveries: null,
       dead_letter_channel_id: null,
       webhook_url: null,
+      group_concurrency: null,
+      dispatch: "fifo",
+      priority_aging_seconds: null,
+      limits: [],
     });
     expect(res.body.updated_at).toBe(res.body.created_at);
   });

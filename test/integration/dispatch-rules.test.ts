@@ -190,6 +190,40 @@ describe("delivery order", () => {
   });
 });
 
+describe("stats", () => {
+  it("counts ready messages by priority, every level present", async () => {
+    const ch = await createChannel(url(), owner);
+    await post(ch, "a", { priority: 1 });
+    await post(ch, "b", { priority: 1 });
+    await post(ch, "c", { priority: 5 });
+    const res = await rest<Record<string, unknown>>(url(), "GET", `/v1/channels/${ch}/stats`, { key: owner });
+    expect(res.body.ready_by_priority).toEqual({ "1": 2, "2": 0, "3": 0, "4": 0, "5": 1 });
+  });
+
+  it("lists the groups with the most ready messages first, with what each has in flight", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    for (const [group, n] of [["small", 1], ["big", 3], ["mid", 2]] as const) {
+      for (let i = 0; i < n; i++) await post(ch, `${group}${i}`, { group_key: group });
+    }
+    await receive(ch, { max_messages: 10 });
+    const res = await rest<{ groups: { count: number; in_flight: number; top: Array<Record<string, unknown>> } }>(url(), "GET", `/v1/channels/${ch}/stats`, { key: owner });
+    expect(res.body.groups.count).toBe(3);
+    expect(res.body.groups.in_flight).toBe(3);
+    expect(res.body.groups.top.map((g) => [g.group_key, g.ready, g.in_flight])).toEqual([
+      ["big", 2, 1],
+      ["mid", 1, 1],
+      ["small", 0, 1],
+    ]);
+    expect(res.body.groups.top[0]!.oldest_ready_age_seconds).toBeGreaterThanOrEqual(0);
+  });
+
+  it("shows no groups for a broadcast channel", async () => {
+    const ch = await createChannel(url(), owner, { mode: "broadcast" });
+    const res = await rest<Record<string, unknown>>(url(), "GET", `/v1/channels/${ch}/stats`, { key: owner });
+    expect(res.body.groups).toBeNull();
+  });
+});
+
 describe("claims by id", () => {
   it("refuses a claim by id in a channel that bounds its groups, with 409 receive_required", async () => {
     const ch = await createChannel(url(), owner, { group_concurrency: 1 });

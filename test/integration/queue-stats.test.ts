@@ -21,6 +21,8 @@ interface Stats {
   dead_lettered: number;
   oldest_ready_age_seconds: number | null;
   claim_to_ack_p50_ms: number | null;
+  groups: { count: number; in_flight: number; top: unknown[] } | null;
+  ready_by_priority: Record<string, number>;
 }
 
 const clock = new AdjustableClock();
@@ -49,13 +51,19 @@ const receive = async (ch: string, body: Record<string, unknown> = {}) => {
 };
 const post = (ch: string, body: Record<string, unknown> = {}) => postMessage(url(), owner, ch, { content: "task", ...body });
 const ack = (id: string) => rest(url(), "POST", `/v1/messages/${id}/ack`, { key: worker, body: {} });
-const counts = ({ oldest_ready_age_seconds: _age, claim_to_ack_p50_ms: _p50, ...states }: Stats) => states;
+const counts = ({ oldest_ready_age_seconds: _age, claim_to_ack_p50_ms: _p50, groups: _groups, ready_by_priority: _byPriority, ...states }: Stats) => states;
 const empty = { ready: 0, delayed: 0, in_flight: 0, acknowledged: 0, dead_lettered: 0 };
 
 describe("GET /v1/channels/{identifier}/stats", () => {
   it("reports an empty queue as zeros with no age and no median", async () => {
     const ch = await createChannel(url(), owner);
-    expect(await stats(ch)).toEqual({ ...empty, oldest_ready_age_seconds: null, claim_to_ack_p50_ms: null });
+    expect(await stats(ch)).toEqual({
+      ...empty,
+      oldest_ready_age_seconds: null,
+      claim_to_ack_p50_ms: null,
+      groups: { count: 0, in_flight: 0, top: [] },
+      ready_by_priority: { "1": 0, "2": 0, "3": 0, "4": 0, "5": 0 },
+    });
   });
 
   it("counts each live message in its one state", async () => {

@@ -32,6 +32,11 @@ describe("validateCreateChannel defaults", () => {
       maxWritesPerMinute: null,
       maxDeliveries: null,
       deadLetterChannelId: null,
+      groupConcurrency: null,
+      dispatch: "fifo",
+      priorityAgingSeconds: null,
+      limits: [],
+      limitIds: [],
     });
   });
 

@@ -106,7 +106,7 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0 };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
       if (m.channelId !== channelId || m.expiresAt <= now) continue;
@@ -119,6 +119,7 @@ export class FakeMessageStore implements MessageStore {
       else if (!due(m, now)) stats.delayed += 1;
       else {
         stats.ready += 1;
+        stats.readyByPriority[m.priority - 1]! += 1;
         stats.oldestReadySince = Math.min(stats.oldestReadySince ?? Infinity, m.availableAt);
       }
     }
