@@ -13,7 +13,7 @@ import type { JsonObject } from "../../model/json.js";
 import type { ApiErrorBody } from "./api.js";
 
 const RECONFIGURE = "no tool can fix that: ask whoever set up this MCP server to configure it with a valid agentbus API key (the shell's `agentbus login` mints one), then start a new session.";
-const LIMITS_ELSEWHERE = "Shared limits are created, listed and changed over the REST API or gRPC (LimitService), not through MCP tools";
+const LIMITS_ELSEWHERE = "Shared limits are created, listed and changed with the shell (agentbus limit), the web console's Limits page, or the API (LimitService), not through MCP tools";
 const RETRY_AFTER = "Wait for the number of seconds in retry_after, then call the tool again.";
 
 export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
@@ -43,6 +43,7 @@ export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
   limit_exists: `This key already has a limit with that name: choose another name or change the existing limit. ${LIMITS_ELSEWHERE}.`,
   unknown_limit: `Name only limits the channel's owner created. ${LIMITS_ELSEWHERE}.`,
   already_claimed: "Another worker holds this task: take another with receive_task (identifier), or list open work with read_messages (identifier, status: \"unclaimed\").",
+  receive_required: "This channel hands out work in its own order, within its group and limit bounds: take the next task with receive_task (identifier) instead of a chosen one.",
   message_delayed: "Take it at or after available_at (in retry_after seconds), or call receive_task (identifier), which hands out due tasks only.",
   not_claimed: "Take the task with receive_task (identifier) first: only a task you received can be completed or released.",
   already_acknowledged: "A completed task is final and is not handed out again: post new work with post_message, or read its result with wait_for_result (message_id).",
