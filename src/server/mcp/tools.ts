@@ -13,6 +13,7 @@ import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { DISCOVERY_PAGE, TTL_SECONDS } from "../../domain/channels.js";
 import { LEASE_SECONDS, MAX_METADATA_BYTES, MAX_RESULT_BYTES, RECEIVE_MAX_MESSAGES } from "../../domain/message-rules.js";
 import { MAX_MENTIONS } from "../../domain/actors.js";
+import { GROUP_CONCURRENCY, GROUP_KEY_MAX_CHARS, MAX_LIMIT_NAMES, PRIORITY, PRIORITY_AGING_SECONDS } from "../../domain/dispatch-rules.js";
 import { STANDARD_PAGE } from "../../domain/paging.js";
 import type { JsonObject } from "../../model/json.js";
 import { ApiCallError, type AgentbusApi, type CallOptions } from "./api.js";
@@ -54,11 +55,6 @@ export interface ToolSpec {
  * which the stdio server cannot know, so the schema offers the whole range.
  */
 const MAX_WAIT_SECONDS = 300;
-/** Issue 28's bounds, as the service checks them (docs/decisions.md#priorities, #message-groups). */
-const PRIORITY = { min: 1, max: 5, default: 3 } as const;
-const GROUP_KEY_MAX_LENGTH = 128;
-const GROUP_CONCURRENCY = { min: 1, max: 1000 } as const;
-const PRIORITY_AGING_SECONDS = { min: 1, max: 86_400 } as const;
 const KIB = 1024;
 const MIB = KIB * KIB;
 /**
@@ -110,7 +106,7 @@ const FIELDS: FieldDocs = {
   actor_label: { description: "A free-text label of who posts, shown with the message." },
   group_key: {
     description:
-      `The message's group (1..${GROUP_KEY_MAX_LENGTH} characters), e.g. a repository or conversation id: on a channel with group_concurrency, ` +
+      `The message's group (1..${GROUP_KEY_MAX_CHARS} characters), e.g. a repository or conversation id: on a channel with group_concurrency, ` +
       "at most that many messages of one group are worked on at once (1: one after another, in order); fair dispatch takes turns between groups.",
   },
   priority: {
@@ -132,7 +128,7 @@ const FIELDS: FieldDocs = {
     maximum: PRIORITY_AGING_SECONDS.max,
   },
   limits: {
-    description: "Names of your shared limits (quotas such as a model provider's calls per minute) that every message delivered from the channel holds; used only when creating.",
+    description: `Names of your shared limits (up to ${MAX_LIMIT_NAMES}; quotas such as a model provider's calls per minute) that every message delivered from the channel holds; used only when creating.`,
   },
   actor: { description: "Who does this: one of your own actors (id, alias or name; a new name creates one). Default: your key's own agent." },
   max_messages: {
