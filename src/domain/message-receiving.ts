@@ -6,6 +6,7 @@
 import type { ActorRef } from "../model/actors.js";
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
+import type { JsonValue } from "../model/json.js";
 import type { MessageRecord } from "../model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
 import type { DeadLetters } from "./dead-letters.js";
@@ -76,6 +77,23 @@ export class MessageReceiving {
    * When the acknowledgements fail, what the receive leased is released:
    * the caller never sees those leases.
    */
+  /**
+   * The next open message as a plain claim (no lease), in the order a receive
+   * would hand it out (priority, dispatch, group bounds, limits): the
+   * compatibility surface's claim-next. Null when there is none.
+   */
+  async claimNext(caller: Caller, identifier: string, actorRef: string | undefined, metadata?: { [key: string]: JsonValue }): Promise<MessageRecord | null> {
+    const channel = await this.ctx.usableChannel(caller, identifier);
+    if (channel.mode !== "claimable") throw new ApiError("channel_not_claimable");
+    const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
+    const now = this.ctx.clock.now();
+    if (channel.maxDeliveries !== null) await this.deadLetters.moveOut(channel.id, now);
+    const [claimed] = await this.ctx.store.receive(channel.id, 1, { keyId: caller.keyId, actor, leaseTokens: [null], leaseExpiresAt: null, metadata: metadata ?? null }, now, dispatchesByRule(channel));
+    if (claimed === undefined) return null;
+    this.ctx.countDelivered([claimed], false);
+    return claimed;
+  }
+
   async completeAndReceive(
     caller: Caller,
     identifier: string,

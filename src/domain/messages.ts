@@ -119,6 +119,10 @@ export class Messages {
     return this.receiving.receive(caller, identifier, input);
   }
 
+  claimNext(caller: Caller, identifier: string, actorRef: string | undefined, metadata?: { [key: string]: JsonValue }): Promise<MessageRecord | null> {
+    return this.receiving.claimNext(caller, identifier, actorRef, metadata);
+  }
+
   completeAndReceive(
     caller: Caller,
     identifier: string,

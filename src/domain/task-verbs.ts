@@ -20,10 +20,6 @@ export interface TaskDraft {
   metadata: { [key: string]: JsonValue } | undefined;
 }
 
-/** How many open messages a claim-next tries per page, and how many pages, before it answers "none". */
-const CLAIM_CANDIDATES = 10;
-const CLAIM_PAGES = 3;
-
 /** The reference's default page for subscribe. */
 export const SUBSCRIBE_DEFAULT_LIMIT = 50;
 
@@ -65,21 +61,13 @@ export class TaskVerbs {
   }
 
   /**
-   * POST /v1/tasks/claim: the oldest open message the caller wins a claim on
-   * (a plain claim, as the reference's), or null when none is left. A claim
-   * lost to another worker moves on to the next candidate; the work is bounded.
+   * POST /v1/tasks/claim: a plain claim (as the reference's) on the open
+   * message a receive would hand out next: the oldest of the most urgent,
+   * by the channel's dispatch rule, group bounds and limits
+   * (docs/decisions.md#dispatch); null when none is left.
    */
   async claimNext(caller: Caller, channel: string | undefined, actor: string | undefined, metadata: { [key: string]: JsonValue } | undefined): Promise<MessageRecord | null> {
-    const identifier = requireChannel(channel);
-    for (let page = 0; page < CLAIM_PAGES; page++) {
-      const open = await this.messages.list(caller, identifier, { since: undefined, cursor: undefined, limit: CLAIM_CANDIDATES, status: "open" });
-      if (open.data.length === 0) return null;
-      for (const candidate of open.data) {
-        const won = await this.tryClaim(caller, candidate.id, actor, metadata);
-        if (won) return won;
-      }
-    }
-    return null;
+    return this.messages.claimNext(caller, requireChannel(channel), actor, metadata);
   }
 
   /** POST /v1/tasks/subscribe: the list route's page, 50 by default. */
@@ -179,21 +167,7 @@ export class TaskVerbs {
       throw err;
     }
   }
-
-  private async tryClaim(caller: Caller, messageId: string, actor: string | undefined, metadata: { [key: string]: JsonValue } | undefined): Promise<MessageRecord | null> {
-    try {
-      const { status, message } = await this.messages.claim(caller, messageId, actor, metadata);
-      return status === "claimed" ? message : null;
-    } catch (err) {
-      // Another worker won it, or it stopped being open work since the page was read: try the next.
-      if (err instanceof ApiError && LOST_CLAIM.has(err.code)) return null;
-      throw err;
-    }
-  }
 }
-
-/** What a claim answers when the candidate was taken or closed between the listing and the claim. */
-const LOST_CLAIM = new Set(["already_claimed", "already_acknowledged", "message_not_found", "message_expired", "message_delayed"]);
 
 /** A task with no result channel (not posted with post-with-result, or not visible to the caller) is 404 result_not_ready's sibling: the channel's 404, said for the task. */
 function noResultChannel(err: unknown, taskId: string): unknown {

@@ -105,8 +105,12 @@ export interface NewAck {
 export interface NewLeases {
   keyId: string;
   actor: ActorRef;
-  leaseTokens: string[];
-  leaseExpiresAt: Micros;
+  /** One per message wanted; null for a plain claim, without a lease. */
+  leaseTokens: Array<string | null>;
+  /** Null for a plain claim. */
+  leaseExpiresAt: Micros | null;
+  /** The claim's metadata (claim-next of the compatibility surface); none for receives. */
+  metadata?: { [key: string]: JsonValue } | null;
 }
 
 /** A channel's queue state at one moment (docs/decisions.md#queue-stats). */

@@ -315,7 +315,8 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
  * taking its share in order (one statement serves the receives the process
  * queued meanwhile). $1 channel, $2 now; one item per receive in parallel
  * arrays: $3 key, $4 actor id, $5 actor name, $6 max messages, $7 lease end;
- * $8 the lease tokens of all of them, each receive's max in its order.
+ * $8 the lease tokens of all of them, each receive's max in its order (nulls: plain claims);
+ * $9 each receive's claim metadata (null for none).
  *
  * Each branch walks its own partial index (open work: messages_unclaimed;
  * lapsed leases: messages_leases) and locks what it takes with SKIP LOCKED,
@@ -339,8 +340,8 @@ export const RECEIVE_SQL = `WITH claimable AS (
     WHERE k.id = $1 AND k.mode = 'claimable'
   ), asked AS (
     SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
-    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[])
-      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, ord)
+    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
+      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
   ), allowed AS (
     SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
     FROM asked a, claimable k
@@ -363,7 +364,7 @@ export const RECEIVE_SQL = `WITH claimable AS (
     FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.priority, w.created_at LIMIT (SELECT n FROM wanted)
   )
   UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
-    claim_metadata = NULL, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
+    claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
     delivery_count = m.delivery_count + 1
   FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
   WHERE m.id = p.id
@@ -380,8 +381,8 @@ export const RECEIVE_PICKED_SQL = `WITH claimable AS (
     SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
   ), asked AS (
     SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
-    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[])
-      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, ord)
+    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
+      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
   ), allowed AS (
     SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
     FROM asked a, claimable k
@@ -391,7 +392,7 @@ export const RECEIVE_PICKED_SQL = `WITH claimable AS (
     SELECT p.id, p.n, p.held FROM agentbus_pick($1, $2, (SELECT coalesce(sum(n), 0)::int FROM allowed)) p
   )
   UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
-    claim_metadata = NULL, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
+    claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
     delivery_count = m.delivery_count + 1, held_limit_ids = p.held
   FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
   WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
@@ -618,8 +619,9 @@ export class PgMessageStore implements MessageStore {
         items.map((i) => i.leases.actor.id),
         items.map((i) => i.leases.actor.name),
         items.map((i) => i.max),
-        items.map((i) => formatTimestamp(i.leases.leaseExpiresAt)),
+        items.map((i) => (i.leases.leaseExpiresAt === null ? null : formatTimestamp(i.leases.leaseExpiresAt))),
         items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
+        items.map((i) => (i.leases.metadata === undefined || i.leases.metadata === null ? null : JSON.stringify(i.leases.metadata))),
       ],
       items.some((i) => i.picked) ? "receive_picked" : "receive",
     );

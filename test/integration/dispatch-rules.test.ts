@@ -224,6 +224,27 @@ describe("stats", () => {
   });
 });
 
+describe("claim-next of the compatibility verbs", () => {
+  const claimNext = (ch: string, body: Record<string, unknown> = {}) =>
+    rest<{ claimed: { content: string; claimed_by_key_id: string; lease_expires_at: string | null } | null }>(url(), "POST", "/v1/tasks/claim", { key: owner, body: { channel: ch, ...body } });
+
+  it("claims the most urgent open message, without a lease", async () => {
+    const ch = await createChannel(url(), owner);
+    await post(ch, "routine");
+    await post(ch, "urgent", { priority: 1 });
+    const res = await claimNext(ch);
+    expect(res.body.claimed).toMatchObject({ content: "urgent", lease_expires_at: null });
+  });
+
+  it("keeps a group's order and bound in a channel with group_concurrency 1", async () => {
+    const ch = await createChannel(url(), owner, { group_concurrency: 1 });
+    await post(ch, "a1", { group_key: "a" });
+    await post(ch, "a2", { group_key: "a" });
+    expect((await claimNext(ch)).body.claimed?.content).toBe("a1");
+    expect((await claimNext(ch)).body.claimed).toBeNull();
+  });
+});
+
 describe("claims by id", () => {
   it("refuses a claim by id in a channel that bounds its groups, with 409 receive_required", async () => {
     const ch = await createChannel(url(), owner, { group_concurrency: 1 });

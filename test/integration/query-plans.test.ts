@@ -112,7 +112,7 @@ describe("query plans on a channel of 100,000 messages (custom and generic)", ()
 
   it("receives open work through the partial indexes of unclaimed messages by priority and leases", async () => {
     const tokens = Array.from({ length: 10 }, (_, i) => `lease_plan_${i}`);
-    for (const text of await plans(RECEIVE_SQL, [channelId, now(), ["ak_plan"], [someMessageId], ["w"], [10], [now()], tokens])) {
+    for (const text of await plans(RECEIVE_SQL, [channelId, now(), ["ak_plan"], [someMessageId], ["w"], [10], [now()], tokens, [null]])) {
       expect(text).toMatch(/messages_open_by_priority/);
       expect(text).toMatch(/messages_leases/);
       expect(text).toMatch(/Index Scan using messages_pkey/);
