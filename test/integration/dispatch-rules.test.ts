@@ -5,7 +5,13 @@
  * receives hand out work in the order the rules give. The concurrent proofs
  * (two processes, many receivers) are dispatch-proof.test.ts.
  */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ChannelDispatch, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
+import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
+import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
+import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { SteppingClock } from "../support/clock.js";
 import { createChannel, postMessage, type ReceivedJson } from "../support/fixtures.js";
 import { mintKey, rest, useSqlClient, useTestServer } from "../support/server.js";
@@ -242,6 +248,44 @@ describe("claim-next of the compatibility verbs", () => {
     await post(ch, "a2", { group_key: "a" });
     expect((await claimNext(ch)).body.claimed?.content).toBe("a1");
     expect((await claimNext(ch)).body.claimed).toBeNull();
+  });
+});
+
+describe("over gRPC", () => {
+  const transport = () => createGrpcTransport({ baseUrl: url() });
+  const headers = () => ({ "x-api-key": owner });
+  const refusal = async (call: Promise<unknown>) => {
+    const err = ConnectError.from(await call.then(() => new Error("no error"), (e: unknown) => e));
+    return { code: err.code, error: err.findDetails(ErrorDetailSchema)[0]?.error };
+  };
+
+  it("creates a fair channel and posts with a group and a priority", async () => {
+    const channels = createClient(ChannelService, transport());
+    const ch = await channels.createChannel({ name: "grpc-fair", mode: ChannelMode.CLAIMABLE, dispatch: ChannelDispatch.FAIR, groupConcurrency: 3 }, { headers: headers() });
+    expect(ch.dispatch).toBe(ChannelDispatch.FAIR);
+    expect(ch.groupConcurrency).toBe(3);
+    const { message } = await createClient(MessageService, transport()).createMessage({ identifier: ch.id, content: "x", groupKey: "g", priority: 2 }, { headers: headers() });
+    expect(message).toMatchObject({ groupKey: "g", priority: 2 });
+  });
+
+  it.each([
+    [{ priority: 9 }, "invalid_priority"],
+    [{ groupKey: "" }, "invalid_group_key"],
+    [{ ttlSeconds: 0 }, "invalid_ttl_seconds"],
+    [{ limits: ["nope"] }, "unknown_limit"],
+  ])("answers InvalidArgument with %j's catalog code %s", async (extra, code) => {
+    const ch = await createChannel(url(), owner);
+    const got = await refusal(createClient(MessageService, transport()).createMessage({ identifier: ch, content: "x", ...extra }, { headers: headers() }));
+    expect(got).toEqual({ code: Code.InvalidArgument, error: code });
+  });
+
+  it.each([
+    [{ groupConcurrency: 0 }, "invalid_group_concurrency"],
+    [{ priorityAgingSeconds: 0 }, "invalid_priority_aging_seconds"],
+    [{ dispatch: 7 as ChannelDispatch }, "invalid_dispatch"],
+  ])("refuses channel settings %j with InvalidArgument %s", async (extra, code) => {
+    const got = await refusal(createClient(ChannelService, transport()).createChannel({ name: "bad", mode: ChannelMode.CLAIMABLE, ...extra }, { headers: headers() }));
+    expect(got).toEqual({ code: Code.InvalidArgument, error: code });
   });
 });
 
