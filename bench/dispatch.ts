@@ -29,6 +29,10 @@
  * mode the median tasks/s of each channel over the rounds, every round's
  * figure, and the ratio dispatch / plain of the medians (issue 28 asks ≥ 0.8).
  * Exit status 1 on any unexpected answer or a task received twice.
+ *
+ * BENCH_DISPATCH_PARTS (default "fair,groups,priorities,limit") names what
+ * the dispatch channel has, to find which part costs what: e.g. "groups"
+ * alone gives its messages group keys on a fifo channel without a limit.
  */
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -58,6 +62,7 @@ const MODES: Mode[] = [
   { name: "batched", maxMessages: 10 },
 ];
 const GROUPS = 1000;
+const PARTS = ["fair", "groups", "priorities", "limit"] as const;
 const LIMIT = { max_in_flight: 100_000, rate: { count: 1_000_000, per_seconds: 60 } };
 
 /** Mulberry32: the same mix of priorities on every run. */
@@ -99,6 +104,8 @@ async function main(): Promise<number> {
   const concurrency = Math.floor(numberVar("BENCH_CONCURRENCY", 16, 1));
   const backlogTarget = Math.floor(numberVar("BENCH_DISPATCH_BACKLOG", 25_000, 1000));
   const clientKind = parseClientKind(process.env.BENCH_CLIENT);
+  const parts = new Set((process.env.BENCH_DISPATCH_PARTS ?? PARTS.join(",")).split(",").map((x) => x.trim()).filter(Boolean));
+  for (const x of parts) if (!(PARTS as readonly string[]).includes(x)) throw new Error(`BENCH_DISPATCH_PARTS: unknown part ${x} (use ${PARTS.join(",")})`);
 
   const server = await startServer(process.env);
   const onSignal = (signal: NodeJS.Signals) => {
@@ -121,16 +128,23 @@ async function main(): Promise<number> {
     for (let i = 0; i < concurrency; i++) workers.push(await api.mintKey(`bench-${runId}-worker-${i}`));
 
     const limitName = `bench-${runId}`;
-    await api.must("POST", "/v1/limits", "/v1/limits", owner.key, JSON.stringify({ name: limitName, ...LIMIT }));
+    if (parts.has("limit")) await api.must("POST", "/v1/limits", "/v1/limits", owner.key, JSON.stringify({ name: limitName, ...LIMIT }));
+    const settings: Record<string, unknown> = {};
+    if (parts.has("fair")) settings.dispatch = "fair";
+    if (parts.has("limit")) settings.limits = [limitName];
     const random = seeded(28);
     const queues: Record<Kind, Queue> = {
       plain: { kind: "plain", channel: await api.createChannel(owner, `bench-${runId}-plain`), backlog: 0, posted: 0, draft: (n) => ({ content: content("plain", n) }) },
       dispatch: {
         kind: "dispatch",
-        channel: await api.createChannel(owner, `bench-${runId}-dispatch`, { dispatch: "fair", limits: [limitName] }),
+        channel: await api.createChannel(owner, `bench-${runId}-dispatch`, settings),
         backlog: 0,
         posted: 0,
-        draft: (n) => ({ content: content("dispatch", n), group_key: `g${n % GROUPS}`, priority: 1 + Math.floor(random() * 5) }),
+        draft: (n) => ({
+          content: content("dispatch", n),
+          ...(parts.has("groups") ? { group_key: `g${n % GROUPS}` } : {}),
+          ...(parts.has("priorities") ? { priority: 1 + Math.floor(random() * 5) } : {}),
+        }),
       },
     };
 
@@ -281,8 +295,9 @@ async function main(): Promise<number> {
       duration_s: durationMs / 1000,
       warmup_s: warmupMs / 1000,
       backlog: backlogTarget,
-      groups: GROUPS,
-      limit: LIMIT,
+      dispatch_parts: [...parts],
+      groups: parts.has("groups") ? GROUPS : 0,
+      limit: parts.has("limit") ? LIMIT : null,
       server_entry: process.env.BENCH_URL ? undefined : (process.env.BENCH_SERVER_ENTRY ?? "tsx"),
     },
     machine: { cpus: os.availableParallelism(), cpu_model: os.cpus()[0]?.model ?? null, node: process.version },
