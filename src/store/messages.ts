@@ -166,7 +166,7 @@ interface PendingReceive {
   max: number;
   leases: NewLeases;
   now: Micros;
-  /** The channel dispatches by group, turn, aging or limits (RECEIVE_PICKED_SQL). */
+  /** The channel dispatches by group, turn, aging or limits (PICK_SQL, LEASE_PICKED_SQL). */
   picked: boolean;
 }
 
@@ -372,12 +372,24 @@ export const RECEIVE_SQL = `WITH claimable AS (
 
 /**
  * Receive on a channel whose work is dispatched by group, turn, aging or
- * shared limits: RECEIVE_SQL with agentbus_pick choosing the messages (and
- * the limits each holds), under the same parameters. The pick runs under the
- * channel's and its limits' locks; a row a claim by id took meanwhile fails
- * the re-check here and is left out.
+ * shared limits, in two statements of one transaction. PICK_SQL: what
+ * agentbus_pick chooses for the receives ($1 channel, $2 now, $3 keys, $4 the
+ * number each wants; a key that may not use the channel wants none), each
+ * row with the limits it will hold (as JSON). Then LEASE_PICKED_SQL leases
+ * those rows as RECEIVE_SQL leases its own (same $1..$9; $10 the picked ids
+ * in order, $11 their limits): as a statement of its own its snapshot is
+ * taken after the pick, so it sees every row the pick saw (one statement
+ * would lease with a snapshot older than the pick's, and miss a message
+ * posted meanwhile after counting its delivery). Each row is checked again
+ * as it is leased (a claim by id does not take the pick's locks).
  */
-export const RECEIVE_PICKED_SQL = `WITH claimable AS (
+export const PICK_SQL = `SELECT p.id, to_jsonb(p.held) AS held FROM agentbus_pick($1, $2, (
+    SELECT coalesce(sum(r.n), 0)::int FROM unnest($3::text[], $4::int[]) AS r(key_id, n), channels k
+    WHERE k.id = $1 AND (k.access = 'open' OR k.created_by_key_id = r.key_id
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = r.key_id))
+  )) p ORDER BY p.n`;
+
+export const LEASE_PICKED_SQL = `WITH claimable AS (
     SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
   ), asked AS (
     SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
@@ -388,12 +400,13 @@ export const RECEIVE_PICKED_SQL = `WITH claimable AS (
     FROM asked a, claimable k
     WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
       OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
-  ), picked AS MATERIALIZED (
-    SELECT p.id, p.n, p.held FROM agentbus_pick($1, $2, (SELECT coalesce(sum(n), 0)::int FROM allowed)) p
+  ), picked AS (
+    SELECT p.id, p.n, ARRAY(SELECT jsonb_array_elements_text(p.held)::uuid) AS held
+    FROM unnest($10::uuid[], $11::jsonb[]) WITH ORDINALITY AS p(id, held, n)
   )
   UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
     claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
-    delivery_count = m.delivery_count + 1, held_limit_ids = p.held
+    delivery_count = m.delivery_count + 1, held_limit_ids = CASE WHEN cardinality(p.held) = 0 THEN NULL ELSE p.held END
   FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
   WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
@@ -607,24 +620,35 @@ export class PgMessageStore implements MessageStore {
     retryAlone: rolledBackByStatement,
   });
 
-  /** RECEIVE_SQL for receives on one channel, at the latest of their nows: each one's leased messages, oldest first. */
+  /** RECEIVE_SQL (or the pick and LEASE_PICKED_SQL) for receives on one channel, at the latest of their nows: each one's leased messages, in delivery order. */
   private async receiveEach(channelId: string, items: readonly PendingReceive[]): Promise<MessageRecord[][]> {
     const now = Math.max(...items.map((i) => i.now));
-    const { rows } = await this.db.query<MessageRow & { ord: string; pick: string }>(
-      items.some((i) => i.picked) ? RECEIVE_PICKED_SQL : RECEIVE_SQL,
-      [
-        channelId,
-        formatTimestamp(now),
-        items.map((i) => i.leases.keyId),
-        items.map((i) => i.leases.actor.id),
-        items.map((i) => i.leases.actor.name),
-        items.map((i) => i.max),
-        items.map((i) => (i.leases.leaseExpiresAt === null ? null : formatTimestamp(i.leases.leaseExpiresAt))),
-        items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
-        items.map((i) => (i.leases.metadata === undefined || i.leases.metadata === null ? null : JSON.stringify(i.leases.metadata))),
-      ],
-      items.some((i) => i.picked) ? "receive_picked" : "receive",
-    );
+    const params = [
+      channelId,
+      formatTimestamp(now),
+      items.map((i) => i.leases.keyId),
+      items.map((i) => i.leases.actor.id),
+      items.map((i) => i.leases.actor.name),
+      items.map((i) => i.max),
+      items.map((i) => (i.leases.leaseExpiresAt === null ? null : formatTimestamp(i.leases.leaseExpiresAt))),
+      items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
+      items.map((i) => (i.leases.metadata === undefined || i.leases.metadata === null ? null : JSON.stringify(i.leases.metadata))),
+    ];
+    const { rows } = items.some((i) => i.picked)
+      ? await this.db.transaction(async () => {
+          const picks = await this.db.query<{ id: string; held: string[] | null }>(
+            PICK_SQL,
+            [channelId, formatTimestamp(now), items.map((i) => i.leases.keyId), items.map((i) => i.max)],
+            "receive_pick",
+          );
+          if (picks.rows.length === 0) return { rows: [] };
+          return this.db.query<MessageRow & { ord: string; pick: string }>(
+            LEASE_PICKED_SQL,
+            [...params, picks.rows.map((p) => p.id), picks.rows.map((p) => JSON.stringify(p.held ?? []))],
+            "receive_lease_picked",
+          );
+        })
+      : await this.db.query<MessageRow & { ord: string; pick: string }>(RECEIVE_SQL, params, "receive");
     const leased = items.map((): Array<{ pick: number; message: MessageRecord }> => []);
     for (const row of rows) leased[Number(row.ord) - 1]!.push({ pick: Number(row.pick), message: toRecord(row) });
     // RETURNING follows no order: each receive's in delivery order.

@@ -2,7 +2,8 @@
 -- priority aging or shared limits leases next (docs/decisions.md#dispatch,
 -- #message-groups, #priorities, #shared-limits): up to p_wanted message ids in
 -- delivery order (n = 1, 2, ...), each with the limits it will hold. The
--- caller's statement leases them (RECEIVE_PICKED_SQL in store/messages.ts).
+-- caller leases them in a statement of its own (PICK_SQL, LEASE_PICKED_SQL in
+-- store/messages.ts).
 --
 -- Order: effective priority first (a message waiting counts one level more
 -- urgent per priority_aging_seconds), then the dispatch rule: fifo, the
