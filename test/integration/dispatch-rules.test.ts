@@ -230,6 +230,22 @@ describe("stats", () => {
   });
 });
 
+describe("dead letters", () => {
+  it("keep their group and priority in the dead-letter channel and when redriven", async () => {
+    const dlq = await createChannel(url(), owner);
+    const ch = await createChannel(url(), owner, { max_deliveries: 1, dead_letter_channel: dlq });
+    await post(ch, "poison", { group_key: "g", priority: 2 });
+    const [got] = (await receive(ch)).body.data;
+    await rest(url(), "POST", `/v1/messages/${got!.message.id}/release`, { key: owner, body: {} });
+    expect((await receive(ch)).body.data).toEqual([]);
+    const dead = (await receive(dlq)).body.data[0]!.message;
+    expect(dead).toMatchObject({ content: "poison", group_key: "g", priority: 2 });
+    await rest(url(), "POST", `/v1/messages/${dead.id}/release`, { key: owner, body: {} });
+    expect((await rest(url(), "POST", `/v1/channels/${dlq}/dead-letters:redrive`, { key: owner, body: {} })).status).toBe(200);
+    expect((await receive(ch)).body.data[0]!.message).toMatchObject({ content: "poison", group_key: "g", priority: 2 });
+  });
+});
+
 describe("limits", () => {
   // The pick and the lease are two statements: as one, the lease's snapshot
   // predated the pick's and missed a message posted meanwhile, whose

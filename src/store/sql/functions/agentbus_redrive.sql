@@ -67,7 +67,14 @@ BEGIN
       (SELECT array_agg(m.actor_label ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.content ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       (SELECT array_agg(m.metadata ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
-      (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
+      (SELECT array_agg(m.mentions ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      NULL,
+      -- Its group, priority and own limits go with it (docs/decisions.md#message-groups).
+      (SELECT array_agg(m.group_key ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.priority ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      NULL,
+      (SELECT array_agg(CASE WHEN m.limit_ids = '{}' THEN NULL ELSE to_jsonb(m.limit_ids) END ORDER BY x.ord)
+         FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
     ) r;
     CONTINUE WHEN created IS NULL;
     done := done || created;
