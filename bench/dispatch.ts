@@ -17,7 +17,7 @@
  *
  * Starts the service as `npm run bench` does (embedded PostgreSQL in a fresh
  * temporary data dir, or BENCH_URL). Each channel is filled with a backlog of
- * BENCH_DISPATCH_BACKLOG messages (default 25,000) before any window and
+ * BENCH_DISPATCH_BACKLOG messages (default 40,000) before any window and
  * topped up to it between windows (never inside one), so every window starts
  * on the same backlog. BENCH_CONCURRENCY workers (16), one key each, loop:
  * POST messages:receive {max_messages, complete: what the worker received
@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   const durationMs = numberVar("BENCH_DURATION_SECONDS", 4, 0.5) * 1000;
   const warmupMs = numberVar("BENCH_WARMUP_SECONDS", 1, 0) * 1000;
   const concurrency = Math.floor(numberVar("BENCH_CONCURRENCY", 16, 1));
-  const backlogTarget = Math.floor(numberVar("BENCH_DISPATCH_BACKLOG", 25_000, 1000));
+  const backlogTarget = Math.floor(numberVar("BENCH_DISPATCH_BACKLOG", 40_000, 1000));
   const clientKind = parseClientKind(process.env.BENCH_CLIENT);
   const parts = new Set((process.env.BENCH_DISPATCH_PARTS ?? PARTS.join(",")).split(",").map((x) => x.trim()).filter(Boolean));
   for (const x of parts) if (!(PARTS as readonly string[]).includes(x)) throw new Error(`BENCH_DISPATCH_PARTS: unknown part ${x} (use ${PARTS.join(",")})`);
@@ -148,6 +148,21 @@ async function main(): Promise<number> {
       },
     };
 
+    // Posters: a key holds at most 250,000 live messages (its quota), and
+    // acknowledged messages stay live until their TTL, so a fresh key takes
+    // over after 200,000 posts.
+    let poster = await api.mintKey(`bench-${runId}-poster-0`);
+    let posterUsed = 0;
+    let posters = 1;
+    const posterFor = async (count: number): Promise<Key> => {
+      if (posterUsed + count > 200_000) {
+        poster = await api.mintKey(`bench-${runId}-poster-${posters++}`);
+        posterUsed = 0;
+      }
+      posterUsed += count;
+      return poster;
+    };
+
     /** Posts until the queue's backlog is back at the target: 100 a batchCreate, four posts at a time. */
     const topUp = async (q: Queue) => {
       const missing = backlogTarget - q.backlog;
@@ -163,7 +178,8 @@ async function main(): Promise<number> {
             const first = q.posted;
             q.posted += count;
             const messages = Array.from({ length: count }, (_, i) => q.draft(first + i));
-            await api.must("POST", `/v1/channels/${q.channel}/messages:batchCreate`, "/v1/channels/{id}/messages:batchCreate", owner.key, JSON.stringify({ messages }));
+            const key = await posterFor(count);
+            await api.must("POST", `/v1/channels/${q.channel}/messages:batchCreate`, "/v1/channels/{id}/messages:batchCreate", key.key, JSON.stringify({ messages }));
             q.backlog += count;
           }
         }),
