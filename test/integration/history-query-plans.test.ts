@@ -58,7 +58,8 @@ describe("query plans over 120,000 history rows (custom and generic)", () => {
     for (const cursor of ["infinity", formatTimestamp(systemClock.now() - 2.5 * 86_400_000_000)]) {
       for (const text of await plans(HISTORY_PAGE_SQL, [channelId, cursor, 50])) {
         expect(text).toMatch(/Index Scan using message_history_page/);
-        expect(text).not.toMatch(/Sort/);
+        // A sort of the page; a row's limit names (a subplan over its own few ids) may be sorted.
+        expect(text).not.toMatch(/Sort Key: (m|h)\./);
         expect(text).not.toMatch(/Seq Scan on message_history/);
       }
     }

@@ -13,10 +13,10 @@ DECLARE
 BEGIN
   INSERT INTO message_history (id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
     created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, archived_at, reason)
+    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids, archived_at, reason)
   SELECT id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
     created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, p_now, p_reason
+    lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids, p_now, p_reason
   FROM messages m WHERE m.id = ANY (p_ids);
   DELETE FROM messages m WHERE m.id = ANY (p_ids);
   GET DIAGNOSTICS n = ROW_COUNT;
