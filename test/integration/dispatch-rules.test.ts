@@ -179,6 +179,19 @@ describe("delivery order", () => {
   const postedAgo = (id: string, seconds: number) =>
     sql.query("UPDATE messages SET created_at = created_at - make_interval(secs => $2) WHERE id = $1", [id, seconds]);
 
+  it.each([
+    ["fair, messages without a group", { dispatch: "fair" }, undefined],
+    ["fair, one group", { dispatch: "fair" }, "one"],
+    ["group_concurrency 1000, one group", { group_concurrency: 1000 }, "one"],
+  ])("hands a receive all it asks for from one busy group (%s)", async (_name, settings, group) => {
+    const ch = await createChannel(url(), owner, settings);
+    const drafts = Array.from({ length: 100 }, (_, i) => ({ content: `m${i}`, ...(group === undefined ? {} : { group_key: group }) }));
+    for (let i = 0; i < drafts.length; i += 50) {
+      expect((await rest(url(), "POST", `/v1/channels/${ch}/messages:batchCreate`, { key: owner, body: { messages: drafts.slice(i, i + 50) } })).status).toBe(201);
+    }
+    expect((await receive(ch, { max_messages: 100 })).body.data).toHaveLength(100);
+  });
+
   it("with aging counts a waiting message one level more urgent per interval waited", async () => {
     const ch = await createChannel(url(), owner, { priority_aging_seconds: 10 });
     const old = await post(ch, "old-p5", { priority: 5 });

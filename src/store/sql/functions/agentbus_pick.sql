@@ -46,6 +46,8 @@ DECLARE
   pass      integer := 0;
   got       integer := 0;
   progress  boolean;
+  per_group integer;
+  ngroups   integer;
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -89,6 +91,16 @@ BEGIN
     END LOOP;
   END IF;
 
+  -- How many messages a group may offer per pass: its fair share of what is
+  -- wanted (more each pass that falls short), within its bound; one at a
+  -- time for strict groups.
+  IF one_at_a_time THEN
+    per_group := 1;
+  ELSE
+    SELECT count(*) INTO ngroups FROM message_groups g WHERE g.channel_id = p_channel;
+    per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), ceil(p_wanted::numeric / greatest(ngroups, 1))::integer + 1);
+  END IF;
+
   LOOP
     pass := pass + 1;
     progress := false;
@@ -101,14 +113,15 @@ BEGIN
         CROSS JOIN LATERAL (
           SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key,
             ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-              AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open
+              AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open,
+            row_number() OVER (ORDER BY m.created_at) AS round
           FROM messages m
           WHERE m.channel_id = p_channel AND m.group_key = g.group_key
             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
             AND m.id <> ALL (picked) AND (one_at_a_time OR m.id <> ALL (passed))
             AND (one_at_a_time OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
               AND (m.available_at IS NULL OR m.available_at <= p_now)))
-          ORDER BY m.created_at LIMIT 1
+          ORDER BY m.created_at LIMIT per_group
         ) h
         WHERE grouped AND g.channel_id = p_channel AND g.group_key <> ''
       ), loose AS (
@@ -135,17 +148,22 @@ BEGIN
              AND (NOT grouped OR m.group_key IS NULL) AND m.id <> ALL (picked) AND m.id <> ALL (passed)
            ORDER BY m.created_at LIMIT p_wanted + 16)
         ) u
+      ), loose_ranked AS (
+        SELECT l.id, l.created_at, l.priority, l.since, l.limit_ids, l.group_key, l.open,
+          row_number() OVER (ORDER BY greatest(1, l.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
+                   ELSE floor(extract(epoch FROM p_now - l.since) / ch.priority_aging_seconds)::integer END), l.created_at) AS round,
+          l.last_served_at, l.turn_key
+        FROM loose l
       ), loose_turn AS (
-        SELECT * FROM loose l
-        ORDER BY greatest(1, l.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
-                   ELSE floor(extract(epoch FROM p_now - l.since) / ch.priority_aging_seconds)::integer END), l.created_at
-        LIMIT CASE WHEN ch.dispatch = 'fair' THEN 1 ELSE p_wanted + 16 END
+        SELECT * FROM loose_ranked r WHERE r.round <= CASE WHEN ch.dispatch = 'fair' THEN per_group ELSE p_wanted + 16 END
       )
       SELECT a.*, greatest(1, a.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
                ELSE floor(extract(epoch FROM p_now - a.since) / ch.priority_aging_seconds)::integer END) AS eff
       FROM (SELECT * FROM heads UNION ALL SELECT * FROM loose_turn) a
       WHERE a.open
       ORDER BY eff,
+        -- Fair: each group's first before any group's second, and so on.
+        CASE WHEN ch.dispatch = 'fair' THEN a.round END,
         CASE WHEN ch.dispatch = 'fair' THEN a.last_served_at END ASC NULLS FIRST,
         CASE WHEN ch.dispatch = 'fair' THEN a.turn_key END,
         a.created_at
@@ -199,10 +217,11 @@ BEGIN
       n := got;
       held := CASE WHEN cardinality(holds) = 0 THEN NULL ELSE holds END;
       RETURN NEXT;
-      -- Fair: one message per group per turn, then the turns are dealt again.
-      EXIT WHEN ch.dispatch = 'fair' AND got >= p_wanted;
     END LOOP;
     EXIT WHEN got >= p_wanted OR NOT progress OR pass >= 64;
+    IF NOT one_at_a_time THEN
+      per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), per_group * 2);
+    END IF;
   END LOOP;
 END;
 $$;
