@@ -32,7 +32,7 @@ const LIMIT_FIELDS = `l.id, l.owner_key_id, l.name, l.max_in_flight, l.rate_coun
       AND m.expires_at > $1::timestamptz
       AND NOT (m.lease_token IS NOT NULL AND m.lease_expires_at <= $1::timestamptz)) AS in_flight,
   CASE WHEN l.rate_per_seconds IS NULL THEN 0 ELSE
-    (SELECT count(*)::int FROM limit_deliveries d
+    (SELECT coalesce(sum(d.n), 0)::int FROM limit_deliveries d
       WHERE d.limit_id = l.id AND d.delivered_at > $1::timestamptz - make_interval(secs => l.rate_per_seconds))
   END AS used_in_window`;
 

@@ -58,12 +58,16 @@ CREATE TABLE limits (
   UNIQUE (owner_key_id, name)
 );
 
--- One row per delivery of a message holding a limit with a rate: the
--- deliveries in the window ending now are what the rate bounds (a sliding
--- window, so no window of per_seconds ever holds more than count). Rows
--- older than the limit's window are removed as deliveries are recorded.
+-- The deliveries of messages holding a limit with a rate, n per second
+-- (delivered_at: the second they fall in): what the rate bounds. A receive
+-- counts every second that overlaps the window ending now, the oldest in
+-- full, so no window of per_seconds ever holds more than count (a sliding
+-- window, at most one second conservative); a row per second keeps that sum
+-- short however high the rate. Rows older than the window are removed as
+-- deliveries are recorded.
 CREATE TABLE limit_deliveries (
   limit_id     uuid NOT NULL REFERENCES limits (id) ON DELETE CASCADE,
-  delivered_at timestamptz NOT NULL
+  delivered_at timestamptz NOT NULL,
+  n            integer NOT NULL DEFAULT 1,
+  PRIMARY KEY (limit_id, delivered_at)
 );
-CREATE INDEX limit_deliveries_window ON limit_deliveries (limit_id, delivered_at);

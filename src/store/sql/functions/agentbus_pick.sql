@@ -36,6 +36,7 @@ DECLARE
   lim_room  integer[] := '{}';
   lim_rate  integer[] := '{}';
   lim_per   integer[] := '{}';
+  lim_used  integer[] := '{}';
   group_n   jsonb := '{}';
   c         record;
   holds     uuid[];
@@ -81,11 +82,14 @@ BEGIN
       IF c.rate_count IS NULL THEN
         lim_rate := lim_rate || 2147483647;
         lim_per := lim_per || NULL::integer;
+        lim_used := lim_used || 0;
       ELSE
-        DELETE FROM limit_deliveries d WHERE d.limit_id = c.id AND d.delivered_at <= p_now - make_interval(secs => c.rate_per_seconds);
-        SELECT c.rate_count - count(*) INTO busy FROM limit_deliveries d
-        WHERE d.limit_id = c.id AND d.delivered_at > p_now - make_interval(secs => c.rate_per_seconds);
+        DELETE FROM limit_deliveries d WHERE d.limit_id = c.id AND d.delivered_at <= p_now - make_interval(secs => c.rate_per_seconds + 1);
+        -- The seconds overlapping the window, the oldest counted in full.
+        SELECT c.rate_count - coalesce(sum(d.n), 0) INTO busy FROM limit_deliveries d
+        WHERE d.limit_id = c.id AND d.delivered_at > p_now - make_interval(secs => c.rate_per_seconds + 1);
         lim_rate := lim_rate || busy;
+        lim_used := lim_used || 0;
         lim_per := lim_per || c.rate_per_seconds;
       END IF;
     END LOOP;
@@ -199,9 +203,7 @@ BEGIN
       FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
         lim_room[k] := lim_room[k] - 1;
         lim_rate[k] := lim_rate[k] - 1;
-        IF lim_per[k] IS NOT NULL THEN
-          INSERT INTO limit_deliveries (limit_id, delivered_at) VALUES (lim_ids[k], p_now);
-        END IF;
+        lim_used[k] := lim_used[k] + 1;
       END LOOP;
       IF c.group_key IS NOT NULL AND ch.group_concurrency IS NOT NULL THEN
         group_n := group_n || jsonb_build_object(c.group_key, (group_n ->> c.group_key)::integer + 1);
@@ -221,6 +223,13 @@ BEGIN
     EXIT WHEN got >= p_wanted OR NOT progress OR pass >= 64;
     IF NOT one_at_a_time THEN
       per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), per_group * 2);
+    END IF;
+  END LOOP;
+  -- The deliveries of the rated limits, in their second.
+  FOR k IN 1 .. coalesce(cardinality(lim_ids), 0) LOOP
+    IF lim_per[k] IS NOT NULL AND lim_used[k] > 0 THEN
+      INSERT INTO limit_deliveries AS d (limit_id, delivered_at, n) VALUES (lim_ids[k], date_trunc('second', p_now), lim_used[k])
+      ON CONFLICT (limit_id, delivered_at) DO UPDATE SET n = d.n + excluded.n;
     END IF;
   END LOOP;
 END;
