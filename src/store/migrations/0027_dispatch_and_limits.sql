@@ -28,8 +28,11 @@ ALTER TABLE channels
 
 -- Open work by priority, oldest first within a level: what a receive reads.
 CREATE INDEX messages_open_by_priority ON messages (channel_id, priority, created_at) WHERE claimed_by_key_id IS NULL;
--- A group's messages in order (its head, its in-flight count).
-CREATE INDEX messages_by_group ON messages (channel_id, group_key, created_at) WHERE group_key IS NOT NULL;
+-- A group's unfinished messages in order (its head, its in-flight count):
+-- acknowledged ones leave it, so reading a group's head does not step over
+-- the finished work that stays live until its TTL.
+CREATE INDEX messages_group_unfinished ON messages (channel_id, group_key, created_at)
+  WHERE group_key IS NOT NULL AND acknowledged_by = '[]'::jsonb;
 -- The delivered messages holding a limit.
 CREATE INDEX messages_held_limits ON messages USING gin (held_limit_ids) WHERE held_limit_ids IS NOT NULL;
 
