@@ -50,6 +50,8 @@ export class MessagePosting {
     await this.ctx.options.quotas?.admitMessages(caller, 1, storedBytes(draft));
     const result = await this.ctx.store.create(draft);
     if (result.outcome !== "created") throw refusal(result, channel);
+    // The channel's receives now check limits: a cached view must not say otherwise.
+    if ((draft.limitIds?.length ?? 0) > 0 && !channel.limitedMessages) this.ctx.options.views?.clear();
     this.ctx.announce(channel.id);
     return { message: result.message, nextCursor: formatTimestamp(result.message.createdAt) };
   }
@@ -71,6 +73,7 @@ export class MessagePosting {
     await this.ctx.options.quotas?.admitMessages(caller, drafts.length, drafts.reduce((sum, d) => sum + storedBytes(d), 0));
     const result = await this.ctx.store.createAll(channel.id, drafts);
     if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
+    if (drafts.some((d) => (d.limitIds?.length ?? 0) > 0) && !channel.limitedMessages) this.ctx.options.views?.clear();
     this.ctx.announce(channel.id);
     const last = result.messages[result.messages.length - 1]!;
     return { messages: result.messages, nextCursor: formatTimestamp(last.createdAt) };

@@ -142,7 +142,11 @@ export class MessageReceiving {
       const leaseExpiresAt = now + seconds * MICROS_PER_SECOND;
       const leaseTokens = Array.from({ length: max }, newLeaseToken);
       if (channel.maxDeliveries !== null) await this.deadLetters.moveOut(channel.id, now);
-      const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now, dispatchesByRule(channel));
+      // The settings as they are now (a long-poll outlives the view it started
+      // with); access is the statement's to judge, as it always was.
+      const load = () => this.ctx.channels.findView(channel.id, caller.keyId);
+      const current = (this.ctx.options.views ? await this.ctx.options.views.find(channel.id, caller.keyId, load) : await load()) ?? channel;
+      const leased = await this.ctx.store.receive(channel.id, max, { keyId: caller.keyId, actor, leaseTokens, leaseExpiresAt }, now, dispatchesByRule(current));
       const leases = leased.map((message) => ({ message, leaseToken: message.claim?.leaseToken ?? "", leaseExpiresAt }));
       // Gone while the statement ran: the leases go back at once, uncounted.
       if (gone() && leases.length > 0) {

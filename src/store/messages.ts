@@ -338,6 +338,8 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
 export const RECEIVE_SQL = `WITH claimable AS (
     SELECT k.id, k.access, k.created_by_key_id, coalesce(k.max_deliveries, 2147483647) AS max_deliveries FROM channels k
     WHERE k.id = $1 AND k.mode = 'claimable'
+      -- Bounds only the pick keeps: a view that has not seen them yet leases nothing here.
+      AND k.group_concurrency IS NULL AND k.limit_ids = '{}' AND NOT k.limited_messages
   ), asked AS (
     SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
     FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
@@ -400,9 +402,14 @@ export const LEASE_PICKED_SQL = `WITH claimable AS (
     FROM asked a, claimable k
     WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
       OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
+  ), locked AS (
+    -- In id order, passing over rows another transaction holds (an ack of a
+    -- lapsed one, say): waiting here, under the channel's and the limits'
+    -- locks, could deadlock with it.
+    SELECT m.id FROM messages m WHERE m.id = ANY ($10::uuid[]) ORDER BY m.id FOR UPDATE SKIP LOCKED
   ), picked AS (
     SELECT p.id, p.n, ARRAY(SELECT jsonb_array_elements_text(p.held)::uuid) AS held
-    FROM unnest($10::uuid[], $11::jsonb[]) WITH ORDINALITY AS p(id, held, n)
+    FROM unnest($10::uuid[], $11::jsonb[]) WITH ORDINALITY AS p(id, held, n) JOIN locked l ON l.id = p.id
   )
   UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
     claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,

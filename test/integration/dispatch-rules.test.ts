@@ -278,6 +278,34 @@ describe("limits", () => {
   });
 });
 
+describe("limits that are full", () => {
+  it("do not hold back the messages behind many that wait for them", async () => {
+    const key = await mintKey(url(), "full-limits");
+    expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "gpu", max_in_flight: 1 } })).status).toBe(201);
+    const ch = await createChannel(url(), key);
+    await postMessage(url(), key, ch, { content: "holder", limits: ["gpu"] });
+    const drafts = Array.from({ length: 40 }, (_, i) => ({ content: `waits ${i}`, limits: ["gpu"] }));
+    expect((await rest(url(), "POST", `/v1/channels/${ch}/messages:batchCreate`, { key, body: { messages: [...drafts, { content: "free" }] } })).status).toBe(201);
+    const first = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    expect(contents(first)).toEqual(["holder"]);
+    const next = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    expect(contents(next)).toEqual(["free"]);
+  });
+
+  it("are kept by a receive whose channel view predates the post that made it limited", async () => {
+    const key = await mintKey(url(), "stale-view");
+    expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "one", max_in_flight: 1 } })).status).toBe(201);
+    const ch = await createChannel(url(), key);
+    // A receive first caches the plain channel's view.
+    await rest(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    await postMessage(url(), key, ch, { content: "a", limits: ["one"] });
+    await postMessage(url(), key, ch, { content: "b", limits: ["one"] });
+    const got = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { max_messages: 10 } });
+    expect(contents(got)).toEqual(["a"]);
+    expect((await rest<{ in_flight: number }>(url(), "GET", "/v1/limits/one", { key })).body.in_flight).toBe(1);
+  });
+});
+
 describe("claim-next of the compatibility verbs", () => {
   const claimNext = (ch: string, body: Record<string, unknown> = {}) =>
     rest<{ claimed: { content: string; claimed_by_key_id: string; lease_expires_at: string | null } | null }>(url(), "POST", "/v1/tasks/claim", { key: owner, body: { channel: ch, ...body } });

@@ -49,6 +49,8 @@ DECLARE
   progress  boolean;
   per_group integer;
   ngroups   integer;
+  -- Limits with no room left: their messages are not candidates.
+  exhausted uuid[] := '{}';
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -84,7 +86,9 @@ BEGIN
         lim_per := lim_per || NULL::integer;
         lim_used := lim_used || 0;
       ELSE
-        DELETE FROM limit_deliveries d WHERE d.limit_id = c.id AND d.delivered_at <= p_now - make_interval(secs => c.rate_per_seconds + 1);
+        -- With a second to spare: the nows of consecutive picks come from the
+        -- service processes' clocks and may step back a little.
+        DELETE FROM limit_deliveries d WHERE d.limit_id = c.id AND d.delivered_at <= p_now - make_interval(secs => c.rate_per_seconds + 2);
         -- The seconds overlapping the window, the oldest counted in full.
         SELECT c.rate_count - coalesce(sum(d.n), 0) INTO busy FROM limit_deliveries d
         WHERE d.limit_id = c.id AND d.delivered_at > p_now - make_interval(secs => c.rate_per_seconds + 1);
@@ -93,6 +97,12 @@ BEGIN
         lim_per := lim_per || c.rate_per_seconds;
       END IF;
     END LOOP;
+  END IF;
+
+  exhausted := ARRAY(SELECT lim_ids[ix] FROM generate_subscripts(lim_ids, 1) ix WHERE lim_room[ix] <= 0 OR lim_rate[ix] <= 0);
+  IF ch.limit_ids && exhausted THEN
+    -- Every message holds the channel's limits: none can go now.
+    RETURN;
   END IF;
 
   -- How many messages a group may offer per pass: its fair share of what is
@@ -122,7 +132,7 @@ BEGIN
           FROM messages m
           WHERE m.channel_id = p_channel AND m.group_key = g.group_key
             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
-            AND m.id <> ALL (picked) AND (one_at_a_time OR m.id <> ALL (passed))
+            AND m.id <> ALL (picked) AND (one_at_a_time OR (m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)))
             AND (one_at_a_time OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
               AND (m.available_at IS NULL OR m.available_at <= p_now)))
           ORDER BY m.created_at LIMIT per_group
@@ -141,7 +151,7 @@ BEGIN
             WHERE m.channel_id = p_channel AND m.priority = lvl AND m.claimed_by_key_id IS NULL
               AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
               AND m.expires_at > p_now AND m.delivery_count < maxd AND (NOT grouped OR m.group_key IS NULL)
-              AND m.id <> ALL (picked) AND m.id <> ALL (passed)
+              AND m.id <> ALL (picked) AND m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)
             ORDER BY m.created_at LIMIT p_wanted + 16
           ) o
           UNION ALL
@@ -150,7 +160,8 @@ BEGIN
            WHERE m.channel_id = p_channel AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
              AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
              AND (NOT grouped OR m.group_key IS NULL) AND m.id <> ALL (picked) AND m.id <> ALL (passed)
-           ORDER BY m.created_at LIMIT p_wanted + 16)
+             AND NOT (m.limit_ids && exhausted)
+           ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
         ) u
       ), loose_ranked AS (
         SELECT l.id, l.created_at, l.priority, l.since, l.limit_ids, l.group_key, l.open,
@@ -198,12 +209,17 @@ BEGIN
       END LOOP;
       IF NOT ok THEN
         passed := passed || c.id;
+        -- The next pass reads past it (a strict group's head still holds its group back).
+        progress := progress OR NOT (one_at_a_time AND c.group_key IS NOT NULL);
         CONTINUE;
       END IF;
       FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
         lim_room[k] := lim_room[k] - 1;
         lim_rate[k] := lim_rate[k] - 1;
         lim_used[k] := lim_used[k] + 1;
+        IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
+          exhausted := exhausted || lim_ids[k];
+        END IF;
       END LOOP;
       IF c.group_key IS NOT NULL AND ch.group_concurrency IS NOT NULL THEN
         group_n := group_n || jsonb_build_object(c.group_key, (group_n ->> c.group_key)::integer + 1);
