@@ -311,6 +311,22 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
 
 /**
+ * The receives of one statement (parameters $3..$7, $9), each with where its
+ * lease tokens and its share of the picked rows start; only those whose key
+ * may use the channel (CTE claimable) take a share.
+ */
+const RECEIVERS = `asked AS (
+    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
+    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
+      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
+  ), allowed AS (
+    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
+    FROM asked a, claimable k
+    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
+      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
+  )`;
+
+/**
  * Receive: leases the channel's oldest open work to its callers, each
  * taking its share in order (one statement serves the receives the process
  * queued meanwhile). $1 channel, $2 now; one item per receive in parallel
@@ -340,16 +356,7 @@ export const RECEIVE_SQL = `WITH claimable AS (
     WHERE k.id = $1 AND k.mode = 'claimable'
       -- Bounds only the pick keeps: a view that has not seen them yet leases nothing here.
       AND k.group_concurrency IS NULL AND k.limit_ids = '{}' AND NOT k.limited_messages
-  ), asked AS (
-    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
-    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
-      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
-  ), allowed AS (
-    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
-    FROM asked a, claimable k
-    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
-  ), wanted AS (
+  ), ${RECEIVERS}, wanted AS (
     SELECT coalesce(sum(n), 0)::int AS n FROM allowed
   ), open_work AS (
     SELECT m.id, m.created_at, m.priority FROM messages m
@@ -393,16 +400,7 @@ export const PICK_SQL = `SELECT p.id, to_jsonb(p.held) AS held FROM agentbus_pic
 
 export const LEASE_PICKED_SQL = `WITH claimable AS (
     SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
-  ), asked AS (
-    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
-    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
-      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
-  ), allowed AS (
-    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
-    FROM asked a, claimable k
-    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
-  ), locked AS (
+  ), ${RECEIVERS}, locked AS (
     -- In id order, passing over rows another transaction holds (an ack of a
     -- lapsed one, say): waiting here, under the channel's and the limits'
     -- locks, could deadlock with it.
