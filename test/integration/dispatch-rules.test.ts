@@ -183,6 +183,7 @@ describe("delivery order", () => {
     ["fair, messages without a group", { dispatch: "fair" }, undefined],
     ["fair, one group", { dispatch: "fair" }, "one"],
     ["group_concurrency 1000, one group", { group_concurrency: 1000 }, "one"],
+    ["fair with group_concurrency 1, messages without a group", { dispatch: "fair", group_concurrency: 1 }, undefined],
   ])("hands a receive all it asks for from one busy group (%s)", async (_name, settings, group) => {
     const ch = await createChannel(url(), owner, settings);
     const drafts = Array.from({ length: 100 }, (_, i) => ({ content: `m${i}`, ...(group === undefined ? {} : { group_key: group }) }));

@@ -48,6 +48,8 @@ DECLARE
   got       integer := 0;
   progress  boolean;
   per_group integer;
+  -- The same for the messages without a group, which no group bound holds.
+  loose_per integer;
   ngroups   integer;
   -- Limits with no room left: their messages are not candidates.
   exhausted uuid[] := '{}';
@@ -108,12 +110,9 @@ BEGIN
   -- How many messages a group may offer per pass: its fair share of what is
   -- wanted (more each pass that falls short), within its bound; one at a
   -- time for strict groups.
-  IF one_at_a_time THEN
-    per_group := 1;
-  ELSE
-    SELECT count(*) INTO ngroups FROM message_groups g WHERE g.channel_id = p_channel;
-    per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), ceil(p_wanted::numeric / greatest(ngroups, 1))::integer + 1);
-  END IF;
+  SELECT count(*) INTO ngroups FROM message_groups g WHERE g.channel_id = p_channel;
+  loose_per := least(p_wanted, ceil(p_wanted::numeric / greatest(ngroups, 1))::integer + 1);
+  per_group := CASE WHEN one_at_a_time THEN 1 ELSE least(loose_per, coalesce(ch.group_concurrency, p_wanted)) END;
 
   LOOP
     pass := pass + 1;
@@ -170,7 +169,7 @@ BEGIN
           l.last_served_at, l.turn_key
         FROM loose l
       ), loose_turn AS (
-        SELECT * FROM loose_ranked r WHERE r.round <= CASE WHEN ch.dispatch = 'fair' THEN per_group ELSE p_wanted + 16 END
+        SELECT * FROM loose_ranked r WHERE r.round <= CASE WHEN ch.dispatch = 'fair' THEN loose_per ELSE p_wanted + 16 END
       )
       SELECT a.*, greatest(1, a.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
                ELSE floor(extract(epoch FROM p_now - a.since) / ch.priority_aging_seconds)::integer END) AS eff
@@ -237,6 +236,7 @@ BEGIN
       RETURN NEXT;
     END LOOP;
     EXIT WHEN got >= p_wanted OR NOT progress OR pass >= 64;
+    loose_per := least(p_wanted, loose_per * 2);
     IF NOT one_at_a_time THEN
       per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), per_group * 2);
     END IF;
