@@ -19,9 +19,10 @@ import {
   type NewChannel,
 } from "../model/channels.js";
 import { nameKey } from "./labels.js";
+import { camel, updateMaskParser } from "./update-mask.js";
 import { ApiError } from "../model/errors.js";
 import { quotaExceeded } from "./quotas.js";
-import { unknownLimit, validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
+import { limitIdsNamed, validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
 import { schemaCost } from "./json-schema.js";
 import { schemaProblemOffThread } from "./json-schema-thread.js";
@@ -377,31 +378,11 @@ export const UPDATABLE_FIELDS = [
 ] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
 
-const camel = (snake: string) => snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
-const MASK_NAMES = new Map<string, UpdatableField>(
-  UPDATABLE_FIELDS.flatMap((f) => [[f, f] as [string, UpdatableField], [camel(f), f] as [string, UpdatableField]]),
-);
-
 /** An update request in domain terms: the create fields but the TTL, and the pause; undefined = unset (a masked unset field means "clear"). */
 export type ChannelUpdateInput = Omit<CreateChannelInput, "ttlSeconds"> & { paused: boolean | undefined };
 
 /** The mask's paths as ChannelUpdate fields (proto or JSON names), de-duplicated; 422 invalid_update_mask naming the others. */
-export function parseUpdateMask(paths: readonly string[]): UpdatableField[] {
-  const fields: UpdatableField[] = [];
-  const bad: string[] = [];
-  for (const path of paths) {
-    const field = MASK_NAMES.get(path);
-    if (field === undefined) bad.push(path);
-    else if (!fields.includes(field)) fields.push(field);
-  }
-  if (bad.length > 0) {
-    throw new ApiError("invalid_update_mask", `update_mask names ${bad.length > 1 ? "paths" : "a path"} that ChannelUpdate does not have: ${bad.join(", ")}`, {
-      details: { fields: bad },
-      suggestion: `Name only these fields: ${UPDATABLE_FIELDS.join(", ")}.`,
-    });
-  }
-  return fields;
-}
+export const parseUpdateMask = updateMaskParser(UPDATABLE_FIELDS, "ChannelUpdate");
 
 /** The fields an update without a mask applies: those that are set (gRPC callers without a mask). */
 function fieldsSetIn(input: ChannelUpdateInput): UpdatableField[] {
@@ -602,7 +583,7 @@ export class Channels {
     await checkMetadataSchema(caller.keyId, channel.metadataSchema);
     const relatedIds = await this.resolveRelated(channel.relatedChannels);
     if (input.deadLetterChannel !== undefined) channel.deadLetterChannelId = await this.resolveDeadLetterChannel(caller, input.deadLetterChannel, undefined);
-    channel.limitIds = await this.resolveLimits(caller, channel.limits);
+    channel.limitIds = await limitIdsNamed(channel.limits, (names) => this.store.limitIds(caller.keyId, names));
     const limit = (await this.quotas?.channelLimit(caller)) ?? null;
     const created = await this.store.create(channel, relatedIds, caller, limit);
     if (created === "quota_exceeded") throw quotaExceeded("channels", limit!, limit!, 1);
@@ -637,7 +618,7 @@ export class Channels {
       patch.relatedChannels === undefined ? undefined : (await this.resolveRelated(patch.relatedChannels)).filter((id) => id !== view.id);
     const deadLetterChannelId =
       patch.deadLetterChannel === undefined ? undefined : patch.deadLetterChannel === null ? null : await this.resolveDeadLetterChannel(caller, patch.deadLetterChannel, view.id);
-    const limitIds = patch.limits === undefined ? undefined : await this.resolveLimits(caller, patch.limits);
+    const limitIds = patch.limits === undefined ? undefined : await limitIdsNamed(patch.limits, (names) => this.store.limitIds(caller.keyId, names));
     const updated = await this.store.update(view.id, (current) => ({
       changes: changedColumns(current.record, patch, deadLetterChannelId, limitIds),
       relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,
@@ -692,15 +673,6 @@ export class Channels {
    * channel itself, else 422 invalid_dead_letter_channel. Unknown channels and
    * other keys' channels get the same answer, so the check reveals nothing.
    */
-  /** The caller's limits of these names, as ids; 422 unknown_limit naming the first that is not one (docs/decisions.md#shared-limits). */
-  private async resolveLimits(caller: Caller, names: readonly string[]): Promise<string[]> {
-    if (names.length === 0) return [];
-    const found = await this.store.limitIds(caller.keyId, names);
-    const missing = names.find((n) => !found.has(n));
-    if (missing !== undefined) throw unknownLimit(missing);
-    return names.map((n) => found.get(n)!);
-  }
-
   private async resolveDeadLetterChannel(caller: Caller, identifier: string, selfId: string | undefined): Promise<string> {
     const found = await this.store.findView(identifier, caller.keyId);
     const invalid = (why: string) =>

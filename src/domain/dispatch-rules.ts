@@ -74,10 +74,26 @@ export function validateLimitNames(names: readonly string[] | undefined): string
  * statement: the rules cost a lock and more reading per receive.
  */
 export const dispatchesByRule = (channel: ChannelRecord): boolean =>
-  channel.groupConcurrency !== null || channel.dispatch === "fair" || channel.priorityAgingSeconds !== null || channel.limitIds.length > 0 || channel.limitedMessages;
+  boundsDeliveries(channel) || channel.dispatch === "fair" || channel.priorityAgingSeconds !== null;
 
-export const unknownLimit = (name: string): ApiError =>
+/** Group bounds or shared limits: only receives keep them, so claims by id are refused (receive_required). */
+export const boundsDeliveries = (channel: ChannelRecord): boolean =>
+  channel.groupConcurrency !== null || channel.limitIds.length > 0 || channel.limitedMessages;
+
+const unknownLimit = (name: string): ApiError =>
   new ApiError("unknown_limit", `No limit of yours is named '${name}'`, { details: { field: "limits", limit: name } });
+
+/**
+ * The ids of the limits `names` names, in order, from `find` (name → id of
+ * the owner's limits among them); 422 unknown_limit naming the first that is none.
+ */
+export async function limitIdsNamed(names: readonly string[], find: (names: readonly string[]) => Promise<Map<string, string>>): Promise<string[]> {
+  if (names.length === 0) return [];
+  const found = await find(names);
+  const missing = names.find((n) => !found.has(n));
+  if (missing !== undefined) throw unknownLimit(missing);
+  return names.map((n) => found.get(n)!);
+}
 
 /** A message's own TTL: 1..the channel's; undefined: the channel's. */
 export function validateMessageTtl(value: number | undefined, channelTtl: number): number {

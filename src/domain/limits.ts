@@ -14,6 +14,7 @@ import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
 import type { LimitBounds, LimitRate, LimitView } from "../model/limits.js";
 import type { Clock } from "../model/time.js";
+import { updateMaskParser } from "./update-mask.js";
 import type { LimitStore } from "../ports/limits.js";
 
 export const LIMIT_RULES = {
@@ -51,12 +52,6 @@ export interface LimitChangeInput {
 /** The LimitUpdate fields, by their proto (REST) names. */
 export const LIMIT_UPDATABLE_FIELDS = ["max_in_flight", "rate"] as const;
 type LimitField = (typeof LIMIT_UPDATABLE_FIELDS)[number];
-
-const MASK_NAMES = new Map<string, LimitField>([
-  ["max_in_flight", "max_in_flight"],
-  ["maxInFlight", "max_in_flight"],
-  ["rate", "rate"],
-]);
 
 const SUGGESTION =
   `Give max_in_flight (${LIMIT_RULES.maxInFlight.min} to ${LIMIT_RULES.maxInFlight.max}), ` +
@@ -145,22 +140,7 @@ export class Limits {
 }
 
 /** The mask's paths as LimitUpdate fields (proto or JSON names), de-duplicated; 422 invalid_update_mask naming the others. */
-export function parseLimitUpdateMask(paths: readonly string[]): LimitField[] {
-  const fields: LimitField[] = [];
-  const bad: string[] = [];
-  for (const path of paths) {
-    const field = MASK_NAMES.get(path);
-    if (field === undefined) bad.push(path);
-    else if (!fields.includes(field)) fields.push(field);
-  }
-  if (bad.length > 0) {
-    throw new ApiError("invalid_update_mask", `update_mask names ${bad.length > 1 ? "paths" : "a path"} that LimitUpdate does not have: ${bad.join(", ")}`, {
-      details: { fields: bad },
-      suggestion: `Name only these fields: ${LIMIT_UPDATABLE_FIELDS.join(", ")}.`,
-    });
-  }
-  return fields;
-}
+export const parseLimitUpdateMask = updateMaskParser(LIMIT_UPDATABLE_FIELDS, "LimitUpdate");
 
 function fieldsSetIn(change: LimitChangeInput): LimitField[] {
   return LIMIT_UPDATABLE_FIELDS.filter((field) => (field === "max_in_flight" ? change.maxInFlight !== undefined : change.rate !== undefined));

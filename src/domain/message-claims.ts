@@ -11,7 +11,7 @@ import { effectiveClaim, type MessageRecord } from "../model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
 import type { DeadLetters } from "./dead-letters.js";
 import type { MessageContext } from "./message-context.js";
-import { validatePriority } from "./dispatch-rules.js";
+import { boundsDeliveries, validatePriority } from "./dispatch-rules.js";
 import {
   assertMessageId,
   checkBatchSize,
@@ -153,7 +153,7 @@ export class MessageClaims {
   private async refuseUnclaimed(caller: Caller, message: MessageRecord, now: Micros): Promise<void> {
     if (message.acknowledgedBy.length > 0) throw new ApiError("already_acknowledged", "This message was acknowledged without a claim: it is finished, not open work");
     const channel = await this.ctx.channels.findView(message.channelId, caller.keyId);
-    if (channel && (channel.groupConcurrency !== null || channel.limitIds.length > 0 || channel.limitedMessages)) throw new ApiError("receive_required");
+    if (channel && boundsDeliveries(channel)) throw new ApiError("receive_required");
     await this.deadLetters.refuseUnavailable(caller, message, now);
   }
 

@@ -10,7 +10,7 @@ import type { JsonValue } from "../model/json.js";
 import type { MessageRecord, NewMessage } from "../model/messages.js";
 import { formatTimestamp } from "../model/time.js";
 import { violationsOffThread } from "./json-schema-thread.js";
-import { unknownLimit, validateGroupKey, validateLimitNames, validateMessageTtl, validatePriority } from "./dispatch-rules.js";
+import { limitIdsNamed, validateGroupKey, validateLimitNames, validateMessageTtl, validatePriority } from "./dispatch-rules.js";
 import type { MessageContext } from "./message-context.js";
 import { atIndex, atIndexAsync, byteLength, checkBatchSize, checkDelaySeconds, checkMetadataSize, refusal, withIndex } from "./message-rules.js";
 
@@ -79,14 +79,6 @@ export class MessagePosting {
     return { messages: result.messages, nextCursor: formatTimestamp(last.createdAt) };
   }
 
-  /** The channel owner's limits of these names (a poster names its channel's owner's limits, not its own), as ids; 422 unknown_limit otherwise. */
-  private async limitIds(channel: ChannelView, names: readonly string[]): Promise<string[]> {
-    const found = await this.ctx.channels.limitIds(channel.createdByKeyId, names);
-    const missing = names.find((n) => !found.has(n));
-    if (missing !== undefined) throw unknownLimit(missing);
-    return names.map((n) => found.get(n)!);
-  }
-
   /** The checks of a message body that need no channel. */
   private checkBody(input: NewMessageInput): CheckedBody {
     const content = input.content;
@@ -120,7 +112,8 @@ export class MessagePosting {
     const priority = validatePriority(input.priority);
     const ttlSeconds = input.ttlSeconds === undefined ? undefined : validateMessageTtl(input.ttlSeconds, channel.ttlSeconds);
     const limitNames = validateLimitNames(input.limits);
-    const limitIds = limitNames.length === 0 ? [] : await this.limitIds(channel, limitNames);
+    // A poster names its channel's owner's limits, not its own.
+    const limitIds = await limitIdsNamed(limitNames, (names) => this.ctx.channels.limitIds(channel.createdByKeyId, names));
     const actor = input.actor === undefined ? null : await this.ctx.actors.resolveOwn(caller, input.actor);
     const mentions = input.mentions.length === 0 ? [] : await this.ctx.actors.resolveMentions(input.mentions, channel);
     return {
