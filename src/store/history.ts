@@ -3,7 +3,7 @@ import type { HistoryRecord } from "../model/history.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { HistoryStore } from "../ports/history.js";
 import type { Db } from "./db.js";
-import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
+import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 
 /**
  * One page, newest first: $1 channel, $2 before (exclusive; 'infinity' for

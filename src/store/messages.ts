@@ -12,7 +12,6 @@
 import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
 import type {
-  Acknowledgement,
   BatchCreateOutcome,
   CreateOutcome,
   CreateRefusal,
@@ -27,11 +26,13 @@ import type {
   QueueStats,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
-import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
 import type { MessageStore, RedriveCandidate, RedriveCursor } from "../ports/messages.js";
 import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
+import { AVAILABLE, COLUMNS, LAPSED, MESSAGE_FIELDS, NOT_ACKNOWLEDGED, accessible, toRecord, type MessageRow } from "./message-rows.js";
+import { LEASE_PICKED_SQL, PICK_SQL, RECEIVE_SQL } from "./receive-sql.js";
 
 /**
  * Whether the database answered that the statement failed, so nothing of it
@@ -43,117 +44,6 @@ function rolledBackByStatement(err: unknown): boolean {
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
   if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || isConnectionError(err)) return false;
   return !["53", "57", "58"].includes(code.slice(0, 2));
-}
-
-export interface MessageRow {
-  id: string;
-  channel_id: string;
-  author_key_id: string;
-  author_label: string | null;
-  actor_id: string | null;
-  actor_name: string | null;
-  actor_label: string | null;
-  content: string;
-  metadata: { [key: string]: JsonValue };
-  mentions: ActorRef[];
-  created_at: Micros;
-  expires_at: Micros;
-  available_at: Micros;
-  claimed_by_key_id: string | null;
-  claimed_by_actor_id: string | null;
-  claimed_by_actor_name: string | null;
-  claimed_at: Micros | null;
-  lease_token: string | null;
-  lease_expires_at: Micros | null;
-  acknowledged_by: Array<{ id: string; name: string; occurred_at: string; metadata?: { [key: string]: JsonValue } }>;
-  result: string | null;
-  delivery_count: number;
-  dead_letter: { origin_channel_id: string; origin_message_id: string; delivery_count: number; last_error: string } | null;
-  /** Absent in rows read by statements that predate groups (history readers list their own columns). */
-  group_key?: string | null;
-  priority?: number;
-  limit_names?: string[];
-}
-
-export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
-  m.mentions, m.created_at, m.expires_at, m.claimed_by_key_id, m.claimed_by_actor_id, m.claimed_by_actor_name,
-  m.claimed_at, m.lease_token, m.lease_expires_at, m.acknowledged_by, m.result, m.delivery_count, m.dead_letter,
-  coalesce(m.available_at, m.created_at) AS available_at,
-  (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label,
-  m.group_key, m.priority,
-  CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names`;
-
-/**
- * Every stored column of a message, in the order of an explicit column list:
- * copying to message_history names them, because columns added later (like
- * result) sit at different positions in the two tables.
- */
-export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
-  created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids`;
-
-/** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
-const accessible = (key: string) => `EXISTS (
-  SELECT 1 FROM channels c WHERE c.id = m.channel_id AND (c.access = 'open' OR c.created_by_key_id = ${key}
-    OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = ${key})))`;
-
-/** Open work from now on: not delayed past now (docs/decisions.md#delays). NULL is "since created_at". */
-const AVAILABLE = (now: string) => `(m.available_at IS NULL OR m.available_at <= ${now})`;
-
-/**
- * Nobody acknowledged it: an acknowledged message is finished, whether it
- * was claimed first or not (docs/decisions.md#claims), so it is never open work again.
- */
-const NOT_ACKNOWLEDGED = "m.acknowledged_by = '[]'::jsonb";
-
-/**
- * A claim that no longer holds: its lease ran out before any acknowledgement.
- * Null-safe (plain claims have no lease), so NOT LAPSED is true for them.
- */
-const LAPSED = (now: string) => `(m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= ${now} AND ${NOT_ACKNOWLEDGED})`;
-
-export function toRecord(row: MessageRow): MessageRecord {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    authorKeyId: row.author_key_id,
-    authorLabel: row.author_label ?? "",
-    actor: row.actor_id === null ? null : { id: row.actor_id, name: row.actor_name ?? "" },
-    actorLabel: row.actor_label,
-    content: row.content,
-    metadata: row.metadata,
-    mentions: row.mentions,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    availableAt: row.available_at,
-    claim:
-      row.claimed_by_key_id === null
-        ? null
-        : {
-            keyId: row.claimed_by_key_id,
-            actor: { id: row.claimed_by_actor_id ?? "", name: row.claimed_by_actor_name ?? "" },
-            claimedAt: row.claimed_at ?? row.created_at,
-            leaseToken: row.lease_token,
-            leaseExpiresAt: row.lease_expires_at,
-          },
-    acknowledgedBy: row.acknowledged_by.map(
-      (a): Acknowledgement => ({ id: a.id, name: a.name, occurredAt: parseTimestamp(a.occurred_at) ?? 0, metadata: a.metadata ?? {} }),
-    ),
-    deliveryCount: row.delivery_count,
-    result: row.result,
-    deadLetter:
-      row.dead_letter === null || row.dead_letter === undefined
-        ? null
-        : {
-            originChannelId: row.dead_letter.origin_channel_id,
-            originMessageId: row.dead_letter.origin_message_id,
-            deliveryCount: row.dead_letter.delivery_count,
-            lastError: row.dead_letter.last_error,
-          },
-    groupKey: row.group_key ?? null,
-    priority: row.priority ?? 3,
-    limits: row.limit_names ?? [],
-  };
 }
 
 /** Enough to amortise a commit; small enough to keep one batch's latency low. */
@@ -309,113 +199,6 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
     SELECT ${COLUMNS}, m.archived_at FROM message_history m WHERE m.id = $1
   ) x JOIN channels c ON c.id = x.channel_id
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
-
-/**
- * The receives of one statement (parameters $3..$7, $9), each with where its
- * lease tokens and its share of the picked rows start; only those whose key
- * may use the channel (CTE claimable) take a share.
- */
-const RECEIVERS = `asked AS (
-    SELECT r.*, sum(r.n) OVER (ORDER BY r.ord) - r.n AS tokens_before
-    FROM unnest($3::text[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $9::jsonb[])
-      WITH ORDINALITY AS r(key_id, actor_id, actor_name, n, lease_expires_at, claim_metadata, ord)
-  ), allowed AS (
-    SELECT a.*, sum(a.n) OVER (ORDER BY a.ord) - a.n AS share_before
-    FROM asked a, claimable k
-    WHERE k.access = 'open' OR k.created_by_key_id = a.key_id
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = a.key_id)
-  )`;
-
-/**
- * Receive: leases the channel's oldest open work to its callers, each
- * taking its share in order (one statement serves the receives the process
- * queued meanwhile). $1 channel, $2 now; one item per receive in parallel
- * arrays: $3 key, $4 actor id, $5 actor name, $6 max messages, $7 lease end;
- * $8 the lease tokens of all of them, each receive's max in its order (nulls: plain claims);
- * $9 each receive's claim metadata (null for none).
- *
- * Each branch walks its own partial index (open work: messages_unclaimed;
- * lapsed leases: messages_leases) and locks what it takes with SKIP LOCKED,
- * so concurrent receivers pass over each other's rows instead of queueing
- * behind them, and a row a concurrent claim changed is re-checked against
- * its committed version before it is locked: a message is never leased
- * twice. Locking needs a plain SELECT (not UNION), hence one CTE per branch;
- * a lapsed row locked but not picked is only held until this statement
- * commits. The picked rows are numbered oldest first and dealt out in
- * ranges: the first receive gets 1..max₁, the next the range after, so an
- * earlier receive is never left short while a later one is served. The
- * delivery is counted in the same UPDATE; a message delivered
- * max_deliveries times is not a candidate (deadLetter() moves it out). The
- * channel's mode and each caller's access are part of the condition, as for
- * claims: a receive that long-polls re-checks them on every try, and a
- * caller who lost access meanwhile takes no share. RETURNING gives each
- * row's receive (1-based).
- */
-export const RECEIVE_SQL = `WITH claimable AS (
-    SELECT k.id, k.access, k.created_by_key_id, coalesce(k.max_deliveries, 2147483647) AS max_deliveries FROM channels k
-    WHERE k.id = $1 AND k.mode = 'claimable'
-      -- Bounds only the pick keeps: a view that has not seen them yet leases nothing here.
-      AND k.group_concurrency IS NULL AND k.limit_ids = '{}' AND NOT k.limited_messages
-  ), ${RECEIVERS}, wanted AS (
-    SELECT coalesce(sum(n), 0)::int AS n FROM allowed
-  ), open_work AS (
-    SELECT m.id, m.created_at, m.priority FROM messages m
-    WHERE m.channel_id = (SELECT id FROM claimable) AND m.claimed_by_key_id IS NULL AND m.expires_at > $2 AND ${AVAILABLE("$2")}
-      AND ${NOT_ACKNOWLEDGED} AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.priority, m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
-  ), lapsed AS (
-    SELECT m.id, m.created_at, m.priority FROM messages m
-    WHERE m.channel_id = (SELECT id FROM claimable) AND m.lease_token IS NOT NULL AND ${LAPSED("$2")} AND m.expires_at > $2
-      AND m.delivery_count < (SELECT max_deliveries FROM claimable)
-    ORDER BY m.priority, m.created_at LIMIT (SELECT n FROM wanted) FOR UPDATE SKIP LOCKED
-  ), picked AS (
-    SELECT w.id, row_number() OVER (ORDER BY w.priority, w.created_at) AS n
-    FROM (SELECT * FROM open_work UNION ALL SELECT * FROM lapsed) w ORDER BY w.priority, w.created_at LIMIT (SELECT n FROM wanted)
-  )
-  UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
-    claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
-    delivery_count = m.delivery_count + 1
-  FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
-  WHERE m.id = p.id
-  RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
-
-/**
- * Receive on a channel whose work is dispatched by group, turn, aging or
- * shared limits, in two statements of one transaction. PICK_SQL: what
- * agentbus_pick chooses for the receives ($1 channel, $2 now, $3 keys, $4 the
- * number each wants; a key that may not use the channel wants none), each
- * row with the limits it will hold (as JSON). Then LEASE_PICKED_SQL leases
- * those rows as RECEIVE_SQL leases its own (same $1..$9; $10 the picked ids
- * in order, $11 their limits): as a statement of its own its snapshot is
- * taken after the pick, so it sees every row the pick saw (one statement
- * would lease with a snapshot older than the pick's, and miss a message
- * posted meanwhile after counting its delivery). Each row is checked again
- * as it is leased (a claim by id does not take the pick's locks).
- */
-export const PICK_SQL = `SELECT p.id, to_jsonb(p.held) AS held FROM agentbus_pick($1, $2, (
-    SELECT coalesce(sum(r.n), 0)::int FROM unnest($3::text[], $4::int[]) AS r(key_id, n), channels k
-    WHERE k.id = $1 AND (k.access = 'open' OR k.created_by_key_id = r.key_id
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = r.key_id))
-  )) p ORDER BY p.n`;
-
-export const LEASE_PICKED_SQL = `WITH claimable AS (
-    SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
-  ), ${RECEIVERS}, locked AS (
-    -- In id order, passing over rows another transaction holds (an ack of a
-    -- lapsed one, say): waiting here, under the channel's and the limits'
-    -- locks, could deadlock with it.
-    SELECT m.id FROM messages m WHERE m.id = ANY ($10::uuid[]) ORDER BY m.id FOR UPDATE SKIP LOCKED
-  ), picked AS (
-    SELECT p.id, p.n, ARRAY(SELECT jsonb_array_elements_text(p.held)::uuid) AS held
-    FROM unnest($10::uuid[], $11::jsonb[]) WITH ORDINALITY AS p(id, held, n) JOIN locked l ON l.id = p.id
-  )
-  UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
-    claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
-    delivery_count = m.delivery_count + 1, held_limit_ids = CASE WHEN cardinality(p.held) = 0 THEN NULL ELSE p.held END
-  FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
-  WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
-    AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
-  RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
 
 /**
  * $1 channel, $2 now: the queue state (docs/decisions.md#queue-stats) in one

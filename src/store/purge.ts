@@ -18,7 +18,7 @@ import { TOMBSTONE_DAYS } from "../model/jobs.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { PurgeCounts, PurgeOptions, PurgeStore } from "../ports/purge.js";
 import type { Db } from "./db.js";
-import { MESSAGE_FIELDS } from "./messages.js";
+import { MESSAGE_FIELDS } from "./message-rows.js";
 
 export const PURGE_BATCH_SIZE = 1_000;
 

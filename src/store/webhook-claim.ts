@@ -7,7 +7,7 @@ import type { Micros } from "../model/time.js";
 import { formatTimestamp } from "../model/time.js";
 import type { ClaimedDelivery, ClaimLimits, WebhookEvent } from "../model/webhooks.js";
 import type { Db } from "./db.js";
-import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
+import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 
 type ClaimRow = Partial<MessageRow> & {
   o_id: string;

@@ -28,7 +28,7 @@ import type {
 import type { WebhookStore } from "../ports/webhooks.js";
 import { findActorRef } from "./actors.js";
 import type { Db } from "./db.js";
-import { COLUMNS, toRecord, type MessageRow } from "./messages.js";
+import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 import { claimDue } from "./webhook-claim.js";
 
 // ---------------------------------------------------------------------------

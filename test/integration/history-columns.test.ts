@@ -6,7 +6,7 @@
  * lost silently on archive. These tests fail as soon as that happens.
  */
 import { describe, expect, it } from "vitest";
-import { MESSAGE_FIELDS } from "../../src/store/messages.js";
+import { MESSAGE_FIELDS } from "../../src/store/message-rows.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();
