@@ -33,7 +33,17 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterEach(async () => {
+afterEach(async ({ task }) => {
+  if (task.result?.state === "fail") {
+    // What each page showed when the test failed: a step that waited for ever says why.
+    for (const [page, errors] of pageErrors) {
+      if (page.isClosed()) continue;
+      const shown = await page.$$eval(".problem", (els) => els.map((el) => el.textContent ?? "")).catch(() => []);
+      console.error(`[console test] ${page.url()}\n  problems shown: ${JSON.stringify(shown)}\n  page errors: ${JSON.stringify(errors)}`);
+      await page.screenshot({ path: `${ARTIFACTS}/failed-${task.name.replace(/\W+/g, "-").slice(0, 80)}.png` }).catch(() => undefined);
+    }
+  }
+  pageErrors.clear();
   await Promise.all(contexts.splice(0).map((c) => c.close()));
 });
 
@@ -63,6 +73,8 @@ async function openConsole(hash = "", { viewport = { width: 1200, height: 900 },
   const context = await browser.createBrowserContext();
   contexts.push(context);
   const page = await context.newPage();
+  // Below the test's 30 s: a step that waits too long fails naming itself.
+  page.setDefaultTimeout(20_000);
   await page.setViewport(viewport);
   if (withoutPolls) await page.evaluateOnNewDocument("window.setInterval = () => 0;");
   if (clientAddress !== undefined) await page.setExtraHTTPHeaders({ "X-Forwarded-For": clientAddress });
@@ -403,6 +415,40 @@ describe("the console operates a work queue", () => {
     await page.waitForSelector(`${item}.state-in-flight`);
     expect(await textOf(page, `${item} .holder`)).toBe(`${label} (you)`);
     expect((await messageOf(owner, id)).claimed_by_key_id).toBe(keyIdOf(owner));
+    expectNoPageErrors(page);
+  });
+
+  it("keeps a claimed task in flight when a re-read of the list sent before the claim answers after it", async () => {
+    const { owner, channel, item } = await taskOf(false);
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`${item}.state-ready`);
+    // A re-read's answer while the task is ready: what a re-read sent before the claim carries.
+    const before = await page.waitForResponse((response) => response.url().endsWith("/ListMessages") && response.ok());
+    const stale = { status: before.status(), headers: before.headers(), body: await before.buffer() };
+    // The page's next re-read is answered with it, once the claim has answered.
+    let answer: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => {
+      page.on("request", (request) => {
+        if (request.isInterceptResolutionHandled()) return;
+        if (answer === undefined && request.url().endsWith("/ListMessages")) {
+          answer = () => void request.respond(stale);
+          resolve();
+          return;
+        }
+        void request.continue();
+      });
+    });
+    await page.setRequestInterception(true);
+    await held;
+    await page.locator(`${item} button ::-p-text(Claim)`).click();
+    await page.waitForSelector(`${item}.state-in-flight`);
+    const answered = page.waitForResponse((response) => response.url().endsWith("/ListMessages"));
+    answer!();
+    await answered;
+    // Two frames: the answer is merged and rendered.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    expect(await page.$(`${item}.state-in-flight`)).not.toBeNull();
     expectNoPageErrors(page);
   });
 

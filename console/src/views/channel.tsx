@@ -113,11 +113,17 @@ function useLiveMessages(channelId: string) {
   const [revision, setRevision] = useState(0);
   const [problem, setProblem] = useState<Problem | undefined>(undefined);
   const kept = useRef<Kept[]>([]);
+  // When the page last learned each message's state from an answer to its own
+  // action: a re-read sent before that answer came back must not undo it
+  // (a claim's "in flight" shown, then "ready" again from an older list).
+  const changedAt = useRef(new Map<string, number>());
+  const clock = useRef(0);
 
-  const merge = (incoming: Kept[]) => {
+  const merge = (incoming: Kept[], readAt = Number.POSITIVE_INFINITY) => {
     const byId = new Map(kept.current.map((k) => [k.message.id, k]));
     let changed = false;
     for (const k of incoming) {
+      if ((changedAt.current.get(k.message.id) ?? -1) > readAt) continue;
       const before = byId.get(k.message.id);
       // A re-read mostly returns what the page already shows: only a difference is news.
       if (before && equals(MessageSchema, before.message, k.message)) continue;
@@ -129,10 +135,14 @@ function useLiveMessages(channelId: string) {
     setMessages(kept.current);
     setRevision((r) => r + 1);
   };
-  const update = (message: Message) => merge([{ message, cursor: "" }]);
+  const update = (message: Message) => {
+    changedAt.current.set(message.id, ++clock.current);
+    merge([{ message, cursor: "" }]);
+  };
 
   useEffect(() => {
     kept.current = [];
+    changedAt.current.clear();
     setMessages([]);
     const abort = new AbortController();
     const watch = async () => {
@@ -158,9 +168,13 @@ function useLiveMessages(channelId: string) {
       // Re-read the newest page: claims and acknowledgements change messages in place.
       const from = Math.max(0, list.length - 100);
       const since = from === 0 ? "0" : (list[from - 1]?.cursor ?? "0");
+      const readAt = clock.current;
       try {
         const page = await client.messages.listMessages({ identifier: channelId, since, limit: 100 }, { signal: abort.signal });
-        merge(page.data.map((message) => ({ message, cursor: "" })));
+        merge(
+          page.data.map((message) => ({ message, cursor: "" })),
+          readAt,
+        );
       } catch {
         // The watch reports trouble; a missed refresh is caught up by the next.
       }
