@@ -32,7 +32,7 @@ import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { AVAILABLE, COLUMNS, LAPSED, MESSAGE_FIELDS, NOT_ACKNOWLEDGED, accessible, toRecord, type MessageRow } from "./message-rows.js";
-import { LEASE_PICKED_SQL, PICK_SQL, RECEIVE_SQL } from "./receive-sql.js";
+import { LEASE_PICKED_SQL, PICK_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
 
 /**
  * Whether the database answered that the statement failed, so nothing of it
@@ -430,11 +430,17 @@ export class PgMessageStore implements MessageStore {
             "receive_pick",
           );
           if (picks.rows.length === 0) return { rows: [] };
-          return this.db.query<MessageRow & { ord: string; pick: string }>(
+          const leased = await this.db.query<MessageRow & { ord: string; pick: string }>(
             LEASE_PICKED_SQL,
             [...params, picks.rows.map((p) => p.id), picks.rows.map((p) => JSON.stringify(p.held ?? []))],
             "receive_lease_picked",
           );
+          if (leased.rows.length < picks.rows.length) {
+            // The pick moved these groups' kept heads past messages the lease passed over: read them again.
+            const taken = new Set(leased.rows.map((r) => r.id));
+            await this.db.query(UNPICKED_SQL, [channelId, picks.rows.filter((p) => !taken.has(p.id)).map((p) => p.id)], "receive_unpicked");
+          }
+          return leased;
         })
       : await this.db.query<MessageRow & { ord: string; pick: string }>(RECEIVE_SQL, params, "receive");
     const leased = items.map((): Array<{ pick: number; message: MessageRecord }> => []);

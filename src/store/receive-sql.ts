@@ -112,3 +112,11 @@ export const LEASE_PICKED_SQL = `WITH claimable AS (
   WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
     AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
   RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
+
+/**
+ * The groups of picked messages the lease passed over ($1 channel, $2 their
+ * ids): their kept heads (agentbus_pick's fair walk) are read again by the
+ * next pick.
+ */
+export const UNPICKED_SQL = `UPDATE message_groups g SET stale = true
+  FROM messages m WHERE m.id = ANY ($2::uuid[]) AND g.channel_id = $1 AND g.group_key = coalesce(m.group_key, '')`;

@@ -447,7 +447,7 @@ describe("the console operates a work queue", () => {
     answer!();
     await answered;
     // Two frames: the answer is merged and rendered.
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    await page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
     expect(await page.$(`${item}.state-in-flight`)).not.toBeNull();
     expectNoPageErrors(page);
   });

@@ -53,6 +53,11 @@ DECLARE
   ngroups   integer;
   -- Limits with no room left: their messages are not candidates.
   exhausted uuid[] := '{}';
+  -- Fair walk: groups that give nothing more in this pick, the groups of the picked messages, whether the full reading takes over.
+  skipped   text[] := '{}';
+  picked_groups text[] := '{}';
+  fallback  boolean := false;
+  hd        record;
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -64,7 +69,7 @@ BEGIN
   END IF;
   maxd := coalesce(ch.max_deliveries, 2147483647);
   grouped := ch.group_concurrency IS NOT NULL OR ch.dispatch = 'fair';
-  one_at_a_time := ch.group_concurrency = 1;
+  one_at_a_time := coalesce(ch.group_concurrency = 1, false);
   IF ch.dispatch = 'fair' THEN
     -- The turn of the messages without a group.
     INSERT INTO message_groups (channel_id, group_key) VALUES (p_channel, '') ON CONFLICT DO NOTHING;
@@ -105,6 +110,95 @@ BEGIN
   IF ch.limit_ids && exhausted THEN
     -- Every message holds the channel's limits: none can go now.
     RETURN;
+  END IF;
+
+  IF ch.dispatch = 'fair' AND ch.priority_aging_seconds IS NULL THEN
+    -- Fair without aging: walk the kept heads in turn order (most urgent
+    -- first, then the group served least recently), each checked before it
+    -- is used, instead of reading every group's head. The first message whose
+    -- limits have no room hands the rest of the pick to the full reading
+    -- below, which passes over such messages.
+    PERFORM agentbus_refresh_heads(p_channel, p_now, maxd, one_at_a_time);
+    LOOP
+      EXIT WHEN got >= p_wanted;
+      SELECT g.group_key, g.head_id, g.head_priority INTO c FROM message_groups g
+      WHERE g.channel_id = p_channel AND g.head_id IS NOT NULL AND g.group_key <> ALL (skipped)
+      ORDER BY g.head_priority, g.last_served_at NULLS FIRST, g.group_key LIMIT 1;
+      EXIT WHEN NOT FOUND;
+      SELECT m.id, nullif(c.group_key, '') AS group_key, m.limit_ids,
+        ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+          AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open
+      INTO hd FROM messages m
+      WHERE m.id = c.head_id AND m.channel_id = p_channel AND m.priority = c.head_priority
+        AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd AND m.id <> ALL (picked);
+      IF NOT FOUND OR (NOT hd.open AND NOT (one_at_a_time AND c.group_key <> '')) THEN
+        -- Gone or taken since it was read: read the group's head again.
+        UPDATE message_groups g SET (head_id, head_priority) = (
+          SELECT x.id, x.priority FROM agentbus_group_head(p_channel, c.group_key, p_now, maxd, one_at_a_time,
+            CASE WHEN one_at_a_time AND c.group_key <> '' THEN '{}' ELSE picked END) x)
+        WHERE g.channel_id = p_channel AND g.group_key = c.group_key;
+        CONTINUE;
+      END IF;
+      IF NOT hd.open THEN
+        -- A strict group's head in flight or delayed: the group waits.
+        skipped := skipped || c.group_key;
+        CONTINUE;
+      END IF;
+      IF ch.group_concurrency IS NOT NULL AND hd.group_key IS NOT NULL THEN
+        SELECT count(*) INTO busy FROM messages m
+        WHERE m.channel_id = p_channel AND m.group_key = hd.group_key AND m.claimed_by_key_id IS NOT NULL
+          AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
+          AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
+        IF busy + cardinality(array_positions(picked_groups, hd.group_key)) >= ch.group_concurrency THEN
+          skipped := skipped || c.group_key;
+          CONTINUE;
+        END IF;
+      END IF;
+      holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || hd.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+      IF EXISTS (SELECT 1 FROM unnest(holds) x WHERE lim_room[array_position(lim_ids, x)] <= 0 OR lim_rate[array_position(lim_ids, x)] <= 0) THEN
+        fallback := true;
+        EXIT;
+      END IF;
+      FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+        lim_room[k] := lim_room[k] - 1;
+        lim_rate[k] := lim_rate[k] - 1;
+        lim_used[k] := lim_used[k] + 1;
+        IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
+          exhausted := exhausted || lim_ids[k];
+        END IF;
+      END LOOP;
+      picked := picked || hd.id;
+      picked_groups := picked_groups || coalesce(hd.group_key, '');
+      got := got + 1;
+      -- Served: its turn goes to the back, and its next message is its head
+      -- (a strict group's stays the one just picked: it gives nothing more).
+      IF c.group_key = '' THEN
+        UPDATE message_groups g SET last_served_at = clock_timestamp(), (head_id, head_priority) = (
+            SELECT x.id, x.priority FROM agentbus_group_head(p_channel, '', p_now, maxd, false, picked) x)
+        WHERE g.channel_id = p_channel AND g.group_key = '';
+      ELSIF one_at_a_time THEN
+        UPDATE message_groups g SET last_served_at = clock_timestamp() WHERE g.channel_id = p_channel AND g.group_key = c.group_key;
+        skipped := skipped || c.group_key;
+      ELSE
+        -- agentbus_group_head's read of a group's head, inline: this runs once per message delivered.
+        UPDATE message_groups g SET last_served_at = clock_timestamp(), (head_id, head_priority) = (
+            SELECT m.id, m.priority FROM messages m
+            WHERE m.channel_id = p_channel AND m.group_key = c.group_key
+              AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd AND m.id <> ALL (picked)
+              AND (m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+              AND (m.available_at IS NULL OR m.available_at <= p_now)
+            ORDER BY m.created_at LIMIT 1)
+        WHERE g.channel_id = p_channel AND g.group_key = c.group_key;
+      END IF;
+      id := hd.id;
+      n := got;
+      held := CASE WHEN cardinality(holds) = 0 THEN NULL ELSE holds END;
+      RETURN NEXT;
+    END LOOP;
+    IF NOT fallback THEN
+      PERFORM agentbus_count_deliveries(lim_ids, lim_per, lim_used, p_now);
+      RETURN;
+    END IF;
   END IF;
 
   -- How many messages a group may offer per pass: its fair share of what is
@@ -192,7 +286,8 @@ BEGIN
           WHERE m.channel_id = p_channel AND m.group_key = c.group_key AND m.claimed_by_key_id IS NOT NULL
             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
             AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
-          group_n := group_n || jsonb_build_object(c.group_key, busy);
+          -- And what the fair walk picked before it handed over.
+          group_n := group_n || jsonb_build_object(c.group_key, busy + cardinality(array_positions(picked_groups, c.group_key)));
         END IF;
         IF (group_n ->> c.group_key)::integer >= ch.group_concurrency THEN
           CONTINUE;
@@ -241,12 +336,6 @@ BEGIN
       per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), per_group * 2);
     END IF;
   END LOOP;
-  -- The deliveries of the rated limits, in their second.
-  FOR k IN 1 .. coalesce(cardinality(lim_ids), 0) LOOP
-    IF lim_per[k] IS NOT NULL AND lim_used[k] > 0 THEN
-      INSERT INTO limit_deliveries AS d (limit_id, delivered_at, n) VALUES (lim_ids[k], date_trunc('second', p_now), lim_used[k])
-      ON CONFLICT (limit_id, delivered_at) DO UPDATE SET n = d.n + excluded.n;
-    END IF;
-  END LOOP;
+  PERFORM agentbus_count_deliveries(lim_ids, lim_per, lim_used, p_now);
 END;
 $$;
