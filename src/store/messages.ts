@@ -32,7 +32,7 @@ import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { AVAILABLE, COLUMNS, LAPSED, MESSAGE_FIELDS, NOT_ACKNOWLEDGED, accessible, toRecord, type MessageRow } from "./message-rows.js";
-import { LEASE_PICKED_SQL, PICK_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
+import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
 
 /**
  * Whether the database answered that the statement failed, so nothing of it
@@ -56,7 +56,7 @@ interface PendingReceive {
   max: number;
   leases: NewLeases;
   now: Micros;
-  /** The channel dispatches by group, turn, aging or limits (PICK_SQL, LEASE_PICKED_SQL). */
+  /** The channel dispatches by group, turn, aging or limits (PICK_AND_LEASE_SQL). */
   picked: boolean;
 }
 
@@ -408,7 +408,7 @@ export class PgMessageStore implements MessageStore {
     retryAlone: rolledBackByStatement,
   });
 
-  /** RECEIVE_SQL (or the pick and LEASE_PICKED_SQL) for receives on one channel, at the latest of their nows: each one's leased messages, in delivery order. */
+  /** RECEIVE_SQL (or PICK_AND_LEASE_SQL) for receives on one channel, at the latest of their nows: each one's leased messages, in delivery order. */
   private async receiveEach(channelId: string, items: readonly PendingReceive[]): Promise<MessageRecord[][]> {
     const now = Math.max(...items.map((i) => i.now));
     const params = [
@@ -422,29 +422,17 @@ export class PgMessageStore implements MessageStore {
       items.flatMap((i) => i.leases.leaseTokens.slice(0, i.max)),
       items.map((i) => (i.leases.metadata === undefined || i.leases.metadata === null ? null : JSON.stringify(i.leases.metadata))),
     ];
-    const { rows } = items.some((i) => i.picked)
-      ? await this.db.transaction(async () => {
-          const picks = await this.db.query<{ id: string; held: string[] | null }>(
-            PICK_SQL,
-            [channelId, formatTimestamp(now), items.map((i) => i.leases.keyId), items.map((i) => i.max)],
-            "receive_pick",
-          );
-          if (picks.rows.length === 0) return { rows: [] };
-          const leased = await this.db.query<MessageRow & { ord: string; pick: string }>(
-            LEASE_PICKED_SQL,
-            [...params, picks.rows.map((p) => p.id), picks.rows.map((p) => JSON.stringify(p.held ?? []))],
-            "receive_lease_picked",
-          );
-          if (leased.rows.length < picks.rows.length) {
-            // The pick moved these groups' kept heads past messages the lease passed over: read them again.
-            const taken = new Set(leased.rows.map((r) => r.id));
-            await this.db.query(UNPICKED_SQL, [channelId, picks.rows.filter((p) => !taken.has(p.id)).map((p) => p.id)], "receive_unpicked");
-          }
-          return leased;
-        })
+    const picking = items.some((i) => i.picked);
+    const { rows } = picking
+      ? await this.db.query<MessageRow & { ord: string | null; pick: string | null; unleased: string[] }>(PICK_AND_LEASE_SQL, params, "receive_pick_and_lease")
       : await this.db.query<MessageRow & { ord: string; pick: string }>(RECEIVE_SQL, params, "receive");
+    const unleased = picking ? ((rows[0] as { unleased?: string[] } | undefined)?.unleased ?? []) : [];
+    if (unleased.length > 0) {
+      // The pick moved these groups' kept heads past messages the lease did not take: read them again.
+      await this.db.query(UNPICKED_SQL, [channelId, unleased], "receive_unpicked");
+    }
     const leased = items.map((): Array<{ pick: number; message: MessageRecord }> => []);
-    for (const row of rows) leased[Number(row.ord) - 1]!.push({ pick: Number(row.pick), message: toRecord(row) });
+    for (const row of rows) if (row.ord !== null) leased[Number(row.ord) - 1]!.push({ pick: Number(row.pick), message: toRecord(row) });
     // RETURNING follows no order: each receive's in delivery order.
     return leased.map((messages) => messages.sort((a, b) => a.pick - b.pick).map((m) => m.message));
   }

@@ -77,41 +77,40 @@ export const RECEIVE_SQL = `WITH claimable AS (
 
 /**
  * Receive on a channel whose work is dispatched by group, turn, aging or
- * shared limits, in two statements of one transaction. PICK_SQL: what
- * agentbus_pick chooses for the receives ($1 channel, $2 now, $3 keys, $4 the
- * number each wants; a key that may not use the channel wants none), each
- * row with the limits it will hold (as JSON). Then LEASE_PICKED_SQL leases
- * those rows as RECEIVE_SQL leases its own (same $1..$9; $10 the picked ids
- * in order, $11 their limits): as a statement of its own its snapshot is
- * taken after the pick, so it sees every row the pick saw (one statement
- * would lease with a snapshot older than the pick's, and miss a message
- * posted meanwhile after counting its delivery). Each row is checked again
- * as it is leased (a claim by id does not take the pick's locks).
+ * shared limits, in one statement: agentbus_pick chooses for the receives
+ * ($1 channel, $2 now; the receives as for RECEIVE_SQL, $3..$9; a key that
+ * may not use the channel wants none), each row with the limits it will
+ * hold, and the UPDATE leases them as RECEIVE_SQL leases its own, checking
+ * each row again (a claim by id does not take the pick's locks). The pick's
+ * statements see rows the UPDATE's snapshot, taken before them, does not: a
+ * message posted in between is picked and not leased (a row changed in
+ * between is read again as it is updated). Every row of the answer carries
+ * the picked ids the UPDATE did not lease (unleased), and one row with no
+ * message comes when it leased nothing; the caller gives those back
+ * (UNPICKED_SQL). One statement is one round trip and no transaction of the
+ * caller's: the pick holds its channel's lock for that much less.
  */
-export const PICK_SQL = `SELECT p.id, to_jsonb(p.held) AS held FROM agentbus_pick($1, $2, (
-    SELECT coalesce(sum(r.n), 0)::int FROM unnest($3::text[], $4::int[]) AS r(key_id, n), channels k
-    WHERE k.id = $1 AND (k.access = 'open' OR k.created_by_key_id = r.key_id
-      OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = k.id AND cm.key_id = r.key_id))
-  )) p ORDER BY p.n`;
-
-export const LEASE_PICKED_SQL = `WITH claimable AS (
+export const PICK_AND_LEASE_SQL = `WITH claimable AS (
     SELECT k.id, k.access, k.created_by_key_id FROM channels k WHERE k.id = $1 AND k.mode = 'claimable'
-  ), ${RECEIVERS}, locked AS (
+  ), ${RECEIVERS}, pick AS MATERIALIZED (
+    SELECT p.id, p.n, coalesce(p.held, '{}') AS held FROM agentbus_pick($1, $2, (SELECT coalesce(sum(a.n), 0)::int FROM allowed a)) p
+  ), locked AS (
     -- In id order, passing over rows another transaction holds (an ack of a
     -- lapsed one, say): waiting here, under the channel's and the limits'
     -- locks, could deadlock with it.
-    SELECT m.id FROM messages m WHERE m.id = ANY ($10::uuid[]) ORDER BY m.id FOR UPDATE SKIP LOCKED
-  ), picked AS (
-    SELECT p.id, p.n, ARRAY(SELECT jsonb_array_elements_text(p.held)::uuid) AS held
-    FROM unnest($10::uuid[], $11::jsonb[]) WITH ORDINALITY AS p(id, held, n) JOIN locked l ON l.id = p.id
+    SELECT m.id FROM messages m WHERE m.id = ANY (ARRAY(SELECT p.id FROM pick p)) ORDER BY m.id FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
+      claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
+      delivery_count = m.delivery_count + 1, held_limit_ids = CASE WHEN cardinality(p.held) = 0 THEN NULL ELSE p.held END
+    FROM pick p JOIN locked l ON l.id = p.id JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
+    WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
+      AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
+    RETURNING a.ord, p.n AS pick, ${COLUMNS}
   )
-  UPDATE messages m SET claimed_by_key_id = a.key_id, claimed_by_actor_id = a.actor_id, claimed_by_actor_name = a.actor_name, claimed_at = $2,
-    claim_metadata = a.claim_metadata, lease_token = ($8::text[])[a.tokens_before + p.n - a.share_before], lease_expires_at = a.lease_expires_at,
-    delivery_count = m.delivery_count + 1, held_limit_ids = CASE WHEN cardinality(p.held) = 0 THEN NULL ELSE p.held END
-  FROM picked p JOIN allowed a ON p.n > a.share_before AND p.n <= a.share_before + a.n
-  WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
-    AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
-  RETURNING a.ord, p.n AS pick, ${COLUMNS}`;
+  SELECT l.*, u.unleased
+  FROM (SELECT ARRAY(SELECT p.id FROM pick p WHERE p.id NOT IN (SELECT x.id FROM leased x)) AS unleased) u
+  LEFT JOIN leased l ON true`;
 
 /**
  * The groups of picked messages the lease passed over ($1 channel, $2 their

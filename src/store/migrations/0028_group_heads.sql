@@ -30,3 +30,10 @@ CREATE TABLE group_heads_read (
 -- The open messages without a group, by urgency: the head of a fair
 -- channel's '' turn.
 CREATE INDEX messages_open_loose ON messages (channel_id, priority, created_at) WHERE claimed_by_key_id IS NULL AND group_key IS NULL;
+
+-- Every receive on a limited channel counts the messages holding each limit
+-- through this index, and every lease of such a message adds to it: with
+-- GIN's pending list on, the counts read the list of recent additions in
+-- full until a vacuum merges it (bench/dispatch.ts: the pick's time grew
+-- with it). Additions go into the index at once instead.
+ALTER INDEX messages_held_limits SET (fastupdate = off);
