@@ -84,7 +84,8 @@ export const RECEIVE_SQL = `WITH claimable AS (
  * each row again (a claim by id does not take the pick's locks). The pick's
  * statements see rows the UPDATE's snapshot, taken before them, does not: a
  * message posted in between is picked and not leased (a row changed in
- * between is read again as it is updated). Every row of the answer carries
+ * between is read again as it is updated); the rated limits count the
+ * leased rows only. Every row of the answer carries
  * the picked ids the UPDATE did not lease (unleased), and one row with no
  * message comes when it leased nothing; the caller gives those back
  * (UNPICKED_SQL). One statement is one round trip and no transaction of the
@@ -107,6 +108,16 @@ export const PICK_AND_LEASE_SQL = `WITH claimable AS (
     WHERE m.id = p.id AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
       AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
     RETURNING a.ord, p.n AS pick, ${COLUMNS}
+  ), counted AS (
+    -- The deliveries of the rated limits, in their second: the leased ones
+    -- only, under the limits' locks the pick took (a picked row the UPDATE
+    -- did not lease is not a delivery).
+    INSERT INTO limit_deliveries AS d (limit_id, delivered_at, n)
+    SELECT x.limit_id, date_trunc('second', $2::timestamptz), count(*)::int
+    FROM leased l JOIN pick p ON p.id = l.id CROSS JOIN LATERAL unnest(p.held) AS x(limit_id)
+    JOIN limits r ON r.id = x.limit_id AND r.rate_count IS NOT NULL
+    GROUP BY x.limit_id
+    ON CONFLICT (limit_id, delivered_at) DO UPDATE SET n = d.n + excluded.n
   )
   SELECT l.*, u.unleased
   FROM (SELECT ARRAY(SELECT p.id FROM pick p WHERE p.id NOT IN (SELECT x.id FROM leased x)) AS unleased) u

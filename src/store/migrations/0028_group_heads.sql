@@ -31,9 +31,11 @@ CREATE TABLE group_heads_read (
 -- channel's '' turn.
 CREATE INDEX messages_open_loose ON messages (channel_id, priority, created_at) WHERE claimed_by_key_id IS NULL AND group_key IS NULL;
 
--- Every receive on a limited channel counts the messages holding each limit
--- through this index, and every lease of such a message adds to it: with
--- GIN's pending list on, the counts read the list of recent additions in
--- full until a vacuum merges it (bench/dispatch.ts: the pick's time grew
--- with it). Additions go into the index at once instead.
-ALTER INDEX messages_held_limits SET (fastupdate = off);
+-- The messages holding limits, by channel: what a receive on a limited
+-- channel counts for each limit, over its owner's channels. It
+-- replaces a GIN index on held_limit_ids, which keeps the entries of every
+-- delivery until a vacuum and cannot mark them dead as a B-tree does: each
+-- count read them all (bench/dispatch.ts: the pick's time grew with every
+-- delivery since the last vacuum).
+CREATE INDEX messages_holding ON messages (channel_id) WHERE held_limit_ids IS NOT NULL;
+DROP INDEX messages_held_limits;

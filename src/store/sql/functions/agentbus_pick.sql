@@ -2,8 +2,9 @@
 -- priority aging or shared limits leases next (docs/decisions.md#dispatch,
 -- #message-groups, #priorities, #shared-limits): up to p_wanted message ids in
 -- delivery order (n = 1, 2, ...), each with the limits it will hold. The
--- caller leases them in a statement of its own (PICK_SQL, LEASE_PICKED_SQL in
--- store/messages.ts).
+-- statement that calls it leases them and records the rated limits'
+-- deliveries of what it leased (PICK_AND_LEASE_SQL in store/receive-sql.ts),
+-- in the same transaction, under the locks taken here.
 --
 -- Order: effective priority first (a message waiting counts one level more
 -- urgent per priority_aging_seconds), then the dispatch rule: fifo, the
@@ -22,6 +23,10 @@
 -- receives on every channel and process that share a limit take its room in
 -- turn. The leasing statement checks each picked row again as it updates it
 -- (a claim by id does not take these locks).
+--
+-- On a fair channel without aging a pick for up to 32 walks the kept heads
+-- (message_groups.head_id, agentbus_refresh_heads) instead of reading every
+-- group's head.
 CREATE OR REPLACE FUNCTION agentbus_pick(p_channel uuid, p_now timestamptz, p_wanted integer)
 RETURNS TABLE (id uuid, n integer, held uuid[])
 -- A receive's worth: the planner of the leasing statement reads the rows by id.
@@ -36,8 +41,6 @@ DECLARE
   lim_ids   uuid[] := '{}';
   lim_room  integer[] := '{}';
   lim_rate  integer[] := '{}';
-  lim_per   integer[] := '{}';
-  lim_used  integer[] := '{}';
   group_n   jsonb := '{}';
   c         record;
   holds     uuid[];
@@ -61,6 +64,11 @@ DECLARE
   hd        record;
   nx_id     uuid;
   nx_prio   integer;
+  nx_ids    uuid[];
+  nx_prios  integer[];
+  -- Served groups whose next head is not read yet (read together, when needed).
+  pend_keys text[] := '{}';
+  rq_minp   integer := 99;
   -- The heads read (rd_*, the next at ri), a chunk at a time, and every group read so far.
   chunk     constant integer := 48;
   rd_keys   text[];
@@ -80,6 +88,10 @@ DECLARE
   cand_key  text;
   cand_id   uuid;
   cand_prio integer;
+  -- The limits a message holds (holds) and their places in lim_ids (hpos); the channel's own, once.
+  hpos      integer[];
+  ch_holds  uuid[];
+  ch_hpos   integer[];
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -104,16 +116,17 @@ BEGIN
       IF c.max_in_flight IS NULL THEN
         lim_room := lim_room || 2147483647;
       ELSE
-        SELECT c.max_in_flight - count(*) INTO busy FROM messages m
-        WHERE m.held_limit_ids @> ARRAY[c.id] AND m.held_limit_ids IS NOT NULL
+        -- Its holders are messages of its owner's channels (messages_holding;
+        -- a channel whose limits were removed may still have some in flight).
+        SELECT c.max_in_flight - count(*) INTO busy FROM channels k JOIN messages m ON m.channel_id = k.id
+        WHERE k.created_by_key_id = ch.created_by_key_id
+          AND m.held_limit_ids IS NOT NULL AND m.held_limit_ids @> ARRAY[c.id]
           AND m.claimed_by_key_id IS NOT NULL AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
           AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
         lim_room := lim_room || busy;
       END IF;
       IF c.rate_count IS NULL THEN
         lim_rate := lim_rate || 2147483647;
-        lim_per := lim_per || NULL::integer;
-        lim_used := lim_used || 0;
       ELSE
         -- With a second to spare: the nows of consecutive picks come from the
         -- service processes' clocks and may step back a little.
@@ -122,8 +135,6 @@ BEGIN
         SELECT c.rate_count - coalesce(sum(d.n), 0) INTO busy FROM limit_deliveries d
         WHERE d.limit_id = c.id AND d.delivered_at > p_now - make_interval(secs => c.rate_per_seconds + 1);
         lim_rate := lim_rate || busy;
-        lim_used := lim_used || 0;
-        lim_per := lim_per || c.rate_per_seconds;
       END IF;
     END LOOP;
   END IF;
@@ -145,6 +156,8 @@ BEGIN
     -- below, which passes over such messages. A pick for more than 32 reads
     -- every head once instead (bench/dispatch.ts).
     PERFORM agentbus_refresh_heads(p_channel, p_now, maxd, one_at_a_time);
+    ch_holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+    ch_hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(ch_holds) x);
     <<walk>>
     LOOP
       -- The next heads in turn order, past the groups already read.
@@ -159,22 +172,45 @@ BEGIN
       ri := 1;
       LOOP
         EXIT walk WHEN got >= p_wanted;
-        -- A served group's next head goes first only when it is more urgent.
-        q := 0;
-        FOR j IN 1 .. coalesce(cardinality(rq_ids), 0) LOOP
-          IF rq_ids[j] IS NOT NULL AND (q = 0 OR rq_prios[j] < rq_prios[q]) THEN
-            q := j;
-          END IF;
-        END LOOP;
         IF ri > cardinality(rd_ids) AND cardinality(rd_ids) = chunk THEN
           -- More heads wait unread: read them before comparing.
           CONTINUE walk;
+        END IF;
+        -- A served group's next head goes first only when it is more urgent
+        -- than the next unserved head: read the served groups' next heads
+        -- (all at once) only when one could be.
+        IF cardinality(pend_keys) > 0 AND (ri > cardinality(rd_ids) OR rd_prios[ri] > 1) THEN
+          SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.priority ORDER BY h.ord), '{}')
+          INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, picked) h;
+          FOR j IN 1 .. cardinality(pend_keys) LOOP
+            nx_id := nx_ids[j];
+            nx_prio := nx_prios[j];
+            k := array_position(sv_keys, pend_keys[j]);
+            sv_ids[k] := nx_id;
+            sv_prios[k] := nx_prio;
+            IF nx_id IS NOT NULL THEN
+              rq_keys := rq_keys || pend_keys[j];
+              rq_ids := rq_ids || nx_id;
+              rq_prios := rq_prios || nx_prio;
+              rq_minp := least(rq_minp, nx_prio);
+            END IF;
+          END LOOP;
+          pend_keys := '{}';
+        END IF;
+        q := 0;
+        IF rq_minp < 99 AND (ri > cardinality(rd_ids) OR rq_minp < rd_prios[ri]) THEN
+          FOR j IN 1 .. cardinality(rq_ids) LOOP
+            IF rq_ids[j] IS NOT NULL AND (q = 0 OR rq_prios[j] < rq_prios[q]) THEN
+              q := j;
+            END IF;
+          END LOOP;
         END IF;
         IF q > 0 AND (ri > cardinality(rd_ids) OR rq_prios[q] < rd_prios[ri]) THEN
           cand_key := rq_keys[q];
           cand_id := rq_ids[q];
           cand_prio := rq_prios[q];
           rq_ids[q] := NULL;
+          rq_minp := coalesce((SELECT min(rq_prios[x]) FROM generate_subscripts(rq_ids, 1) x WHERE rq_ids[x] IS NOT NULL), 99);
         ELSIF ri <= cardinality(rd_ids) THEN
           cand_key := rd_keys[ri];
           cand_id := rd_ids[ri];
@@ -207,6 +243,7 @@ BEGIN
               rq_keys := rq_keys || cand_key;
               rq_ids := rq_ids || nx_id;
               rq_prios := rq_prios || nx_prio;
+              rq_minp := least(rq_minp, nx_prio);
             END IF;
             CONTINUE;
           END IF;
@@ -228,15 +265,23 @@ BEGIN
             CONTINUE;
           END IF;
         END IF;
-        holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || hd.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
-        IF EXISTS (SELECT 1 FROM unnest(holds) x WHERE lim_room[array_position(lim_ids, x)] <= 0 OR lim_rate[array_position(lim_ids, x)] <= 0) THEN
-          fallback := true;
-          EXIT walk;
+        -- Most messages hold only their channel's limits, found once per pick.
+        IF cardinality(hd.limit_ids) = 0 THEN
+          holds := ch_holds;
+          hpos := ch_hpos;
+        ELSE
+          holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || hd.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+          hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x);
         END IF;
-        FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+        FOREACH k IN ARRAY hpos LOOP
+          IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
+            fallback := true;
+            EXIT walk;
+          END IF;
+        END LOOP;
+        FOREACH k IN ARRAY hpos LOOP
           lim_room[k] := lim_room[k] - 1;
           lim_rate[k] := lim_rate[k] - 1;
-          lim_used[k] := lim_used[k] + 1;
           IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
             exhausted := exhausted || lim_ids[k];
           END IF;
@@ -254,31 +299,14 @@ BEGIN
           sv_prios := sv_prios[:j - 1] || sv_prios[j + 1:];
           sv_keep := sv_keep[:j - 1] || sv_keep[j + 1:];
         END IF;
-        IF one_at_a_time AND cand_key <> '' THEN
-          skipped := skipped || cand_key;
-          nx_id := NULL;
-        ELSIF cand_key = '' THEN
-          SELECT x.id, x.priority INTO nx_id, nx_prio FROM agentbus_group_head(p_channel, '', p_now, maxd, false, picked) x;
-        ELSE
-          -- agentbus_group_head's read of a group's head, inline: this runs once per message delivered.
-          SELECT m.id, m.priority INTO nx_id, nx_prio FROM messages m
-          WHERE m.channel_id = p_channel AND m.group_key = cand_key
-            AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd AND m.id <> ALL (picked)
-            AND (m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-            AND (m.available_at IS NULL OR m.available_at <= p_now)
-          ORDER BY m.created_at LIMIT 1;
-          IF NOT FOUND THEN
-            nx_id := NULL;
-          END IF;
-        END IF;
         sv_keys := sv_keys || cand_key;
         sv_keep := sv_keep || (one_at_a_time AND cand_key <> '');
-        sv_ids := sv_ids || nx_id;
-        sv_prios := sv_prios || nx_prio;
-        IF nx_id IS NOT NULL THEN
-          rq_keys := rq_keys || cand_key;
-          rq_ids := rq_ids || nx_id;
-          rq_prios := rq_prios || nx_prio;
+        sv_ids := sv_ids || NULL::uuid;
+        sv_prios := sv_prios || NULL::integer;
+        IF one_at_a_time AND cand_key <> '' THEN
+          skipped := skipped || cand_key;
+        ELSE
+          pend_keys := pend_keys || cand_key;
         END IF;
         id := hd.id;
         n := got;
@@ -286,6 +314,16 @@ BEGIN
         RETURN NEXT;
       END LOOP;
     END LOOP;
+    IF cardinality(pend_keys) > 0 THEN
+      -- The served groups' next heads not read yet: one reading for all.
+      SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.priority ORDER BY h.ord), '{}')
+      INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, picked) h;
+      FOR j IN 1 .. cardinality(pend_keys) LOOP
+        k := array_position(sv_keys, pend_keys[j]);
+        sv_ids[k] := nx_ids[j];
+        sv_prios[k] := nx_prios[j];
+      END LOOP;
+    END IF;
     -- The served groups, in the order of their last service.
     UPDATE message_groups g SET last_served_at = clock_timestamp() + make_interval(secs => s.ord / 1000000.0),
       head_id = CASE WHEN s.keep THEN g.head_id ELSE s.head_id END,
@@ -293,7 +331,6 @@ BEGIN
     FROM unnest(sv_keys, sv_ids, sv_prios, sv_keep) WITH ORDINALITY AS s(key, head_id, prio, keep, ord)
     WHERE g.channel_id = p_channel AND g.group_key = s.key;
     IF NOT fallback THEN
-      PERFORM agentbus_count_deliveries(lim_ids, lim_per, lim_used, p_now);
       RETURN;
     END IF;
   END IF;
@@ -407,7 +444,6 @@ BEGIN
       FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
         lim_room[k] := lim_room[k] - 1;
         lim_rate[k] := lim_rate[k] - 1;
-        lim_used[k] := lim_used[k] + 1;
         IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
           exhausted := exhausted || lim_ids[k];
         END IF;
@@ -433,6 +469,5 @@ BEGIN
       per_group := least(p_wanted, coalesce(ch.group_concurrency, p_wanted), per_group * 2);
     END IF;
   END LOOP;
-  PERFORM agentbus_count_deliveries(lim_ids, lim_per, lim_used, p_now);
 END;
 $$;
