@@ -61,7 +61,6 @@ DECLARE
   skipped   text[] := '{}';
   picked_groups text[] := '{}';
   fallback  boolean := false;
-  hd        record;
   nx_id     uuid;
   nx_prio   integer;
   nx_ids    uuid[];
@@ -88,6 +87,10 @@ DECLARE
   cand_key  text;
   cand_id   uuid;
   cand_prio integer;
+  cand_state text;
+  cand_lims jsonb;
+  rd_states text[];
+  rd_lims   jsonb;
   -- The limits a message holds (holds) and their places in lim_ids (hpos); the channel's own, once.
   hpos      integer[];
   ch_holds  uuid[];
@@ -160,14 +163,24 @@ BEGIN
     ch_hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(ch_holds) x);
     <<walk>>
     LOOP
-      -- The next heads in turn order, past the groups already read.
-      SELECT coalesce(array_agg(w.group_key ORDER BY w.head_priority, w.last_served_at NULLS FIRST, w.group_key), '{}'),
-             coalesce(array_agg(w.head_id ORDER BY w.head_priority, w.last_served_at NULLS FIRST, w.group_key), '{}'),
-             coalesce(array_agg(w.head_priority::integer ORDER BY w.head_priority, w.last_served_at NULLS FIRST, w.group_key), '{}')
-      INTO rd_keys, rd_ids, rd_prios
-      FROM (SELECT g.group_key, g.head_id, g.head_priority, g.last_served_at FROM message_groups g
+      -- The next heads in turn order, past the groups already read, each as
+      -- it is now: gone (acknowledged, expired, moved, or its priority
+      -- changed), open, or waiting (in flight or delayed), and its own limits.
+      -- The lease checks each row again as it takes it.
+      SELECT coalesce(array_agg(w.group_key ORDER BY w.rn), '{}'), coalesce(array_agg(w.head_id ORDER BY w.rn), '{}'),
+             coalesce(array_agg(w.head_priority::integer ORDER BY w.rn), '{}'),
+             coalesce(array_agg(CASE WHEN m.id IS NULL THEN 'gone'
+               WHEN (m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+                 AND (m.available_at IS NULL OR m.available_at <= p_now) THEN 'open' ELSE 'waiting' END ORDER BY w.rn), '{}'),
+             coalesce(jsonb_agg(to_jsonb(m.limit_ids) ORDER BY w.rn), '[]')
+      INTO rd_keys, rd_ids, rd_prios, rd_states, rd_lims
+      FROM (SELECT g.group_key, g.head_id, g.head_priority,
+              row_number() OVER (ORDER BY g.head_priority, g.last_served_at NULLS FIRST, g.group_key) AS rn
+            FROM message_groups g
             WHERE g.channel_id = p_channel AND g.head_id IS NOT NULL AND g.group_key <> ALL (seen)
-            ORDER BY g.head_priority, g.last_served_at NULLS FIRST, g.group_key LIMIT chunk) w;
+            ORDER BY g.head_priority, g.last_served_at NULLS FIRST, g.group_key LIMIT chunk) w
+      LEFT JOIN messages m ON m.id = w.head_id AND m.channel_id = p_channel AND m.priority = w.head_priority
+        AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd;
       seen := seen || rd_keys;
       ri := 1;
       LOOP
@@ -209,24 +222,32 @@ BEGIN
           cand_key := rq_keys[q];
           cand_id := rq_ids[q];
           cand_prio := rq_prios[q];
+          cand_state := NULL;
           rq_ids[q] := NULL;
           rq_minp := coalesce((SELECT min(rq_prios[x]) FROM generate_subscripts(rq_ids, 1) x WHERE rq_ids[x] IS NOT NULL), 99);
         ELSIF ri <= cardinality(rd_ids) THEN
           cand_key := rd_keys[ri];
           cand_id := rd_ids[ri];
           cand_prio := rd_prios[ri];
+          cand_state := rd_states[ri];
+          cand_lims := rd_lims -> (ri - 1);
           ri := ri + 1;
         ELSE
           EXIT walk;
         END IF;
         CONTINUE WHEN cand_key = ANY (skipped);
-        SELECT m.id, nullif(cand_key, '') AS group_key, m.limit_ids,
-          ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-            AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open
-        INTO hd FROM messages m
-        WHERE m.id = cand_id AND m.channel_id = p_channel AND m.priority = cand_prio
-          AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd AND m.id <> ALL (picked);
-        IF NOT FOUND OR (NOT hd.open AND NOT (one_at_a_time AND cand_key <> '')) THEN
+        IF cand_state IS NULL THEN
+          -- A served group's next head, read in this pick: as it is now.
+          SELECT CASE WHEN (m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+              AND (m.available_at IS NULL OR m.available_at <= p_now) THEN 'open' ELSE 'waiting' END, to_jsonb(m.limit_ids)
+          INTO cand_state, cand_lims FROM messages m
+          WHERE m.id = cand_id AND m.channel_id = p_channel AND m.priority = cand_prio
+            AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd AND m.id <> ALL (picked);
+          IF NOT FOUND THEN
+            cand_state := 'gone';
+          END IF;
+        END IF;
+        IF cand_state = 'gone' OR (cand_state = 'waiting' AND NOT (one_at_a_time AND cand_key <> '')) THEN
           -- Gone or taken since it was read: read the group's head again,
           -- and the walk again from there (the group keeps its turn).
           UPDATE message_groups g SET (head_id, head_priority) = (
@@ -250,27 +271,28 @@ BEGIN
           seen := sv_keys || skipped;
           CONTINUE walk;
         END IF;
-        IF NOT hd.open THEN
+        IF cand_state = 'waiting' THEN
           -- A strict group's head in flight or delayed: the group waits.
           skipped := skipped || cand_key;
           CONTINUE;
         END IF;
-        IF ch.group_concurrency IS NOT NULL AND hd.group_key IS NOT NULL THEN
+        IF ch.group_concurrency IS NOT NULL AND cand_key <> '' THEN
           SELECT count(*) INTO busy FROM messages m
-          WHERE m.channel_id = p_channel AND m.group_key = hd.group_key AND m.claimed_by_key_id IS NOT NULL
+          WHERE m.channel_id = p_channel AND m.group_key = cand_key AND m.claimed_by_key_id IS NOT NULL
             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
             AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
-          IF busy + cardinality(array_positions(picked_groups, hd.group_key)) >= ch.group_concurrency THEN
+          IF busy + cardinality(array_positions(picked_groups, cand_key)) >= ch.group_concurrency THEN
             skipped := skipped || cand_key;
             CONTINUE;
           END IF;
         END IF;
         -- Most messages hold only their channel's limits, found once per pick.
-        IF cardinality(hd.limit_ids) = 0 THEN
+        IF jsonb_array_length(cand_lims) = 0 THEN
           holds := ch_holds;
           hpos := ch_hpos;
         ELSE
-          holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || hd.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+          holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || ARRAY(SELECT jsonb_array_elements_text(cand_lims)::uuid)) x
+                         WHERE x = ANY (lim_ids) ORDER BY x);
           hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x);
         END IF;
         FOREACH k IN ARRAY hpos LOOP
@@ -286,7 +308,7 @@ BEGIN
             exhausted := exhausted || lim_ids[k];
           END IF;
         END LOOP;
-        picked := picked || hd.id;
+        picked := picked || cand_id;
         picked_groups := picked_groups || cand_key;
         got := got + 1;
         -- Served: its turn goes to the back (the served list is in the order
@@ -308,7 +330,7 @@ BEGIN
         ELSE
           pend_keys := pend_keys || cand_key;
         END IF;
-        id := hd.id;
+        id := cand_id;
         n := got;
         held := CASE WHEN cardinality(holds) = 0 THEN NULL ELSE holds END;
         RETURN NEXT;

@@ -11,7 +11,8 @@
 --     is newer than every visible one);
 --   - released messages (open with a delivery behind them: few);
 --   - lapsed leases (the channel's leases: few);
---   - delays that ran out since the last walk (two seconds' margin);
+--   - delays that ran out since the last walk (two seconds' margin, and up to
+--     a second more: scanned_at moves once a second);
 --   - rows marked stale (a new group; a picked message the lease passed over).
 -- Every head is read again every 5 s of the service clock, when the clock
 -- steps back, and when the group rule changes: whatever else might reopen a
@@ -52,21 +53,23 @@ BEGIN
   -- As agentbus_group_head reads a group's head, for every stale group in one statement.
   UPDATE message_groups g SET head_id = h.id, head_priority = h.priority, stale = false
   FROM message_groups s LEFT JOIN LATERAL (
-    SELECT m.id, m.priority FROM messages m
-    WHERE m.channel_id = p_channel AND m.group_key = s.group_key
-      AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < p_maxd
-      AND (p_strict OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-        AND (m.available_at IS NULL OR m.available_at <= p_now)))
-    ORDER BY m.created_at LIMIT 1
+    (SELECT m.id, m.priority FROM messages m
+     WHERE s.group_key <> '' AND m.channel_id = p_channel AND m.group_key = s.group_key
+       AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < p_maxd
+       AND (p_strict OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+         AND (m.available_at IS NULL OR m.available_at <= p_now)))
+     ORDER BY m.created_at LIMIT 1)
+    UNION ALL
+    (SELECT x.id, x.priority FROM agentbus_group_head(p_channel, '', p_now, p_maxd, p_strict, '{}') x WHERE s.group_key = '')
   ) h ON true
-  WHERE g.channel_id = p_channel AND g.stale AND g.group_key <> '' AND s.channel_id = p_channel AND s.group_key = g.group_key;
-  UPDATE message_groups g SET (head_id, head_priority) = (
-      SELECT h.id, h.priority FROM agentbus_group_head(p_channel, '', p_now, p_maxd, p_strict, '{}') h
-    ), stale = false
-  WHERE g.channel_id = p_channel AND g.group_key = '' AND g.stale;
-  INSERT INTO group_heads_read AS r (channel_id, seen_until, scanned_at, refreshed_at, strict_groups)
-  VALUES (p_channel, coalesce(newest, st.seen_until, '-infinity'), p_now, CASE WHEN whole THEN p_now ELSE st.refreshed_at END, p_strict)
-  ON CONFLICT (channel_id) DO UPDATE SET seen_until = excluded.seen_until, scanned_at = excluded.scanned_at,
-    refreshed_at = excluded.refreshed_at, strict_groups = excluded.strict_groups;
+  WHERE g.channel_id = p_channel AND g.stale AND s.channel_id = p_channel AND s.group_key = g.group_key;
+  -- What was read, written when it moved: a second's walks share one scanned_at
+  -- (their windows for delays reach that much further back).
+  IF whole OR newest IS NOT NULL OR p_now >= st.scanned_at + interval '1 second' OR p_now < st.scanned_at THEN
+    INSERT INTO group_heads_read AS r (channel_id, seen_until, scanned_at, refreshed_at, strict_groups)
+    VALUES (p_channel, coalesce(newest, st.seen_until, '-infinity'), p_now, CASE WHEN whole THEN p_now ELSE st.refreshed_at END, p_strict)
+    ON CONFLICT (channel_id) DO UPDATE SET seen_until = excluded.seen_until, scanned_at = excluded.scanned_at,
+      refreshed_at = excluded.refreshed_at, strict_groups = excluded.strict_groups;
+  END IF;
 END;
 $$;
