@@ -80,6 +80,16 @@ export const dispatchesByRule = (channel: ChannelRecord): boolean =>
 export const boundsDeliveries = (channel: ChannelRecord): boolean =>
   channel.groupConcurrency !== null || channel.limitIds.length > 0 || channel.limitedMessages;
 
+/** Shared limits: a unit freed on another channel, or a rate window sliding on, wakes nobody here. */
+export const sharesLimits = (channel: ChannelRecord): boolean => channel.limitIds.length > 0 || channel.limitedMessages;
+
+/**
+ * How long a receive waiting on a channel with shared limits sleeps at most
+ * before it reads again (docs/decisions.md#shared-limits): what frees a
+ * limit's room elsewhere announces itself only on its own channel.
+ */
+export const LIMITED_RECHECK_MS = 1000;
+
 const unknownLimit = (name: string): ApiError =>
   new ApiError("unknown_limit", `No limit of yours is named '${name}'`, { details: { field: "limits", limit: name } });
 

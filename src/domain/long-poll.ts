@@ -60,6 +60,8 @@ export interface LongPollOptions {
    * between the read and this look-up is left for the end of the wait.
    */
   nextDue?: (after: Micros) => Promise<Micros | null>;
+  /** Reads again at least this often (ms), whatever announces itself: for what frees room with no wake-up here. */
+  recheckMs?: number | undefined;
 }
 
 /**
@@ -94,7 +96,7 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
       if (remaining <= 0 || options.signal?.aborted) return data;
       const due = options.nextDue ? await options.nextDue(readAt) : null;
       const untilDue = due === null ? remaining : Math.max(0, Math.ceil((due - clock.now()) / 1000));
-      delivery = await nextWake(woken, wake, clock, Math.min(remaining, untilDue), options.signal);
+      delivery = await nextWake(woken, wake, clock, Math.min(remaining, untilDue, options.recheckMs ?? remaining), options.signal);
       // Nobody is left to answer (the client went away, or the server is
       // stopping): no last read, which for a receive would lease work to no one.
       if (options.signal?.aborted) return [];

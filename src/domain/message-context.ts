@@ -87,7 +87,7 @@ export class MessageContext {
    * wakes when a delayed message of the channel falls due or a lease on one
    * of its messages runs out.
    */
-  longPoll(caller: Caller, channelId: string, waitSeconds: number, signal: AbortSignal | undefined, openWork: boolean): LongPollOptions {
+  longPoll(caller: Caller, channelId: string, waitSeconds: number, signal: AbortSignal | undefined, openWork: boolean, recheckMs?: number): LongPollOptions {
     return {
       bus: this.options.bus,
       clock: this.clock,
@@ -97,6 +97,7 @@ export class MessageContext {
       takeSlot: () => this.waiterSlots.take(caller.keyId),
       signal,
       nextDue: openWork ? (after) => this.store.nextAvailableAt(channelId, after) : undefined,
+      recheckMs,
     };
   }
 

@@ -13,7 +13,7 @@ import type { DeadLetters } from "./dead-letters.js";
 import { readOrWait } from "./long-poll.js";
 import type { AckStatus, MessageAcks } from "./message-acks.js";
 import type { MessageContext } from "./message-context.js";
-import { dispatchesByRule } from "./dispatch-rules.js";
+import { dispatchesByRule, LIMITED_RECHECK_MS, sharesLimits } from "./dispatch-rules.js";
 import {
   atIndex,
   checkAckExtras,
@@ -156,6 +156,7 @@ export class MessageReceiving {
       this.ctx.countDelivered(leased, true);
       return leases;
     };
-    return { actor, receive: () => readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, true)) };
+    const recheck = sharesLimits(channel) ? LIMITED_RECHECK_MS : undefined;
+    return { actor, receive: () => readOrWait(read, this.ctx.longPoll(caller, channel.id, wait, input.signal, true, recheck)) };
   }
 }

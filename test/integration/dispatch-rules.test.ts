@@ -280,6 +280,24 @@ describe("limits", () => {
 });
 
 describe("limits that are full", () => {
+  it("let a receive waiting on another channel take the unit freed there, within a second of the service clock", async () => {
+    const key = await mintKey(url(), "shared-wait");
+    expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "seat", max_in_flight: 1 } })).status).toBe(201);
+    const a = await createChannel(url(), key, { limits: ["seat"] });
+    const b = await createChannel(url(), key, { limits: ["seat"] });
+    await postMessage(url(), key, a, { content: "first" });
+    const held = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${a}/messages:receive`, { key, body: { lease_seconds: 60 } });
+    expect(contents(held)).toEqual(["first"]);
+    await postMessage(url(), key, b, { content: "second" });
+    const waiting = rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${b}/messages:receive`, { key, body: { wait: 60, lease_seconds: 60 } });
+    // The wait has begun (its first read found the seat taken) before the seat is freed on channel a, which announces it on a only.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await rest(url(), "POST", `/v1/messages/${held.body.data[0]!.message.id}/ack`, { key, body: {} })).status).toBe(200);
+    clock.advanceSeconds(1);
+    const answered = await Promise.race([waiting, new Promise<"still waiting">((resolve) => setTimeout(() => resolve("still waiting"), 10_000))]);
+    expect(answered === "still waiting" ? answered : contents(answered)).toEqual(["second"]);
+  });
+
   it("do not hold back the messages behind many that wait for them", async () => {
     const key = await mintKey(url(), "full-limits");
     expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "gpu", max_in_flight: 1 } })).status).toBe(201);
