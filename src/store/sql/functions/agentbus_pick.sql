@@ -30,7 +30,8 @@
 CREATE OR REPLACE FUNCTION agentbus_pick(p_channel uuid, p_now timestamptz, p_wanted integer)
 RETURNS TABLE (id uuid, n integer, held uuid[])
 -- A receive's worth: the planner of the leasing statement reads the rows by id.
-LANGUAGE plpgsql ROWS 16 AS $$
+LANGUAGE plpgsql ROWS 16
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   ch        channels%ROWTYPE;
   maxd      integer;

@@ -19,7 +19,9 @@
 -- message waits at most that long.
 CREATE OR REPLACE FUNCTION agentbus_refresh_heads(p_channel uuid, p_now timestamptz, p_maxd integer, p_strict boolean)
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Planned once: its statements walk their indexes whatever the values.
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   st     group_heads_read%ROWTYPE;
   whole  boolean;
@@ -32,8 +34,11 @@ BEGIN
     SELECT max(m.created_at) INTO newest FROM messages m WHERE m.channel_id = p_channel;
     UPDATE message_groups g SET stale = true WHERE g.channel_id = p_channel AND NOT g.stale;
   ELSE
+    -- In created_at order, so that the plan walks the channel's index
+    -- whatever seen_until is; what is past the first 10,000 is read next time.
     WITH fresh AS (
       SELECT m.group_key, m.created_at FROM messages m WHERE m.channel_id = p_channel AND m.created_at > st.seen_until
+      ORDER BY m.created_at LIMIT 10000
     ), reopened AS (
       SELECT f.group_key FROM fresh f
       UNION
@@ -41,9 +46,10 @@ BEGIN
       UNION
       SELECT m.group_key FROM messages m WHERE m.channel_id = p_channel AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
       UNION
-      SELECT m.group_key FROM messages m
-      WHERE m.channel_id = p_channel AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL
-        AND m.available_at > st.scanned_at - interval '2 seconds' AND m.available_at <= p_now
+      (SELECT m.group_key FROM messages m
+       WHERE m.channel_id = p_channel AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL
+         AND m.available_at > st.scanned_at - interval '2 seconds' AND m.available_at <= p_now
+       ORDER BY m.available_at LIMIT 10000)
     ), marked AS (
       UPDATE message_groups g SET stale = true
       WHERE g.channel_id = p_channel AND NOT g.stale AND g.group_key IN (SELECT coalesce(r.group_key, '') FROM reopened r)
