@@ -13,6 +13,9 @@ ALTER TABLE message_groups
   -- To be read again before the next walk.
   ADD COLUMN stale boolean NOT NULL DEFAULT true;
 CREATE INDEX message_groups_heads ON message_groups (channel_id, head_priority, last_served_at NULLS FIRST, group_key) WHERE head_id IS NOT NULL;
+-- Turn order is read through the heads now; the turns alone were one more
+-- index to write on every service.
+DROP INDEX message_groups_turns;
 CREATE INDEX message_groups_stale ON message_groups (channel_id) WHERE stale;
 
 -- What the last walk of a channel read up to.
