@@ -24,7 +24,7 @@
 -- turn. The leasing statement checks each picked row again as it updates it
 -- (a claim by id does not take these locks).
 --
--- On a fair channel without aging a pick for up to 32 walks the kept heads
+-- On a fair channel without aging a pick walks the kept heads
 -- (message_groups.head_id, agentbus_refresh_heads) instead of reading every
 -- group's head.
 CREATE OR REPLACE FUNCTION agentbus_pick(p_channel uuid, p_now timestamptz, p_wanted integer)
@@ -149,7 +149,7 @@ BEGIN
     RETURN;
   END IF;
 
-  IF ch.dispatch = 'fair' AND ch.priority_aging_seconds IS NULL AND p_wanted <= 32 THEN
+  IF ch.dispatch = 'fair' AND ch.priority_aging_seconds IS NULL THEN
     -- Fair without aging: walk the kept heads in turn order (most urgent
     -- first, then the group served least recently) instead of reading every
     -- group's head. The walk reads the first heads in one statement, checks
@@ -157,8 +157,7 @@ BEGIN
     -- goes after every unserved group of its priority: it was served last)
     -- and writes the served groups back at the end. The first message whose
     -- limits have no room hands the rest of the pick to the full reading
-    -- below, which passes over such messages. A pick for more than 32 reads
-    -- every head once instead (bench/dispatch.ts).
+    -- below, which passes over such messages.
     PERFORM agentbus_refresh_heads(p_channel, p_now, maxd, one_at_a_time);
     ch_holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
     ch_hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(ch_holds) x);
