@@ -43,16 +43,10 @@ import { cpuWindow, type CpuSplit } from "./cpu.js";
 import { createClient, parseClientKind } from "./http.js";
 import { startServer } from "./server.js";
 import { round, ErrorTally } from "./stats.js";
+import { mulberry32 } from "../test/support/random.js";
+import { numberVar } from "./env.js";
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-function numberVar(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min} (got ${JSON.stringify(raw)})`);
-  return value;
-}
 
 type Kind = "plain" | "dispatch";
 interface Mode {
@@ -66,17 +60,6 @@ const MODES: Mode[] = [
 const GROUPS = 1000;
 const PARTS = ["fair", "groups", "priorities", "limit"] as const;
 const LIMIT = { max_in_flight: 100_000, rate: { count: 1_000_000, per_seconds: 60 } };
-
-/** Mulberry32: the same mix of priorities on every run. */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Queue {
   kind: Kind;
@@ -134,7 +117,8 @@ async function main(): Promise<number> {
     const settings: Record<string, unknown> = {};
     if (parts.has("fair")) settings.dispatch = "fair";
     if (parts.has("limit")) settings.limits = [limitName];
-    const random = seeded(28);
+    // The same mix of priorities on every run.
+    const random = mulberry32(28);
     const queues: Record<Kind, Queue> = {
       plain: { kind: "plain", channel: await api.createChannel(owner, `bench-${runId}-plain`), backlog: 0, posted: 0, draft: (n) => ({ content: content("plain", n) }) },
       dispatch: {

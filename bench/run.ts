@@ -16,6 +16,7 @@ import { FLOOR, wakeLatency, type WakeResult } from "./wake.js";
 import { growth, type GrowthPoint } from "./growth.js";
 import { startServer, superuser, type ServerUnderTest } from "./server.js";
 import { ErrorTally } from "./stats.js";
+import { numberVar } from "./env.js";
 
 /**
  * Issue 15's targets: ten times the reference (Backchannel) measured on this
@@ -42,14 +43,6 @@ const SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake", 
 const DEFAULT_SCENARIOS = ["creates", "lists", "work", "work-list", "webhooks", "wake"];
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-function numberVar(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min} (got ${JSON.stringify(raw)})`);
-  return value;
-}
 
 /** BENCH_WAKE_WAITERS: one count or several, comma-separated; default 50 and 1,000. */
 function wakeWaiters(): number[] {
