@@ -9,12 +9,8 @@ LANGUAGE plpgsql STABLE AS $$
 BEGIN
   IF p_key <> '' THEN
     RETURN QUERY
-    SELECT m.id, m.priority FROM messages m
-    WHERE m.channel_id = p_channel AND m.group_key = p_key
-      AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < p_maxd AND m.id <> ALL (p_exclude)
-      AND (p_strict OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-        AND (m.available_at IS NULL OR m.available_at <= p_now)))
-    ORDER BY m.created_at LIMIT 1;
+    SELECT h.id, h.priority::smallint FROM agentbus_next_heads(p_channel, ARRAY[p_key], p_now, p_maxd, p_strict, p_exclude) h
+    WHERE h.id IS NOT NULL;
     RETURN;
   END IF;
   RETURN QUERY

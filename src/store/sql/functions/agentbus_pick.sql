@@ -194,7 +194,7 @@ BEGIN
         -- (all at once) only when one could be.
         IF cardinality(pend_keys) > 0 AND (ri > cardinality(rd_ids) OR rd_prios[ri] > 1) THEN
           SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.priority ORDER BY h.ord), '{}')
-          INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, picked) h;
+          INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, false, picked) h;
           FOR j IN 1 .. cardinality(pend_keys) LOOP
             nx_id := nx_ids[j];
             nx_prio := nx_prios[j];
@@ -339,7 +339,7 @@ BEGIN
     IF cardinality(pend_keys) > 0 THEN
       -- The served groups' next heads not read yet: one reading for all.
       SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'), coalesce(array_agg(h.priority ORDER BY h.ord), '{}')
-      INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, picked) h;
+      INTO nx_ids, nx_prios FROM agentbus_next_heads(p_channel, pend_keys, p_now, maxd, false, picked) h;
       FOR j IN 1 .. cardinality(pend_keys) LOOP
         k := array_position(sv_keys, pend_keys[j]);
         sv_ids[k] := nx_ids[j];

@@ -26,6 +26,7 @@ DECLARE
   st     group_heads_read%ROWTYPE;
   whole  boolean;
   newest timestamptz;
+  stale_keys text[];
 BEGIN
   SELECT * INTO st FROM group_heads_read r WHERE r.channel_id = p_channel;
   whole := NOT FOUND OR st.strict_groups <> p_strict OR p_now >= st.refreshed_at + interval '5 seconds'
@@ -57,20 +58,11 @@ BEGIN
     SELECT max(f.created_at) INTO newest FROM fresh f;
   END IF;
   -- Mostly there is none: a probe of message_groups_stale, not a pass over the channel's groups.
-  IF EXISTS (SELECT 1 FROM message_groups g WHERE g.channel_id = p_channel AND g.stale) THEN
-    -- As agentbus_group_head reads a group's head, for every stale group in one statement.
+  SELECT array_agg(g.group_key) INTO stale_keys FROM message_groups g WHERE g.channel_id = p_channel AND g.stale;
+  IF stale_keys IS NOT NULL THEN
     UPDATE message_groups g SET head_id = h.id, head_priority = h.priority, stale = false
-    FROM message_groups s LEFT JOIN LATERAL (
-      (SELECT m.id, m.priority FROM messages m
-       WHERE s.group_key <> '' AND m.channel_id = p_channel AND m.group_key = s.group_key
-         AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < p_maxd
-         AND (p_strict OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-           AND (m.available_at IS NULL OR m.available_at <= p_now)))
-       ORDER BY m.created_at LIMIT 1)
-      UNION ALL
-      (SELECT x.id, x.priority FROM agentbus_group_head(p_channel, '', p_now, p_maxd, p_strict, '{}') x WHERE s.group_key = '')
-    ) h ON true
-    WHERE g.channel_id = p_channel AND g.stale AND s.channel_id = p_channel AND s.group_key = g.group_key;
+    FROM agentbus_next_heads(p_channel, stale_keys, p_now, p_maxd, p_strict, '{}') h
+    WHERE g.channel_id = p_channel AND g.group_key = stale_keys[h.ord];
   END IF;
   -- What was read, written when it moved: a second's walks share one scanned_at
   -- (their windows for delays reach that much further back).
