@@ -1,14 +1,17 @@
 /**
- * HTML → PDF with one headless Chromium per process (docs/decisions.md#pdf-jobs), driven
- * by puppeteer-core. Which Chromium, and its fonts: chromium.ts.
+ * HTML → PDF with headless Chromium (docs/decisions.md#pdf-jobs), driven by
+ * puppeteer-core: one browser per process, and a spare one for a second key
+ * while two keys render (see Lane). Which Chromium, and its fonts:
+ * chromium.ts; one browser's launch, restarts and shutdown: browser.ts.
  *
  * Lifecycle: prepare() (called at start, off the request path) unpacks and
  * checks the Chromium once; a failure there leaves the renderer down with
  * its reason (reported by /health, PDF submissions answer 503) instead of
  * stopping the service. The browser itself starts on the first render (a
- * process that never renders a PDF never runs it), is shared by every
- * render, started again on the next render after it died (crash, OOM kill),
- * and closed by close() at shutdown (killed if it does not close in time).
+ * process that never renders a PDF never runs it), is shared by the renders
+ * of its lane, started again on the next render after it died (crash, OOM
+ * kill), and closed by close() at shutdown (killed if it does not close in
+ * time).
  *
  * Concurrency: at most `concurrency` + RESERVED_RUN_SLOTS renders at once;
  * the rest wait their turn. That is as many pdf jobs as the job runner runs
@@ -43,36 +46,19 @@
  *   and the job fails with pdf_render_timeout; a browser that did not even
  *   open a page in that time is killed and restarted.
  */
-import type { Browser, HTTPRequest, Page, PuppeteerNode, TimeoutError } from "puppeteer-core";
+import type { Browser, HTTPRequest, Page } from "puppeteer-core";
 import type { Config } from "../platform/config.js";
 import { JobFailure } from "../model/job-failure.js";
 import { RESERVED_RUN_SLOTS } from "../model/jobs.js";
 import type { Logger } from "../platform/logger.js";
+import { ChromiumBrowser, CLOSE_TIMEOUT_MS, isPuppeteerTimeout } from "./browser.js";
 import { chromiumSource, prepareChromium, type ChromiumOptions, type ChromiumSetup } from "./chromium.js";
 import { MarkdownConverter } from "./markdown.js";
 
-/**
- * puppeteer-core takes about half a second to load, so it is loaded with the
- * first launch of Chromium rather than at start-up (prepare() does not need
- * it). Kept once loaded: renderPage() tells its TimeoutError apart.
- */
-let puppeteerModule: { launch: PuppeteerNode["launch"]; TimeoutError: typeof TimeoutError } | undefined;
-async function loadPuppeteer(): Promise<NonNullable<typeof puppeteerModule>> {
-  // The package's top-level launch is PuppeteerNode.launch, bound to its default instance.
-  const { launch, TimeoutError } = await import("puppeteer-core");
-  puppeteerModule ??= { launch, TimeoutError };
-  return puppeteerModule;
-}
-
-/** Whether `err` is puppeteer's TimeoutError (never true before puppeteer is loaded: nothing could have thrown one). */
-function isPuppeteerTimeout(err: unknown): boolean {
-  return puppeteerModule !== undefined && err instanceof puppeteerModule.TimeoutError;
-}
-
 /** A rendered PDF larger than this fails the job (pdf_too_large): it is kept in the database for 24 hours. */
 export const MAX_PDF_BYTES = 64 * 1024 * 1024;
-/** How long close() waits for Chromium to exit before killing it. */
-const CLOSE_TIMEOUT_MS = 3_000;
+/** How long the spare browser outlives the last render (see Lane). */
+const SPARE_IDLE_MS = 60_000;
 
 /** Only what the document itself may use. */
 export const DOCUMENT_CSP =
@@ -80,33 +66,32 @@ export const DOCUMENT_CSP =
   "frame-src 'none'; form-action 'none'; base-uri 'none'; sandbox";
 
 /**
- * Flags beyond puppeteer's defaults (which already disable background
- * networking, extensions, sync, component updates, default apps and more).
+ * A browser and the keys rendering in it now (with their page counts).
+ *
+ * Every page of one Chromium shares its browser process, which composes and
+ * streams each printed PDF one at a time: one key's 60-page table then held
+ * another key's one-line page behind it, and throttling the key's renderer
+ * (weigh()) cannot reach that queue. So there are two browsers: a key's
+ * renders go to the browser already rendering for it, else to the one
+ * rendering for fewer keys. A lone key renders in the first; a second key
+ * arriving while the first renders gets a browser to itself. The second
+ * (spare) browser is started as soon as the first renders, and a render
+ * never waits for it to start (1–2 s; the first browser takes the page
+ * meanwhile); it is closed once nothing has rendered for SPARE_IDLE_MS
+ * (about 250 MB it does not need to keep).
  */
-const CHROMIUM_FLAGS = [
-  // /dev/shm is small in containers; Debian's wrapper adds it below 3.8 GB anyway.
-  "--disable-dev-shm-usage",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-domain-reliability",
-  "--disable-breakpad",
-  "--disable-gpu",
-  "--no-first-run",
-  "--no-default-browser-check",
-  "--no-pings",
-  "--mute-audio",
-  "--hide-scrollbars",
-  // Glyph positions independent of the screen's hinting: the same PDF on every machine.
-  "--font-render-hinting=none",
-  // Beneath the request interception: no host name resolves.
-  "--host-resolver-rules=MAP * ~NOTFOUND",
-];
+interface Lane {
+  browser: ChromiumBrowser;
+  owners: Map<string, number>;
+}
 
 export interface PdfRendererOptions {
   chromium: ChromiumOptions;
   concurrency: number;
   timeoutMs: number;
   logger: Logger;
+  /** How long the spare browser outlives the last render; SPARE_IDLE_MS unless set (tests). */
+  spareIdleMs?: number;
 }
 
 /** The renderer as /health and the start-up line see it. */
@@ -116,10 +101,10 @@ export type RendererStatus =
   | { state: "down"; reason: string };
 
 export class PdfRenderer {
-  private launching: Promise<Browser> | undefined;
   private preparing: Promise<ChromiumSetup> | undefined;
   private state: RendererStatus;
-  private browser: Browser | undefined;
+  private readonly lanes: readonly [Lane, Lane];
+  private spareTimer: NodeJS.Timeout | undefined;
   private readonly slots: Semaphore;
   private closed = false;
   private documents = 0;
@@ -146,6 +131,11 @@ export class PdfRenderer {
     this.markdown = new MarkdownConverter(options.timeoutMs);
     this.logger = options.logger.child({ component: "pdf-renderer" });
     this.state = { state: "starting", source: chromiumSource(options.chromium.executablePath) };
+    const lane = (): Lane => ({
+      browser: new ChromiumBrowser({ setup: () => this.chromium(), protocolTimeoutMs: Math.max(60_000, 2 * options.timeoutMs), logger: this.logger }),
+      owners: new Map(),
+    });
+    this.lanes = [lane(), lane()];
   }
 
   /**
@@ -181,9 +171,14 @@ export class PdfRenderer {
     return this.options.concurrency;
   }
 
-  /** The running browser's process id, if one is running. */
+  /** The first browser's process id, if it runs. */
   get browserPid(): number | undefined {
-    return this.browser?.process()?.pid ?? undefined;
+    return this.lanes[0].browser.pid;
+  }
+
+  /** The spare browser's process id, if it runs (see Lane). */
+  get spareBrowserPid(): number | undefined {
+    return this.lanes[1].browser.pid;
   }
 
   /**
@@ -195,11 +190,35 @@ export class PdfRenderer {
   /** Renders `html` for the key `owner` (whose renders share the machine as one; see weigh()). */
   async render(html: string, signal?: AbortSignal, owner = ""): Promise<Uint8Array> {
     const release = await this.slots.acquire(signal);
+    const lane = this.enter(owner);
     try {
       if (this.closed) throw new JobFailure("pdf_renderer_unavailable", "The PDF renderer is shutting down", true);
-      return await this.renderPage(html, signal, owner);
+      return await this.renderPage(lane.browser, html, signal, owner);
     } finally {
+      this.leave(lane, owner);
       release();
+    }
+  }
+
+  /** The lane `owner` renders in (see Lane), counted in; the spare is started if it is not running. */
+  private enter(owner: string): Lane {
+    clearTimeout(this.spareTimer);
+    const [first, spare] = this.lanes;
+    // A spare still starting is not waited for: the first browser renders now rather than a launch later.
+    const spareUp = spare.browser.pid !== undefined;
+    const lane = spare.owners.has(owner) || (spareUp && !first.owners.has(owner) && spare.owners.size < first.owners.size) ? spare : first;
+    lane.owners.set(owner, (lane.owners.get(owner) ?? 0) + 1);
+    // Failing to start is the next render's in it to report.
+    if (!spare.browser.running && !this.closed) spare.browser.start().catch(() => {});
+    return lane;
+  }
+
+  private leave(lane: Lane, owner: string): void {
+    const n = lane.owners.get(owner)! - 1;
+    if (n > 0) lane.owners.set(owner, n);
+    else lane.owners.delete(owner);
+    if (this.lanes.every((l) => l.owners.size === 0)) {
+      this.spareTimer = setTimeout(() => void this.lanes[1].browser.close(false), this.options.spareIdleMs ?? SPARE_IDLE_MS).unref();
     }
   }
 
@@ -229,18 +248,12 @@ export class PdfRenderer {
   /** Closes the browser (killed after CLOSE_TIMEOUT_MS); later renders fail. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.spareTimer);
     await this.markdown.close();
-    const browser = await this.launching?.catch(() => undefined);
-    this.launching = undefined;
-    this.browser = undefined;
-    if (!browser) return;
-    const closed = browser.close().then(() => true, () => false);
-    const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS).unref());
-    if (!(await Promise.race([closed, timer]))) browser.process()?.kill("SIGKILL");
-    this.logger.info("chromium closed");
+    await Promise.all(this.lanes.map((lane) => lane.browser.close()));
   }
 
-  private async renderPage(html: string, outer: AbortSignal | undefined, owner: string): Promise<Uint8Array> {
+  private async renderPage(chromium: ChromiumBrowser, html: string, outer: AbortSignal | undefined, owner: string): Promise<Uint8Array> {
     let browser: Browser | undefined;
     let page: Page | undefined;
     // Starting Chromium is not the document's time (puppeteer's launch timeout bounds it).
@@ -251,7 +264,7 @@ export class PdfRenderer {
     const exited = new AbortController();
     const onExit = () => exited.abort(new Error("Chromium exited while rendering"));
     try {
-      browser = await (outer ? untilAborted(this.start(), outer) : this.start());
+      browser = await (outer ? untilAborted(chromium.start(), outer) : chromium.start());
       browser.once("disconnected", onExit);
       if (!browser.connected) onExit();
       deadline = AbortSignal.timeout(this.options.timeoutMs);
@@ -281,7 +294,7 @@ export class PdfRenderer {
       }
       if (deadline?.aborted || (browser !== undefined && isPuppeteerTimeout(err))) {
         // A browser that could not even open a page in time is stuck: start over.
-        if (page === undefined && browser !== undefined) this.kill(browser, "did not open a page in time");
+        if (page === undefined && browser !== undefined) chromium.kill(browser, "did not open a page in time");
         throw new JobFailure("pdf_render_timeout", `Rendering took longer than ${this.options.timeoutMs} ms`);
       }
       if (browser === undefined) {
@@ -294,7 +307,7 @@ export class PdfRenderer {
       // Closing the page ends whatever it was still doing; a browser that
       // cannot even do that in time is killed (the next render starts a new one).
       if (page && browser && !(await settlesWithin(page.close(), CLOSE_TIMEOUT_MS))) {
-        this.kill(browser, "did not close a page in time");
+        chromium.kill(browser, "did not close a page in time");
       }
     }
   }
@@ -345,66 +358,6 @@ export class PdfRenderer {
     });
     if (blocked > 0 || navigations > 0) this.logger.debug({ blocked, navigations }, "requests of a document blocked");
     return pdf;
-  }
-
-  /** The running browser, or a new one. */
-  private start(): Promise<Browser> {
-    if (this.closed) return Promise.reject(new Error("the renderer is closed"));
-    this.launching ??= this.launch();
-    return this.launching;
-  }
-
-  private async launch(): Promise<Browser> {
-    const asRoot = process.getuid?.() === 0;
-    try {
-      // Unpacking is not part of the launch's timeout (it takes seconds the first time).
-      const setup = await this.chromium();
-      const { launch } = await loadPuppeteer();
-      const started = performance.now();
-      const browser = await launch({
-        executablePath: setup.executablePath,
-        env: { ...process.env, ...setup.env },
-        headless: true,
-        // CDP over stdin/stdout-like pipes: no DevTools port another local user could reach.
-        pipe: true,
-        // Chromium refuses to run as root with its sandbox on.
-        args: asRoot ? [...CHROMIUM_FLAGS, "--no-sandbox"] : CHROMIUM_FLAGS,
-        // Our own shutdown closes it.
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-        timeout: 30_000,
-        protocolTimeout: Math.max(60_000, 2 * this.options.timeoutMs),
-      });
-      browser.once("disconnected", () => {
-        if (this.browser !== browser) return;
-        this.browser = undefined;
-        this.launching = undefined;
-        if (!this.closed) this.logger.warn("chromium exited; the next render starts a new one");
-      });
-      if (this.closed) {
-        await browser.close().catch(() => {});
-        throw new Error("the renderer is closed");
-      }
-      this.browser = browser;
-      this.logger.info(
-        { pid: browser.process()?.pid, version: await browser.version(), sandbox: !asRoot, ms: Math.round(performance.now() - started) },
-        "chromium started",
-      );
-      return browser;
-    } catch (err) {
-      this.launching = undefined;
-      throw err;
-    }
-  }
-
-  private kill(browser: Browser, why: string): void {
-    this.logger.warn({ why }, "killing chromium");
-    if (this.browser === browser) {
-      this.browser = undefined;
-      this.launching = undefined;
-    }
-    browser.process()?.kill("SIGKILL");
   }
 }
 
