@@ -28,6 +28,8 @@ export interface PurgeCounts {
   deletedSessions: number;
   /** Security audit events older than the retention period (docs/decisions.md#security-audit). */
   deletedAuditEvents: number;
+  /** Rows of message groups with no unfinished message and no post for GROUP_IDLE_MINUTES (docs/decisions.md#dispatch). */
+  deletedIdleGroups: number;
 }
 
 export interface PurgeOptions {

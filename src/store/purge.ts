@@ -176,6 +176,26 @@ export const OLD_AUDIT_EVENTS_SQL = `DELETE FROM security_audit a WHERE a.id = A
 /** AGENTBUS_AUDIT_RETENTION_DAYS's default. */
 export const DEFAULT_AUDIT_RETENTION_DAYS = 90;
 
+/** How long a group with no unfinished message keeps its row after its last post. */
+export const GROUP_IDLE_MINUTES = 10;
+
+/**
+ * Rows of message groups with no unfinished message and no post for
+ * GROUP_IDLE_MINUTES (0029_group_rows_end.sql), but never a fair channel's
+ * turn of the messages without a group (''), one per channel. A post to the
+ * group writes posted_at (or at least locks the row, when it is under a
+ * minute old): FOR UPDATE skips a row a post holds, and one a post has just
+ * written is read again at its new posted_at, so a group's row is never
+ * deleted under its new message; a post that comes after the delete makes
+ * a new row. The group's turn starts again with it (never served).
+ */
+export const IDLE_GROUPS_SQL = `DELETE FROM message_groups g WHERE g.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM message_groups x
+    WHERE x.group_key <> '' AND coalesce(x.posted_at, '-infinity') <= $1::timestamptz - make_interval(mins => ${GROUP_IDLE_MINUTES})
+      AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.channel_id = x.channel_id AND m.group_key = x.group_key AND m.acknowledged_by = '[]'::jsonb)
+    LIMIT $2 FOR UPDATE SKIP LOCKED
+  ))`;
+
 /**
  * Archives and deletes everything that is due at `now`; returns what it did.
  * Safe to run concurrently with the API and with another purge.
@@ -197,6 +217,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedJobs: 0,
     deletedSessions: 0,
     deletedAuditEvents: 0,
+    deletedIdleGroups: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -232,6 +253,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedJobs = await loop(() => deleteBatch(OLD_JOBS_SQL));
   counts.deletedSessions = await loop(() => deleteBatch(EXPIRED_SESSIONS_SQL));
   counts.deletedAuditEvents = await loop(() => deleteBatch(OLD_AUDIT_EVENTS_SQL, options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS));
+  counts.deletedIdleGroups = await loop(() => deleteBatch(IDLE_GROUPS_SQL));
   return counts;
 }
 

@@ -174,6 +174,7 @@ describe("purge", () => {
       deletedJobs: 0,
       deletedSessions: 0,
       deletedAuditEvents: 0,
+      deletedIdleGroups: 0,
     });
     expect(await snapshot()).toEqual(after);
   });

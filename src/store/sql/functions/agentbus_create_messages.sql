@@ -89,9 +89,15 @@ BEGIN
             coalesce(ARRAY(SELECT jsonb_array_elements_text(p_limit_ids[i])::uuid), '{}'))
     RETURNING id INTO new_id;
     -- A group's first message gives it its turn in fair dispatch (never
-    -- served yet, so it goes before the groups that were).
+    -- served yet, so it goes before the groups that were). posted_at keeps
+    -- the row from the purge of idle groups (0029_group_rows_end.sql): it is
+    -- written at most once a minute, and the row is locked either way, so a
+    -- purge deleting it waits for this post and then finds it recent; a
+    -- purge that deleted it first makes this insert a new row.
     IF p_group_keys[i] IS NOT NULL THEN
-      INSERT INTO message_groups (channel_id, group_key) VALUES (p_channel_id, p_group_keys[i]) ON CONFLICT DO NOTHING;
+      INSERT INTO message_groups (channel_id, group_key, posted_at) VALUES (p_channel_id, p_group_keys[i], stamp)
+      ON CONFLICT (channel_id, group_key) DO UPDATE SET posted_at = excluded.posted_at
+        WHERE message_groups.posted_at IS NULL OR message_groups.posted_at < excluded.posted_at - interval '1 minute';
     END IF;
     last_at := stamp;
     inserted := inserted + 1;
