@@ -621,11 +621,22 @@ export class PgMessageStore implements MessageStore {
     return rows[0]?.available_at ?? null;
   }
 
-  /** Extends a live lease held by this key; undefined when there is none. */
+  /**
+   * Extends a live lease held by this key; undefined when there is none. A
+   * lease holding limits is live only while no receive has counted it out
+   * as lapsed (limits.lapses_counted_until, by that receive's clock): its
+   * unit may be another message's by then. The limits are locked (shared)
+   * first, so a receive counting them right now is waited for and read.
+   */
   async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
     const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros }>(
-      `UPDATE messages m SET lease_expires_at = $3
+      `WITH held AS MATERIALIZED (
+         SELECT l.lapses_counted_until FROM limits l
+         WHERE l.id = ANY (ARRAY(SELECT unnest(x.held_limit_ids) FROM messages x WHERE x.lease_token = $1)) FOR SHARE
+       )
+       UPDATE messages m SET lease_expires_at = $3
        WHERE m.lease_token = $1 AND m.claimed_by_key_id = $2 AND m.lease_expires_at > $4 AND m.expires_at > $4
+         AND NOT EXISTS (SELECT 1 FROM held h WHERE h.lapses_counted_until >= m.lease_expires_at)
        RETURNING m.lease_token, m.lease_expires_at`,
       [leaseToken, keyId, formatTimestamp(until), formatTimestamp(now)],
     );

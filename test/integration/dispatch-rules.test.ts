@@ -298,6 +298,42 @@ describe("limits that are full", () => {
     expect(answered === "still waiting" ? answered : contents(answered)).toEqual(["second"]);
   });
 
+  it("refuse a heartbeat, even from a clock running behind, on a lapsed lease whose unit a receive has given to another message", async () => {
+    const key = await mintKey(url(), "late-beat");
+    expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "seat", max_in_flight: 1 } })).status).toBe(201);
+    const a = await createChannel(url(), key, { limits: ["seat"] });
+    const b = await createChannel(url(), key, { limits: ["seat"] });
+    await postMessage(url(), key, a, { content: "first" });
+    await postMessage(url(), key, b, { content: "second" });
+    const held = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${a}/messages:receive`, { key, body: { lease_seconds: 60 } });
+    expect(contents(held)).toEqual(["first"]);
+    clock.advanceSeconds(61);
+    const next = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${b}/messages:receive`, { key, body: { lease_seconds: 60 } });
+    expect(contents(next)).toEqual(["second"]);
+    // Another process, whose clock is a minute behind: by it the first lease still runs.
+    clock.advanceSeconds(-60);
+    const beat = await rest(url(), "POST", `/v1/leases/${held.body.data[0]!.lease_token}/heartbeat`, { key, body: { lease_seconds: 300 } });
+    expect(beat.status, JSON.stringify(beat.body)).toBe(410);
+    expect(beat.body.error).toBe("lease_expired");
+    // Back on the receive's clock: one message holds the seat, not two.
+    clock.advanceSeconds(60);
+    expect((await rest<{ in_flight: number }>(url(), "GET", "/v1/limits/seat", { key })).body.in_flight).toBe(1);
+  });
+
+  it("extend a lease holding a limit while no receive has counted it out", async () => {
+    const key = await mintKey(url(), "live-beat");
+    expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "seat", max_in_flight: 1 } })).status).toBe(201);
+    const a = await createChannel(url(), key, { limits: ["seat"] });
+    await postMessage(url(), key, a, { content: "first" });
+    await postMessage(url(), key, a, { content: "second" });
+    const held = await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${a}/messages:receive`, { key, body: { lease_seconds: 60 } });
+    clock.advanceSeconds(30);
+    // A receive that finds the seat taken counts the lease in, not out.
+    expect(contents(await rest<{ data: ReceivedJson[] }>(url(), "POST", `/v1/channels/${a}/messages:receive`, { key, body: {} }))).toEqual([]);
+    const beat = await rest(url(), "POST", `/v1/leases/${held.body.data[0]!.lease_token}/heartbeat`, { key, body: { lease_seconds: 60 } });
+    expect(beat.status, JSON.stringify(beat.body)).toBe(200);
+  });
+
   it("do not hold back the messages behind many that wait for them", async () => {
     const key = await mintKey(url(), "full-limits");
     expect((await rest(url(), "POST", "/v1/limits", { key, body: { name: "gpu", max_in_flight: 1 } })).status).toBe(201);

@@ -96,6 +96,7 @@ DECLARE
   hpos      integer[];
   ch_holds  uuid[];
   ch_hpos   integer[];
+  lapses    boolean;
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -122,11 +123,18 @@ BEGIN
       ELSE
         -- Its holders are messages of its owner's channels (messages_holding;
         -- a channel whose limits were removed may still have some in flight).
-        SELECT c.max_in_flight - count(*) INTO busy FROM channels k JOIN messages m ON m.channel_id = k.id
+        -- A lapsed lease is no holder; counting one out is recorded, so that
+        -- it can no longer be extended (0030_limit_lapses.sql).
+        SELECT c.max_in_flight - count(*) FILTER (WHERE NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now)),
+               count(*) FILTER (WHERE m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now) > 0
+          INTO busy, lapses
+        FROM channels k JOIN messages m ON m.channel_id = k.id
         WHERE k.created_by_key_id = ch.created_by_key_id
           AND m.held_limit_ids IS NOT NULL AND m.held_limit_ids @> ARRAY[c.id]
-          AND m.claimed_by_key_id IS NOT NULL AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
-          AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
+          AND m.claimed_by_key_id IS NOT NULL AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now;
+        IF lapses THEN
+          UPDATE limits l SET lapses_counted_until = greatest(l.lapses_counted_until, p_now) WHERE l.id = c.id;
+        END IF;
         lim_room := lim_room || busy;
       END IF;
       IF c.rate_count IS NULL THEN
