@@ -125,13 +125,7 @@ BEGIN
         -- a channel whose limits were removed may still have some in flight).
         -- A lapsed lease is no holder; counting one out is recorded, so that
         -- it can no longer be extended (0030_limit_lapses.sql).
-        SELECT c.max_in_flight - count(*) FILTER (WHERE NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now)),
-               count(*) FILTER (WHERE m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now) > 0
-          INTO busy, lapses
-        FROM channels k JOIN messages m ON m.channel_id = k.id
-        WHERE k.created_by_key_id = ch.created_by_key_id
-          AND m.held_limit_ids IS NOT NULL AND m.held_limit_ids @> ARRAY[c.id]
-          AND m.claimed_by_key_id IS NOT NULL AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now;
+        SELECT c.max_in_flight - h.holding, h.lapsed > 0 INTO busy, lapses FROM agentbus_limit_holders(ch.created_by_key_id, c.id, p_now) h;
         IF lapses THEN
           UPDATE limits l SET lapses_counted_until = greatest(l.lapses_counted_until, p_now) WHERE l.id = c.id;
         END IF;
