@@ -52,8 +52,10 @@ BEGIN
          AND m.available_at > st.scanned_at - interval '2 seconds' AND m.available_at <= p_now
        ORDER BY m.available_at LIMIT 10000)
     ), marked AS (
+      -- By key through the primary key: as a join, the generic plan hashed
+      -- every group of the channel on each walk, mostly to mark none.
       UPDATE message_groups g SET stale = true
-      WHERE g.channel_id = p_channel AND NOT g.stale AND g.group_key IN (SELECT coalesce(r.group_key, '') FROM reopened r)
+      WHERE g.channel_id = p_channel AND g.group_key = ANY (ARRAY(SELECT coalesce(r.group_key, '') FROM reopened r)) AND NOT g.stale
     )
     SELECT max(f.created_at) INTO newest FROM fresh f;
   END IF;
