@@ -72,7 +72,7 @@ interface Statement {
 /** Each statement one pick of 10 runs, with its plan and the rows its scans filtered away. */
 async function pickStatements(client: pg.PoolClient, channelId: string): Promise<Statement[]> {
   const notices: string[] = [];
-  const onNotice = (n: pg.NoticeMessage) => notices.push(String(n.message));
+  const onNotice = (n: { message?: string }) => notices.push(String(n.message));
   client.on("notice", onNotice);
   try {
     await client.query("LOAD 'auto_explain'");
