@@ -16,7 +16,7 @@ const jobs = { processEveryMs: 250, intervals: { purge: "1 hour", "webhook-sweep
 
 /** A document that takes Chromium a while to lay out and print (a long table). */
 const heavy = (n: number) =>
-  `<h1>Report ${n}</h1><table>${Array.from({ length: 120 }, (_, i) => `<tr><td>${i}</td><td>${"lorem ipsum ".repeat(8)}</td><td>${i * n}</td></tr>`).join("")}</table>`;
+  `<h1>Report ${n}</h1><table>${Array.from({ length: 1500 }, (_, i) => `<tr><td>${i}</td><td>${"lorem ipsum ".repeat(8)}</td><td>${i * n}</td></tr>`).join("")}</table>`;
 const oneLine = { content: "<p>one line</p>" };
 
 /** Submits and waits for the job to complete. */

@@ -82,13 +82,17 @@ describe("the PDF renderer's browsers", () => {
 
   it("closes the spare browser once nothing has rendered for a while, and keeps the first", async () => {
     const r = newRenderer(300);
-    await r.render("<p>one</p>", undefined, "a-key");
+    // A render long enough for the spare to be up before it ends (a spare
+    // still starting when the renders stop is closed as it comes up).
+    const rendering = r.render(LONG, undefined, "a-key");
     const spare = await until(() => r.spareBrowserPid);
+    await rendering;
     await until(() => (r.spareBrowserPid === undefined ? true : undefined));
     await until(() => (exited(spare) ? true : undefined), 5_000);
     expect(r.browserPid).toBeTypeOf("number");
     // And it comes back with the next render.
-    await r.render("<p>two</p>", undefined, "a-key");
+    const again = r.render(LONG, undefined, "a-key");
     expect(await until(() => r.spareBrowserPid)).not.toBe(spare);
+    await again;
   }, 60_000);
 });
