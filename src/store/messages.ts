@@ -632,7 +632,9 @@ export class PgMessageStore implements MessageStore {
     const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros }>(
       `WITH held AS MATERIALIZED (
          SELECT l.lapses_counted_until FROM limits l
-         WHERE l.id = ANY (ARRAY(SELECT unnest(x.held_limit_ids) FROM messages x WHERE x.lease_token = $1)) FOR SHARE
+         WHERE l.id = ANY (ARRAY(SELECT unnest(x.held_limit_ids) FROM messages x WHERE x.lease_token = $1))
+         -- In id order, as a receive locks them: two limits taken the other way round could deadlock with it.
+         ORDER BY l.id FOR SHARE
        )
        UPDATE messages m SET lease_expires_at = $3
        WHERE m.lease_token = $1 AND m.claimed_by_key_id = $2 AND m.lease_expires_at > $4 AND m.expires_at > $4
