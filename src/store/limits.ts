@@ -19,19 +19,13 @@ interface LimitRow {
 
 /**
  * A limit's columns and its live use at $1 (now):
- * - in_flight: delivered messages holding it (held_limit_ids: messages of
- *   its owner's channels, by messages_holding) that are claimed, not
- *   acknowledged, not expired, and whose lease, if any, has not lapsed;
+ * - in_flight: its holders as a receive counts them (agentbus_limit_holders:
+ *   messages of its owner's channels holding it that are claimed, not
+ *   acknowledged, not expired, and whose lease, if any, has not lapsed);
  * - used_in_window: its deliveries after now - per_seconds (0 without a rate).
  */
 const LIMIT_FIELDS = `l.id, l.owner_key_id, l.name, l.max_in_flight, l.rate_count, l.rate_per_seconds, l.created_at, l.updated_at,
-  (SELECT count(*)::int FROM channels k JOIN messages m ON m.channel_id = k.id
-    WHERE k.created_by_key_id = l.owner_key_id
-      AND m.held_limit_ids IS NOT NULL AND m.held_limit_ids @> ARRAY[l.id]
-      AND m.claimed_by_key_id IS NOT NULL
-      AND m.acknowledged_by = '[]'::jsonb
-      AND m.expires_at > $1::timestamptz
-      AND NOT (m.lease_token IS NOT NULL AND m.lease_expires_at <= $1::timestamptz)) AS in_flight,
+  (SELECT h.holding::int FROM agentbus_limit_holders(l.owner_key_id, l.id, $1::timestamptz) h) AS in_flight,
   CASE WHEN l.rate_per_seconds IS NULL THEN 0 ELSE
     (SELECT coalesce(sum(d.n), 0)::int FROM limit_deliveries d
       WHERE d.limit_id = l.id AND d.delivered_at > $1::timestamptz - make_interval(secs => l.rate_per_seconds))

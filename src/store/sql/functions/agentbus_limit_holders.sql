@@ -1,7 +1,7 @@
--- A limit's holders at p_now (docs/decisions.md#shared-limits): the messages
--- of its owner's channels that hold it and are in flight (holding), and
--- those whose lease has lapsed (lapsed: no holders, but agentbus_pick
--- records that it counted them out).
+-- A limit's holders at p_now (docs/decisions.md#shared-limits), for a
+-- receive and for GET /v1/limits alike: the messages of its owner's channels
+-- that hold it and are in flight (holding), and those whose lease has lapsed
+-- (lapsed: no holders, but agentbus_pick records that it counted them out).
 --
 -- Read by a plain index scan of messages_holding, never a bitmap scan: a
 -- bitmap scan visited the heap of every delivery acknowledged since the
