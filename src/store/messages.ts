@@ -8,6 +8,10 @@
  * winner commits and match nothing. Access to the channel is part of the
  * condition so the hot path is a single round trip; when nothing matches,
  * inspect() tells the caller why.
+ *
+ * The statements of each use case live beside this file: claims, acks,
+ * releases and heartbeats in claim-sql.ts, receives in receive-sql.ts, the
+ * reads (lists, queue state, redrive candidates) in message-reads-sql.ts.
  */
 import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
@@ -31,7 +35,9 @@ import type { MessageStore, RedriveCandidate, RedriveCursor } from "../ports/mes
 import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
-import { AVAILABLE, COLUMNS, LAPSED, MESSAGE_FIELDS, NOT_ACKNOWLEDGED, accessible, toRecord, type MessageRow } from "./message-rows.js";
+import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
+import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
+import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL, STATS_SQL } from "./message-reads-sql.js";
 import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
 
 /**
@@ -67,89 +73,6 @@ interface PendingAck {
   now: Micros;
 }
 
-/**
- * Unclaimed messages: two index range scans (open work, and lapsed leases)
- * merged, rather than one scan that steps over every claimed message on the
- * way; `openWork` narrows the first (e.g. to the unacknowledged).
- */
-function unclaimedSql(openWork: string): string {
-  return `SELECT * FROM (
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.created_at > $2 AND m.claimed_by_key_id IS NULL AND m.expires_at > $4 AND ${AVAILABLE("$4")}
-         ${openWork}
-       ORDER BY m.created_at LIMIT $3)
-      UNION ALL
-      (SELECT ${COLUMNS} FROM messages m
-       WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND ${LAPSED("$4")} AND m.created_at > $2 AND m.expires_at > $4
-       ORDER BY m.created_at LIMIT $3)
-    ) m ORDER BY m.created_at LIMIT $3`;
-}
-
-/**
- * The read and claim statements, exported so the query-plan tests EXPLAIN
- * exactly what runs. List parameters: $1 channel, $2 since, $3 limit, $4 now.
- */
-export const LIST_SQL: Record<ListFilter, string> = {
-  all: `SELECT ${COLUMNS} FROM messages m
-    WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
-    ORDER BY m.created_at LIMIT $3`,
-  unclaimed: unclaimedSql(""),
-  claimed: `SELECT ${COLUMNS} FROM messages m
-    WHERE m.channel_id = $1 AND m.created_at > $2 AND m.expires_at > $4
-      AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$4")}
-    ORDER BY m.created_at LIMIT $3`,
-  // status=unclaimed of a claimable channel: the open work a receive could
-  // lease, i.e. unclaimed and not acknowledged by anyone.
-  open: unclaimedSql(`AND ${NOT_ACKNOWLEDGED}`),
-};
-
-/** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
-export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_by_actor_id = $3, claimed_by_actor_name = $4, claimed_at = $5,
-    claim_metadata = $6, lease_token = $7, lease_expires_at = $8, delivery_count = m.delivery_count + 1
-  WHERE m.id = $1 AND m.expires_at > $5 AND ${AVAILABLE("$5")} AND ${NOT_ACKNOWLEDGED}
-    AND (m.claimed_by_key_id IS NULL OR ${LAPSED("$5")})
-    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable'
-      AND m.delivery_count < coalesce(k.max_deliveries, 2147483647)
-      -- Group bounds and limits are kept by receives alone (docs/decisions.md#message-groups).
-      AND k.group_concurrency IS NULL AND k.limit_ids = '{}' AND NOT k.limited_messages)
-    AND ${accessible("$2")}
-  RETURNING ${COLUMNS}`;
-
-/**
- * $1 channel, $2 now: the next moment open work appears in the channel with
- * no write to announce it: the earliest available_at still ahead among its
- * delayed open work (through messages_delayed; rows whose delay passed stay
- * in that index, as available_at is not cleared, and the range condition
- * steps over them), or the earliest end of a running lease (through
- * messages_leases, which holds only the work in flight: an ack drops the
- * lease). Null when neither is pending. Expiry is not checked: it would lead
- * the planner to the expiry index, and a message that expires first costs
- * its waiters one empty re-read at most.
- */
-export const NEXT_DUE_SQL = `SELECT least(
-    (SELECT m.available_at FROM messages m
-     WHERE m.channel_id = $1 AND m.available_at IS NOT NULL AND m.claimed_by_key_id IS NULL AND m.available_at > $2 AND ${NOT_ACKNOWLEDGED}
-     ORDER BY m.available_at LIMIT 1),
-    (SELECT min(m.lease_expires_at) FROM messages m
-     WHERE m.channel_id = $1 AND m.lease_token IS NOT NULL AND m.lease_expires_at > $2)
-  ) AS available_at`;
-
-/**
- * $1 dead-letter channel, $2 after (created_at, exclusive), $3 limit, $4 now:
- * its dead letters that redrive may move, oldest first. Only ones the service
- * dead-lettered (the dead_letter column; a client's metadata is never read
- * for it), whose origin the dead-letter channel's owner still owns, that
- * nobody holds (unclaimed, or the lease lapsed) and nobody acknowledged.
- * created_at is unique within a channel, so it is the cursor.
- */
-export const REDRIVE_CANDIDATES_SQL = `SELECT m.id, m.created_at, m.metadata, o.id AS origin_channel_id
-  FROM messages m
-  JOIN channels d ON d.id = m.channel_id
-  JOIN channels o ON o.id = (m.dead_letter ->> 'origin_channel_id')::uuid AND o.created_by_key_id = d.created_by_key_id AND o.id <> d.id
-  WHERE m.channel_id = $1 AND m.created_at > $2 AND m.dead_letter IS NOT NULL AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}
-    AND (m.claimed_by_key_id IS NULL OR (m.lease_token IS NOT NULL AND m.lease_expires_at <= $4))
-  ORDER BY m.created_at LIMIT $3`;
-
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
   constructor(
@@ -160,36 +83,6 @@ class BatchRefused extends Error {
   }
 }
 
-/**
- * Acknowledges many messages, each for its own caller (one statement serves
- * the acks the process queued meanwhile, and a batch ack's ids): parallel
- * arrays, one item per message, $1 message ids (distinct), $2 keys, $3 actor
- * ids, $4 actor names, $5 nows, $6 results (null for none), $7 the acks'
- * metadata. Each item appends its actor to acknowledged_by unless it is
- * already there, under the single ack's rules: the caller may use the
- * channel, and a result is stored only while there is none and, in a
- * claimable channel, only from the holder of a claim that still holds
- * (docs/decisions.md#results). An acknowledged message can no longer lapse
- * back to open work, so its lease is dropped. The rows are locked first, in
- * id order whatever order the items came in (a scan's own order is physical,
- * which updates change): so batches that overlap (readers of a broadcast
- * channel acknowledging the same page) cannot deadlock. RETURNING gives each
- * acknowledged item's position (1-based); an item left out changed nothing.
- */
-export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
-      || jsonb_build_array(jsonb_build_object('id', a.actor_id, 'name', a.actor_name, 'occurred_at', a.occurred_at, 'metadata', a.metadata)),
-    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
-    WITH ORDINALITY AS a(id, key_id, actor_id, actor_name, occurred_at, result, metadata, ord)
-  WHERE m.id = a.id AND m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)
-    AND m.expires_at > a.occurred_at::timestamptz
-    AND NOT m.acknowledged_by @> jsonb_build_array(jsonb_build_object('id', a.actor_id))
-    AND ${accessible("a.key_id")}
-    AND (a.result IS NULL OR (m.result IS NULL AND (
-      NOT EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
-      OR (m.claimed_by_key_id = a.key_id AND m.claimed_by_actor_id::text = a.actor_id AND NOT ${LAPSED("a.occurred_at::timestamptz")}))))
-  RETURNING a.ord, ${COLUMNS}`;
-
 /** $1 message, $2 the caller's key: the live row, else the archived one. */
 const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
     EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
@@ -199,63 +92,6 @@ const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key
     SELECT ${COLUMNS}, m.archived_at FROM message_history m WHERE m.id = $1
   ) x JOIN channels c ON c.id = x.channel_id
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
-
-/**
- * $1 channel, $2 now: the queue state (docs/decisions.md#queue-stats) in one
- * pass over the channel's live messages (messages_channel_order) and one
- * count of its dead letters in history (message_history_by_channel). Each
- * live message gets one state, decided in the order the receive statement
- * would: acknowledged, held (claimed, lease not lapsed), past max_deliveries,
- * not due, else ready. A broadcast channel has no claims or delivery limit.
- * Expiry is a state too, not a condition: as a condition, the generic plan
- * would range over the expiry index, through every channel's live messages.
- */
-export const STATS_SQL = `WITH k AS (
-    SELECT c.mode = 'claimable' AS claimable, coalesce(c.max_deliveries, 2147483647) AS max_deliveries FROM channels c WHERE c.id = $1
-  ), live AS MATERIALIZED (
-    SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since, m.group_key, m.priority,
-      (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at,
-      CASE
-        WHEN m.expires_at <= $2 THEN 'expired'
-        WHEN m.acknowledged_by <> '[]'::jsonb THEN 'acknowledged'
-        WHEN k.claimable AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$2")} THEN 'in_flight'
-        WHEN k.claimable AND m.delivery_count >= k.max_deliveries THEN 'dead_lettered'
-        WHEN NOT ${AVAILABLE("$2")} THEN 'delayed'
-        ELSE 'ready'
-      END AS state
-    FROM messages m, k WHERE m.channel_id = $1
-  ), groups_live AS (
-    SELECT l.group_key, count(*) FILTER (WHERE l.state = 'ready')::int AS ready, count(*) FILTER (WHERE l.state = 'in_flight')::int AS in_flight,
-      (extract(epoch FROM min(l.available_since) FILTER (WHERE l.state = 'ready')) * 1000000)::bigint AS oldest_ready_since
-    FROM live l WHERE l.group_key IS NOT NULL AND l.state IN ('ready', 'delayed', 'in_flight') GROUP BY l.group_key
-  )
-  SELECT
-    count(*) FILTER (WHERE state = 'ready')::int AS ready,
-    count(*) FILTER (WHERE state = 'delayed')::int AS delayed,
-    count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
-    count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
-    (count(*) FILTER (WHERE state = 'dead_lettered')
-      + (SELECT count(*) FROM message_history h WHERE h.channel_id = $1 AND h.reason = 'dead_lettered'))::int AS dead_lettered,
-    min(available_since) FILTER (WHERE state = 'ready') AS oldest_ready_since,
-    percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_ack_at - claimed_at) * 1000)
-      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms,
-    avg(extract(epoch FROM first_ack_at - claimed_at) * 1000)
-      FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL)::float8 AS claim_to_ack_avg_ms,
-    count(*) FILTER (WHERE state <> 'expired')::int AS live,
-    ARRAY[
-      count(*) FILTER (WHERE state = 'ready' AND priority = 1)::int,
-      count(*) FILTER (WHERE state = 'ready' AND priority = 2)::int,
-      count(*) FILTER (WHERE state = 'ready' AND priority = 3)::int,
-      count(*) FILTER (WHERE state = 'ready' AND priority = 4)::int,
-      count(*) FILTER (WHERE state = 'ready' AND priority = 5)::int
-    ] AS ready_by_priority,
-    CASE WHEN (SELECT claimable FROM k) THEN (
-      SELECT jsonb_build_object('count', count(*), 'in_flight', coalesce(sum(g.in_flight), 0),
-        'top', coalesce((SELECT jsonb_agg(t ORDER BY t.ready DESC, t.group_key) FROM (
-          SELECT * FROM groups_live x ORDER BY x.ready DESC, x.group_key LIMIT 10) t), '[]'::jsonb))
-      FROM groups_live g
-    ) END AS groups
-  FROM live`;
 
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
@@ -516,11 +352,7 @@ export class PgMessageStore implements MessageStore {
   async releaseUnseen(leases: ReadonlyArray<{ messageId: string; leaseToken: string }>, keyId: string, now: Micros): Promise<number> {
     if (leases.length === 0) return 0;
     const { rowCount } = await this.db.query(
-      `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
-         delivery_count = greatest(m.delivery_count - 1, 0)
-       FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
-       WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`,
+      RELEASE_UNSEEN_SQL,
       [leases.map((l) => l.messageId), leases.map((l) => l.leaseToken), keyId, formatTimestamp(now)],
       "release_unseen",
     );
@@ -602,14 +434,7 @@ export class PgMessageStore implements MessageStore {
   /** Clears the claim when this key and actor hold it. */
   async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null, priority: number | null = null): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(
-      `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-         claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
-         available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority)
-       WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
-         AND ${NOT_ACKNOWLEDGED}
-         AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
-         AND ${accessible("$2")}
-       RETURNING ${COLUMNS}`,
+      RELEASE_SQL,
       [messageId, keyId, actor.id, formatTimestamp(now), availableAt === null ? null : formatTimestamp(availableAt), priority],
     );
     return rows[0] && toRecord(rows[0]);
@@ -621,25 +446,10 @@ export class PgMessageStore implements MessageStore {
     return rows[0]?.available_at ?? null;
   }
 
-  /**
-   * Extends a live lease held by this key; undefined when there is none. A
-   * lease holding limits is live only while no receive has counted it out
-   * as lapsed (limits.lapses_counted_until, by that receive's clock): its
-   * unit may be another message's by then. The limits are locked (shared)
-   * first, so a receive counting them right now is waited for and read.
-   */
+  /** Extends a live lease held by this key (HEARTBEAT_SQL); undefined when there is none. */
   async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
     const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros }>(
-      `WITH held AS MATERIALIZED (
-         SELECT l.lapses_counted_until FROM limits l
-         WHERE l.id = ANY (ARRAY(SELECT unnest(x.held_limit_ids) FROM messages x WHERE x.lease_token = $1))
-         -- In id order, as a receive locks them: two limits taken the other way round could deadlock with it.
-         ORDER BY l.id FOR SHARE
-       )
-       UPDATE messages m SET lease_expires_at = $3
-       WHERE m.lease_token = $1 AND m.claimed_by_key_id = $2 AND m.lease_expires_at > $4 AND m.expires_at > $4
-         AND NOT EXISTS (SELECT 1 FROM held h WHERE h.lapses_counted_until >= m.lease_expires_at)
-       RETURNING m.lease_token, m.lease_expires_at`,
+      HEARTBEAT_SQL,
       [leaseToken, keyId, formatTimestamp(until), formatTimestamp(now)],
     );
     const row = rows[0];

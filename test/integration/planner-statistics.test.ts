@@ -10,7 +10,8 @@
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HISTORY_PAGE_SQL } from "../../src/store/history.js";
-import { CLAIM_SQL, LIST_SQL } from "../../src/store/messages.js";
+import { CLAIM_SQL } from "../../src/store/claim-sql.js";
+import { LIST_SQL } from "../../src/store/message-reads-sql.js";
 import { RECEIVE_SQL } from "../../src/store/receive-sql.js";
 import { Db } from "../../src/store/db.js";
 import { MIN_CHANGES, PgStatistics } from "../../src/store/statistics.js";

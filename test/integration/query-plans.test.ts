@@ -3,7 +3,8 @@
  * exact list and claim statements on a channel holding 100,000 messages.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { ACK_SQL, CLAIM_SQL, LIST_SQL, NEXT_DUE_SQL, STATS_SQL } from "../../src/store/messages.js";
+import { ACK_SQL, CLAIM_SQL } from "../../src/store/claim-sql.js";
+import { LIST_SQL, NEXT_DUE_SQL, STATS_SQL } from "../../src/store/message-reads-sql.js";
 import { RECEIVE_SQL } from "../../src/store/receive-sql.js";
 import { useTestDatabase } from "../support/database.js";
 import { analyze, explainPlans, now } from "../support/query-plans.js";
