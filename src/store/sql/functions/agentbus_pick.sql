@@ -70,7 +70,8 @@ DECLARE
   pend_keys text[] := '{}';
   rq_minp   integer := 99;
   -- The heads read (rd_*, the next at ri), a chunk at a time, and every group read so far.
-  chunk     constant integer := 48;
+  -- (a few more than wanted: a head may be gone or waiting)
+  chunk     integer;
   rd_keys   text[];
   rd_ids    uuid[];
   rd_prios  integer[];
@@ -97,6 +98,26 @@ DECLARE
   ch_holds  uuid[];
   ch_hpos   integer[];
   lapses    boolean;
+  served_at timestamptz;
+  -- The full reading's candidates (a_*), its turns' first candidates in
+  -- order (rd_idx), the next candidates of turns taken in this pass (q_idx,
+  -- taken: NULL; q_seq, when the turn was taken), turns that give nothing
+  -- more (dead_keys).
+  a_ids     uuid[];
+  a_keys    text[];
+  a_groups  text[];
+  a_eff     integer[];
+  a_created timestamptz[];
+  a_lims    jsonb;
+  a_round   integer[];
+  a_fk      text[];
+  a_cut     boolean[];
+  rd_idx    integer[];
+  q_idx     integer[];
+  q_seq     integer[];
+  dead_keys text[];
+  ax        integer;
+  cand_group text;
 BEGIN
   IF p_wanted <= 0 THEN
     RETURN;
@@ -107,6 +128,7 @@ BEGIN
     RETURN;
   END IF;
   maxd := coalesce(ch.max_deliveries, 2147483647);
+  chunk := least(48, p_wanted + 8);
   grouped := ch.group_concurrency IS NOT NULL OR ch.dispatch = 'fair';
   one_at_a_time := coalesce(ch.group_concurrency = 1, false);
   IF ch.dispatch = 'fair' THEN
@@ -151,6 +173,10 @@ BEGIN
     RETURN;
   END IF;
 
+  -- Most messages hold only their channel's limits, found once per pick.
+  ch_holds := ARRAY(SELECT DISTINCT y FROM unnest(ch.limit_ids) y WHERE y = ANY (lim_ids) ORDER BY y);
+  ch_hpos := ARRAY(SELECT array_position(lim_ids, y) FROM unnest(ch_holds) y);
+
   IF ch.dispatch = 'fair' AND ch.priority_aging_seconds IS NULL THEN
     -- Fair without aging: walk the kept heads in turn order (most urgent
     -- first, then the group served least recently) instead of reading every
@@ -161,8 +187,6 @@ BEGIN
     -- limits have no room hands the rest of the pick to the full reading
     -- below, which passes over such messages.
     PERFORM agentbus_refresh_heads(p_channel, p_now, maxd, one_at_a_time);
-    ch_holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
-    ch_hpos := ARRAY(SELECT array_position(lim_ids, x) FROM unnest(ch_holds) x);
     <<walk>>
     LOOP
       -- The next heads in turn order, past the groups already read, each as
@@ -348,8 +372,11 @@ BEGIN
         sv_prios[k] := nx_prios[j];
       END LOOP;
     END IF;
-    -- The served groups, in the order of their last service.
-    UPDATE message_groups g SET last_served_at = clock_timestamp() + make_interval(secs => s.ord / 1000000.0),
+    -- The served groups, in the order of their last service: one base time
+    -- for all (clock_timestamp() per row would move more between rows than
+    -- the microsecond steps that give the order).
+    served_at := clock_timestamp();
+    UPDATE message_groups g SET last_served_at = served_at + make_interval(secs => s.ord / 1000000.0),
       head_id = CASE WHEN s.keep THEN g.head_id ELSE s.head_id END,
       head_priority = CASE WHEN s.keep THEN g.head_priority ELSE s.prio END
     FROM unnest(sv_keys, sv_ids, sv_prios, sv_keep) WITH ORDINALITY AS s(key, head_id, prio, keep, ord)
@@ -369,143 +396,229 @@ BEGIN
   LOOP
     pass := pass + 1;
     progress := false;
-    FOR c IN
+    -- The candidates of this pass, each turn's (a group's, or the messages
+    -- without a group's) in its order (a_*, by turn and round), and the first
+    -- of each turn in delivery order (rd_idx, places in a_*). A turn offers
+    -- its next candidate only once the one before is taken: a group's
+    -- messages go in posting order whatever their priorities, and each goes
+    -- at its own priority when its turn comes, as one receive at a time
+    -- would have them (docs/decisions.md#dispatch).
+    SELECT coalesce(array_agg(c2.id ORDER BY c2.ix), '{}'), coalesce(array_agg(c2.turn_key ORDER BY c2.ix), '{}'),
+           coalesce(array_agg(c2.group_key ORDER BY c2.ix), '{}'), coalesce(array_agg(c2.eff ORDER BY c2.ix), '{}'),
+           coalesce(array_agg(c2.created_at ORDER BY c2.ix), '{}'), coalesce(jsonb_agg(to_jsonb(c2.limit_ids) ORDER BY c2.ix), '[]'),
+           coalesce(array_agg(c2.round::integer ORDER BY c2.ix), '{}'),
+           coalesce(array_agg(c2.turn_key || E'\x01' || c2.round ORDER BY c2.ix), '{}'),
+           coalesce(array_agg(c2.cut ORDER BY c2.ix), '{}'),
+           coalesce(array_agg(c2.ix::integer ORDER BY c2.eff,
+             CASE WHEN ch.dispatch = 'fair' THEN c2.last_served_at END ASC NULLS FIRST,
+             CASE WHEN ch.dispatch = 'fair' THEN c2.turn_key END, c2.created_at) FILTER (WHERE c2.first), '{}')
+    INTO a_ids, a_keys, a_groups, a_eff, a_created, a_lims, a_round, a_fk, a_cut, rd_idx
+    FROM (
       WITH heads AS (
-        -- Each group's head: its oldest open message, or with one_at_a_time
-        -- groups its oldest unfinished one (open or not).
-        SELECT h.*, g.last_served_at, g.group_key AS turn_key
-        FROM message_groups g
-        CROSS JOIN LATERAL (
-          SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key,
-            ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-              AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open,
-            row_number() OVER (ORDER BY m.created_at) AS round
-          FROM messages m
-          WHERE m.channel_id = p_channel AND m.group_key = g.group_key
-            AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
-            AND m.id <> ALL (picked) AND (one_at_a_time OR (m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)))
-            AND (one_at_a_time OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
-              AND (m.available_at IS NULL OR m.available_at <= p_now)))
-          ORDER BY m.created_at LIMIT per_group
-        ) h
-        WHERE grouped AND g.channel_id = p_channel AND g.group_key <> ''
-      ), loose AS (
-        -- Messages outside the group rules: every message when the channel
-        -- has none; else those without a group (in a fair channel, one
-        -- turn's worth: they are one group, under '').
-        SELECT u.*, (SELECT g.last_served_at FROM message_groups g WHERE g.channel_id = p_channel AND g.group_key = '') AS last_served_at,
-          ''::text AS turn_key
-        FROM (
-          SELECT o.* FROM generate_series(1, 5) lvl CROSS JOIN LATERAL (
-            -- The level as a range, not `priority = lvl`: from an equality
-            -- the planner knows the priority is fixed, drops it from the
-            -- order, and the generic plan walked messages_unclaimed (ordered
-            -- by created_at alone) through the whole backlog for every empty
-            -- level: 10 ms a pick at 80,000 waiting of one priority
-            -- (bench/dispatch.ts with a limit and no priorities). As a range,
-            -- only an index by priority gives this order. A channel with
-            -- group rules reads its messages without a group from their own
-            -- index (messages_open_loose), which a generic plan can use only
-            -- when `group_key IS NULL` stands alone, hence two branches;
-            -- through messages_open_by_priority it stepped over every
-            -- grouped message of the level.
-            (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key, true AS open
-             FROM messages m
-             WHERE NOT grouped AND m.channel_id = p_channel AND m.priority >= lvl AND m.priority <= lvl AND m.claimed_by_key_id IS NULL
-               AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
-               AND m.expires_at > p_now AND m.delivery_count < maxd
-               AND m.id <> ALL (picked) AND m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)
-             ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
+          -- Each group's head: its oldest open message, or with one_at_a_time
+          -- groups its oldest unfinished one (open or not).
+          SELECT h.*, g.last_served_at, g.group_key AS turn_key
+          FROM message_groups g
+          CROSS JOIN LATERAL (
+            SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key,
+              ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+                AND (m.available_at IS NULL OR m.available_at <= p_now)) AS open,
+              row_number() OVER (ORDER BY m.created_at) AS round
+            FROM messages m
+            WHERE m.channel_id = p_channel AND m.group_key = g.group_key
+              AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
+              AND m.id <> ALL (picked) AND (one_at_a_time OR (m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)))
+              AND (one_at_a_time OR ((m.claimed_by_key_id IS NULL OR (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now))
+                AND (m.available_at IS NULL OR m.available_at <= p_now)))
+            ORDER BY m.created_at LIMIT per_group
+          ) h
+          WHERE grouped AND g.channel_id = p_channel AND g.group_key <> ''
+        ), loose AS (
+          -- Messages outside the group rules: every message when the channel
+          -- has none; else those without a group (in a fair channel, one
+          -- turn's worth: they are one group, under '').
+          SELECT u.*, (SELECT g.last_served_at FROM message_groups g WHERE g.channel_id = p_channel AND g.group_key = '') AS last_served_at,
+            ''::text AS turn_key
+          FROM (
+            SELECT o.* FROM generate_series(1, 5) lvl CROSS JOIN LATERAL (
+              -- The level as a range, not `priority = lvl`: from an equality
+              -- the planner knows the priority is fixed, drops it from the
+              -- order, and the generic plan walked messages_unclaimed (ordered
+              -- by created_at alone) through the whole backlog for every empty
+              -- level: 10 ms a pick at 80,000 waiting of one priority
+              -- (bench/dispatch.ts with a limit and no priorities). As a range,
+              -- only an index by priority gives this order. A channel with
+              -- group rules reads its messages without a group from their own
+              -- index (messages_open_loose), which a generic plan can use only
+              -- when `group_key IS NULL` stands alone, hence two branches;
+              -- through messages_open_by_priority it stepped over every
+              -- grouped message of the level.
+              (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key, true AS open
+               FROM messages m
+               WHERE NOT grouped AND m.channel_id = p_channel AND m.priority >= lvl AND m.priority <= lvl AND m.claimed_by_key_id IS NULL
+                 AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
+                 AND m.expires_at > p_now AND m.delivery_count < maxd
+                 AND m.id <> ALL (picked) AND m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)
+               ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
+              UNION ALL
+              (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key, true AS open
+               FROM messages m
+               WHERE grouped AND m.group_key IS NULL AND m.channel_id = p_channel AND m.priority >= lvl AND m.priority <= lvl
+                 AND m.claimed_by_key_id IS NULL AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
+                 AND m.expires_at > p_now AND m.delivery_count < maxd
+                 AND m.id <> ALL (picked) AND m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)
+               ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
+            ) o
             UNION ALL
-            (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at) AS since, m.limit_ids, m.group_key, true AS open
+            (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at), m.limit_ids, m.group_key, true
              FROM messages m
-             WHERE grouped AND m.group_key IS NULL AND m.channel_id = p_channel AND m.priority >= lvl AND m.priority <= lvl
-               AND m.claimed_by_key_id IS NULL AND (m.available_at IS NULL OR m.available_at <= p_now) AND m.acknowledged_by = '[]'::jsonb
-               AND m.expires_at > p_now AND m.delivery_count < maxd
-               AND m.id <> ALL (picked) AND m.id <> ALL (passed) AND NOT (m.limit_ids && exhausted)
+             WHERE m.channel_id = p_channel AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
+               AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
+               AND (NOT grouped OR m.group_key IS NULL) AND m.id <> ALL (picked) AND m.id <> ALL (passed)
+               AND NOT (m.limit_ids && exhausted)
              ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
-          ) o
-          UNION ALL
-          (SELECT m.id, m.created_at, m.priority, coalesce(m.available_at, m.created_at), m.limit_ids, m.group_key, true
-           FROM messages m
-           WHERE m.channel_id = p_channel AND m.lease_token IS NOT NULL AND m.lease_expires_at <= p_now
-             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now AND m.delivery_count < maxd
-             AND (NOT grouped OR m.group_key IS NULL) AND m.id <> ALL (picked) AND m.id <> ALL (passed)
-             AND NOT (m.limit_ids && exhausted)
-           ORDER BY m.priority, m.created_at LIMIT p_wanted + 16)
-        ) u
-      ), loose_ranked AS (
-        SELECT l.id, l.created_at, l.priority, l.since, l.limit_ids, l.group_key, l.open,
-          row_number() OVER (ORDER BY greatest(1, l.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
-                   ELSE floor(extract(epoch FROM p_now - l.since) / ch.priority_aging_seconds)::integer END), l.created_at) AS round,
-          l.last_served_at, l.turn_key
-        FROM loose l
-      ), loose_turn AS (
-        SELECT * FROM loose_ranked r WHERE r.round <= CASE WHEN ch.dispatch = 'fair' THEN loose_per ELSE p_wanted + 16 END
+          ) u
+        ), loose_ranked AS (
+          SELECT l.id, l.created_at, l.priority, l.since, l.limit_ids, l.group_key, l.open,
+            row_number() OVER (ORDER BY greatest(1, l.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
+                     ELSE floor(extract(epoch FROM p_now - l.since) / ch.priority_aging_seconds)::integer END), l.created_at) AS round,
+            l.last_served_at, l.turn_key
+          FROM loose l
+        ), loose_turn AS (
+          SELECT * FROM loose_ranked r WHERE r.round <= CASE WHEN ch.dispatch = 'fair' THEN loose_per ELSE p_wanted + 16 END
+        )
+        , ranked AS (
+        SELECT a.*, greatest(1, a.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
+                 ELSE floor(extract(epoch FROM p_now - a.since) / ch.priority_aging_seconds)::integer END) AS eff
+        FROM (SELECT * FROM heads UNION ALL SELECT * FROM loose_turn) a
+        WHERE a.open
+      ), turns AS (
+        SELECT r.*, row_number() OVER (PARTITION BY r.turn_key ORDER BY r.round) AS pos,
+          count(*) OVER (PARTITION BY r.turn_key) AS read_n
+        FROM ranked r
       )
-      SELECT a.*, greatest(1, a.priority - CASE WHEN ch.priority_aging_seconds IS NULL THEN 0
-               ELSE floor(extract(epoch FROM p_now - a.since) / ch.priority_aging_seconds)::integer END) AS eff
-      FROM (SELECT * FROM heads UNION ALL SELECT * FROM loose_turn) a
-      WHERE a.open
-      ORDER BY eff,
-        -- Fair: each group's first before any group's second, and so on.
-        CASE WHEN ch.dispatch = 'fair' THEN a.round END,
-        CASE WHEN ch.dispatch = 'fair' THEN a.last_served_at END ASC NULLS FIRST,
-        CASE WHEN ch.dispatch = 'fair' THEN a.turn_key END,
-        a.created_at
+      SELECT t.id, t.turn_key, t.group_key, t.eff, t.created_at, t.limit_ids, t.pos AS round, t.last_served_at, t.pos = 1 AS first,
+        -- The turn's last candidate read, where more may wait unread.
+        t.pos = t.read_n AND t.read_n >= CASE WHEN t.turn_key <> '' THEN per_group
+          WHEN ch.dispatch = 'fair' THEN loose_per ELSE p_wanted + 16 END AS cut,
+        row_number() OVER (ORDER BY t.turn_key, t.pos) AS ix
+      FROM turns t
+    ) c2;
+    ri := 1;
+    q_idx := '{}';
+    q_seq := '{}';
+    dead_keys := '{}';
     LOOP
       EXIT WHEN got >= p_wanted;
+      WHILE ri <= cardinality(rd_idx) AND a_keys[rd_idx[ri]] = ANY (dead_keys) LOOP
+        ri := ri + 1;
+      END LOOP;
+      -- The most urgent next candidate of a turn taken in this pass: fair,
+      -- the turn taken first (it was served least recently); fifo, the oldest.
+      q := 0;
+      FOR j IN 1 .. cardinality(q_idx) LOOP
+        ax := q_idx[j];
+        CONTINUE WHEN ax IS NULL OR a_keys[ax] = ANY (dead_keys);
+        IF q = 0 OR a_eff[ax] < a_eff[q_idx[q]] OR (a_eff[ax] = a_eff[q_idx[q]]
+            AND CASE WHEN ch.dispatch = 'fair' THEN q_seq[j] < q_seq[q] ELSE a_created[ax] < a_created[q_idx[q]] END) THEN
+          q := j;
+        END IF;
+      END LOOP;
+      -- Against the first turn not taken yet: at one priority, fair gives it
+      -- the turn (served less recently than any taken now), fifo the older.
+      IF q > 0 AND (ri > cardinality(rd_idx) OR a_eff[q_idx[q]] < a_eff[rd_idx[ri]] OR (a_eff[q_idx[q]] = a_eff[rd_idx[ri]]
+          AND ch.dispatch <> 'fair' AND a_created[q_idx[q]] < a_created[rd_idx[ri]])) THEN
+        ax := q_idx[q];
+        q_idx[q] := NULL;
+      ELSIF ri <= cardinality(rd_idx) THEN
+        ax := rd_idx[ri];
+        ri := ri + 1;
+      ELSE
+        EXIT;
+      END IF;
+      cand_key := a_keys[ax];
+      cand_id := a_ids[ax];
+      cand_group := a_groups[ax];
       -- A one_at_a_time group's head passed over for its limits holds its group back.
-      CONTINUE WHEN c.id = ANY (passed);
+      CONTINUE WHEN cand_id = ANY (passed);
       -- A group at its bound gives nothing more.
-      IF ch.group_concurrency IS NOT NULL AND c.group_key IS NOT NULL THEN
-        IF NOT group_n ? c.group_key THEN
+      IF ch.group_concurrency IS NOT NULL AND cand_group IS NOT NULL THEN
+        IF NOT group_n ? cand_group THEN
           SELECT count(*) INTO busy FROM messages m
-          WHERE m.channel_id = p_channel AND m.group_key = c.group_key AND m.claimed_by_key_id IS NOT NULL
+          WHERE m.channel_id = p_channel AND m.group_key = cand_group AND m.claimed_by_key_id IS NOT NULL
             AND m.acknowledged_by = '[]'::jsonb AND m.expires_at > p_now
             AND NOT (m.lease_expires_at IS NOT NULL AND m.lease_expires_at <= p_now);
           -- And what the fair walk picked before it handed over.
-          group_n := group_n || jsonb_build_object(c.group_key, busy + cardinality(array_positions(picked_groups, c.group_key)));
+          group_n := group_n || jsonb_build_object(cand_group, busy + cardinality(array_positions(picked_groups, cand_group)));
         END IF;
-        IF (group_n ->> c.group_key)::integer >= ch.group_concurrency THEN
+        IF (group_n ->> cand_group)::integer >= ch.group_concurrency THEN
+          dead_keys := dead_keys || cand_key;
           CONTINUE;
         END IF;
       END IF;
       -- Its limits: the channel's and its own; each must have room.
-      holds := ARRAY(SELECT DISTINCT x FROM unnest(ch.limit_ids || c.limit_ids) x WHERE x = ANY (lim_ids) ORDER BY x);
+      IF jsonb_array_length(a_lims -> (ax - 1)) = 0 THEN
+        holds := ch_holds;
+        hpos := ch_hpos;
+      ELSE
+        holds := ARRAY(SELECT DISTINCT y FROM unnest(ch.limit_ids || ARRAY(SELECT jsonb_array_elements_text(a_lims -> (ax - 1))::uuid)) y
+                       WHERE y = ANY (lim_ids) ORDER BY y);
+        hpos := ARRAY(SELECT array_position(lim_ids, y) FROM unnest(holds) y);
+      END IF;
       ok := true;
-      FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+      FOREACH k IN ARRAY hpos LOOP
         IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
           ok := false;
         END IF;
       END LOOP;
       IF NOT ok THEN
-        passed := passed || c.id;
+        passed := passed || cand_id;
         -- The next pass reads past it (a strict group's head still holds its group back).
-        progress := progress OR NOT (one_at_a_time AND c.group_key IS NOT NULL);
+        progress := progress OR NOT (one_at_a_time AND cand_group IS NOT NULL);
+        IF NOT (one_at_a_time AND cand_group IS NOT NULL) THEN
+          -- Its turn offers the next one, as a turn not taken yet.
+          j := array_position(a_fk, cand_key || E'\x01' || (a_round[ax] + 1));
+          IF j IS NOT NULL THEN
+            q_idx := q_idx || j;
+            q_seq := q_seq || 0;
+          ELSIF a_cut[ax] THEN
+            EXIT;
+          END IF;
+        END IF;
         CONTINUE;
       END IF;
-      FOREACH k IN ARRAY ARRAY(SELECT array_position(lim_ids, x) FROM unnest(holds) x) LOOP
+      FOREACH k IN ARRAY hpos LOOP
         lim_room[k] := lim_room[k] - 1;
         lim_rate[k] := lim_rate[k] - 1;
         IF lim_room[k] <= 0 OR lim_rate[k] <= 0 THEN
           exhausted := exhausted || lim_ids[k];
         END IF;
       END LOOP;
-      IF c.group_key IS NOT NULL AND ch.group_concurrency IS NOT NULL THEN
-        group_n := group_n || jsonb_build_object(c.group_key, (group_n ->> c.group_key)::integer + 1);
+      IF cand_group IS NOT NULL AND ch.group_concurrency IS NOT NULL THEN
+        group_n := group_n || jsonb_build_object(cand_group, (group_n ->> cand_group)::integer + 1);
       END IF;
       IF ch.dispatch = 'fair' THEN
         UPDATE message_groups g SET last_served_at = clock_timestamp()
-        WHERE g.channel_id = p_channel AND g.group_key = coalesce(c.group_key, '');
+        WHERE g.channel_id = p_channel AND g.group_key = cand_key;
       END IF;
-      picked := picked || c.id;
+      picked := picked || cand_id;
       got := got + 1;
       progress := true;
-      id := c.id;
+      id := cand_id;
       n := got;
       held := CASE WHEN cardinality(holds) = 0 THEN NULL ELSE holds END;
       RETURN NEXT;
+      IF NOT (one_at_a_time AND cand_group IS NOT NULL) THEN
+        -- Its turn's next candidate; where more wait unread, the next pass
+        -- reads them (its turn may come before the rest of this pass).
+        j := array_position(a_fk, cand_key || E'\x01' || (a_round[ax] + 1));
+        IF j IS NOT NULL THEN
+          q_idx := q_idx || j;
+          q_seq := q_seq || got;
+        ELSIF a_cut[ax] THEN
+          EXIT;
+        END IF;
+      END IF;
     END LOOP;
     EXIT WHEN got >= p_wanted OR NOT progress OR pass >= 64;
     loose_per := least(p_wanted, loose_per * 2);
