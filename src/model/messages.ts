@@ -47,6 +47,11 @@ export interface MessageRecord {
   priority: number;
   /** Names of the channel owner's limits the message adds to the channel's (docs/decisions.md#shared-limits). */
   limits: string[];
+  /**
+   * Its channel's max_deliveries, read only for a message delivered at least
+   * once (the rest cannot have reached it); null: unbounded, or not read.
+   */
+  maxDeliveries: number | null;
 }
 
 export interface DeadLetterOrigin {
@@ -120,6 +125,8 @@ export interface QueueStats {
   inFlight: number;
   acknowledged: number;
   deadLettered: number;
+  /** Unacknowledged messages past their expiry: live ones not moved yet, and history's. */
+  expired: number;
   /** When the oldest ready message became available; null when none is ready. */
   oldestReadySince: Micros | null;
   /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
@@ -154,6 +161,8 @@ export interface MessageInspection {
 export interface FoundMessage extends MessageInspection {
   /** When it moved to history; null while it is live. */
   archivedAt: Micros | null;
+  /** Why it moved to history; null while it is live. */
+  archivedReason: ArchiveReason | null;
 }
 
 /**
@@ -170,3 +179,29 @@ export function effectiveClaim(message: MessageRecord, now: Micros): Claim | nul
 }
 
 export const isActive = (message: MessageRecord, now: Micros): boolean => message.expiresAt > now;
+
+export type MessageState = "ready" | "delayed" | "blocked" | "waiting" | "in_flight" | "acknowledged" | "dead_lettered" | "cancelled" | "expired";
+
+/** Why a message moved to history (message_history.reason). */
+export type ArchiveReason = "expired" | "retracted" | "dead_lettered" | "redriven";
+
+/**
+ * Where a message stands at `now` (docs/decisions.md#message-state), by the
+ * rules the channel stats count with (store/message-reads-sql.ts STATS_SQL):
+ * acknowledged, expired, in flight, dead-lettered, delayed, ready. An
+ * archived copy tells how it ended: acknowledged, dead-lettered, or else
+ * expired (it expired, was retracted, or a dead letter was redriven away).
+ */
+export function messageState(message: MessageRecord, now: Micros, archived: ArchiveReason | null = null): MessageState {
+  if (archived !== null) {
+    if (archived === "dead_lettered") return "dead_lettered";
+    return message.acknowledgedBy.length > 0 ? "acknowledged" : "expired";
+  }
+  // Finished work stays finished past its expiry, as its archived copy does.
+  if (message.acknowledgedBy.length > 0) return "acknowledged";
+  if (message.expiresAt <= now) return "expired";
+  if (effectiveClaim(message, now) !== null) return "in_flight";
+  if (message.maxDeliveries !== null && message.deliveryCount >= message.maxDeliveries) return "dead_lettered";
+  if (message.availableAt > now) return "delayed";
+  return "ready";
+}

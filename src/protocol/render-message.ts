@@ -1,11 +1,25 @@
 /** Domain messages to their protobuf shapes. */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
-import { effectiveClaim } from "../model/messages.js";
-import type { FoundMessage, MessageRecord } from "../model/messages.js";
+import { MessageState } from "../../gen/agentbus/v1/message_pb.js";
+import { effectiveClaim, messageState, type ArchiveReason } from "../model/messages.js";
+import type { FoundMessage, MessageRecord, MessageState as State } from "../model/messages.js";
 import { toProtoTimestamp, type Micros } from "../model/time.js";
 
-export function renderMessage(message: MessageRecord, now: Micros): MessageInitShape<typeof MessageSchema> {
+const STATES: Record<State, MessageState> = {
+  ready: MessageState.READY,
+  delayed: MessageState.DELAYED,
+  blocked: MessageState.BLOCKED,
+  waiting: MessageState.WAITING,
+  in_flight: MessageState.IN_FLIGHT,
+  acknowledged: MessageState.ACKNOWLEDGED,
+  dead_lettered: MessageState.DEAD_LETTERED,
+  cancelled: MessageState.CANCELLED,
+  expired: MessageState.EXPIRED,
+};
+
+/** A message as of `now`; an archived copy (archived: why it moved to history) as it ended. */
+export function renderMessage(message: MessageRecord, now: Micros, archived: ArchiveReason | null = null): MessageInitShape<typeof MessageSchema> {
   const claim = effectiveClaim(message, now);
   return {
     id: message.id,
@@ -32,6 +46,7 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
     groupKey: message.groupKey ?? undefined,
     priority: message.priority,
     limits: message.limits,
+    state: STATES[messageState(message, now, archived)],
   };
 }
 
@@ -41,5 +56,5 @@ export function renderMessage(message: MessageRecord, now: Micros): MessageInitS
  */
 export function renderFoundMessage(found: FoundMessage, now: Micros): MessageInitShape<typeof MessageSchema> {
   if (found.archivedAt === null) return renderMessage(found.message, now);
-  return { ...renderMessage(found.message, found.archivedAt), active: false };
+  return { ...renderMessage(found.message, found.archivedAt, found.archivedReason), active: false };
 }

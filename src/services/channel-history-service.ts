@@ -14,7 +14,7 @@ import { renderMessage } from "../protocol/render-message.js";
  */
 export function renderHistoryMessage(m: HistoryRecord): MessageInitShape<typeof HistoryMessageSchema> {
   // The live Message rendering, as of the moment the message was archived.
-  const { $typeName: _message, ...fields } = renderMessage(m, m.archivedAt) as ReturnType<typeof renderMessage> & { $typeName?: string };
+  const { $typeName: _message, ...fields } = renderMessage(m, m.archivedAt, m.reason) as ReturnType<typeof renderMessage> & { $typeName?: string };
   return { ...fields, active: false, archivedAt: toProtoTimestamp(m.archivedAt) };
 }
 

@@ -181,6 +181,11 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         inFlight: stats.inFlight,
         acknowledged: stats.acknowledged,
         deadLettered: stats.deadLettered,
+        // The states no message reaches yet (dependencies, waitpoints, cancellation).
+        blocked: 0,
+        waiting: 0,
+        cancelled: 0,
+        expired: stats.expired,
         oldestReadyAgeSeconds: stats.oldestReadySince === null ? undefined : Math.max(0, now - stats.oldestReadySince) / MICROS_PER_SECOND,
         claimToAckP50Ms: stats.claimToAckP50Ms ?? undefined,
         readyByPriority: Object.fromEntries(stats.readyByPriority.map((n, i) => [String(i + 1), n])),

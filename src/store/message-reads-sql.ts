@@ -91,7 +91,7 @@ export const STATS_SQL = `WITH k AS (
     SELECT c.mode = 'claimable' AS claimable, coalesce(c.max_deliveries, 2147483647) AS max_deliveries FROM channels c WHERE c.id = $1
   ), live AS MATERIALIZED (
     SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since, m.group_key, m.priority,
-      (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at,
+      (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at, m.acknowledged_by <> '[]'::jsonb AS acknowledged,
       CASE
         WHEN m.expires_at <= $2 THEN 'expired'
         WHEN m.acknowledged_by <> '[]'::jsonb THEN 'acknowledged'
@@ -101,6 +101,12 @@ export const STATS_SQL = `WITH k AS (
         ELSE 'ready'
       END AS state
     FROM messages m, k WHERE m.channel_id = $1
+  ), archived AS (
+    -- History's dead letters and its unacknowledged expired messages, in one
+    -- pass (message_history_by_channel).
+    SELECT count(*) FILTER (WHERE h.reason = 'dead_lettered') AS dead_lettered,
+      count(*) FILTER (WHERE h.reason = 'expired' AND h.acknowledged_by = '[]'::jsonb) AS expired
+    FROM message_history h WHERE h.channel_id = $1
   ), groups_live AS (
     SELECT l.group_key, count(*) FILTER (WHERE l.state = 'ready')::int AS ready, count(*) FILTER (WHERE l.state = 'in_flight')::int AS in_flight,
       (extract(epoch FROM min(l.available_since) FILTER (WHERE l.state = 'ready')) * 1000000)::bigint AS oldest_ready_since
@@ -111,8 +117,8 @@ export const STATS_SQL = `WITH k AS (
     count(*) FILTER (WHERE state = 'delayed')::int AS delayed,
     count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
     count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
-    (count(*) FILTER (WHERE state = 'dead_lettered')
-      + (SELECT count(*) FROM message_history h WHERE h.channel_id = $1 AND h.reason = 'dead_lettered'))::int AS dead_lettered,
+    (count(*) FILTER (WHERE state = 'dead_lettered') + (SELECT h.dead_lettered FROM archived h))::int AS dead_lettered,
+    (count(*) FILTER (WHERE state = 'expired' AND NOT acknowledged) + (SELECT h.expired FROM archived h))::int AS expired,
     min(available_since) FILTER (WHERE state = 'ready') AS oldest_ready_since,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_ack_at - claimed_at) * 1000)
       FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms,

@@ -36,6 +36,8 @@ export interface MessageRow {
   group_key?: string | null;
   priority?: number;
   limit_names?: string[];
+  /** The channel's max_deliveries, read for a message delivered at least once (COLUMNS). */
+  max_deliveries?: number | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -44,7 +46,8 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   coalesce(m.available_at, m.created_at) AS available_at,
   (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label,
   m.group_key, m.priority,
-  CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names`;
+  CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
+  CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -116,5 +119,6 @@ export function toRecord(row: MessageRow): MessageRecord {
     groupKey: row.group_key ?? null,
     priority: row.priority ?? 3,
     limits: row.limit_names ?? [],
+    maxDeliveries: row.max_deliveries ?? null,
   };
 }

@@ -17,6 +17,7 @@ import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
 import type {
   BatchCreateOutcome,
+  ArchiveReason,
   CreateOutcome,
   CreateRefusal,
   ListFilter,
@@ -87,9 +88,9 @@ class BatchRefused extends Error {
 const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
     EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
   FROM (
-    SELECT ${COLUMNS}, NULL::timestamptz AS archived_at FROM messages m WHERE m.id = $1
+    SELECT ${COLUMNS}, NULL::timestamptz AS archived_at, NULL::text AS reason FROM messages m WHERE m.id = $1
     UNION ALL
-    SELECT ${COLUMNS}, m.archived_at FROM message_history m WHERE m.id = $1
+    SELECT ${COLUMNS}, m.archived_at, m.reason FROM message_history m WHERE m.id = $1
   ) x JOIN channels c ON c.id = x.channel_id
   ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
 
@@ -187,6 +188,7 @@ export class PgMessageStore implements MessageStore {
                 groupKey: input.groupKey ?? null,
                 priority: input.priority ?? 3,
                 limits: input.limitNames ?? [],
+                maxDeliveries: null,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -295,6 +297,7 @@ export class PgMessageStore implements MessageStore {
       in_flight: number;
       acknowledged: number;
       dead_lettered: number;
+      expired: number;
       oldest_ready_since: Micros | null;
       claim_to_ack_p50_ms: number | null;
       claim_to_ack_avg_ms: number | null;
@@ -309,6 +312,7 @@ export class PgMessageStore implements MessageStore {
       inFlight: row.in_flight,
       acknowledged: row.acknowledged,
       deadLettered: row.dead_lettered,
+      expired: row.expired,
       oldestReadySince: row.oldest_ready_since,
       claimToAckP50Ms: row.claim_to_ack_p50_ms,
       claimToAckAvgMs: row.claim_to_ack_avg_ms,
@@ -413,7 +417,7 @@ export class PgMessageStore implements MessageStore {
 
   /** The message live, or else its archived copy, with its channel and the caller's standing. */
   async find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
-    const { rows } = await this.db.query<MessageRow & { archived_at: Micros | null; mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
+    const { rows } = await this.db.query<MessageRow & { archived_at: Micros | null; reason: ArchiveReason | null; mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
       FIND_SQL,
       [messageId, keyId],
       "find_message",
@@ -423,6 +427,7 @@ export class PgMessageStore implements MessageStore {
       row && {
         message: toRecord(row),
         archivedAt: row.archived_at,
+        archivedReason: row.reason,
         mode: row.mode,
         access: row.access,
         channelOwnerKeyId: row.owner_key_id,

@@ -19,6 +19,10 @@ interface Stats {
   in_flight: number;
   acknowledged: number;
   dead_lettered: number;
+  blocked: number;
+  waiting: number;
+  cancelled: number;
+  expired: number;
   oldest_ready_age_seconds: number | null;
   claim_to_ack_p50_ms: number | null;
   groups: { count: number; in_flight: number; top: unknown[] } | null;
@@ -52,7 +56,7 @@ const receive = async (ch: string, body: Record<string, unknown> = {}) => {
 const post = (ch: string, body: Record<string, unknown> = {}) => postMessage(url(), owner, ch, { content: "task", ...body });
 const ack = (id: string) => rest(url(), "POST", `/v1/messages/${id}/ack`, { key: worker, body: {} });
 const counts = ({ oldest_ready_age_seconds: _age, claim_to_ack_p50_ms: _p50, groups: _groups, ready_by_priority: _byPriority, ...states }: Stats) => states;
-const empty = { ready: 0, delayed: 0, in_flight: 0, acknowledged: 0, dead_lettered: 0 };
+const empty = { ready: 0, delayed: 0, blocked: 0, waiting: 0, in_flight: 0, acknowledged: 0, dead_lettered: 0, cancelled: 0, expired: 0 };
 
 describe("GET /v1/channels/{identifier}/stats", () => {
   it("reports an empty queue as zeros with no age and no median", async () => {
@@ -136,6 +140,41 @@ describe("GET /v1/channels/{identifier}/stats", () => {
     // Moved: the origin still counts them (from its history); the dead-letter channel holds them as ready work.
     expect(counts(await stats(ch))).toEqual({ ...empty, dead_lettered: 2 });
     expect(counts(await stats(dlq, owner))).toEqual({ ...empty, ready: 2 });
+  });
+
+  it("shows on each message the state the stats count it in", async () => {
+    const ch = await createChannel(url(), owner, { max_deliveries: 1 });
+    const byContent = new Map<string, string>();
+    for (const [content, extra] of [["held", {}], ["dead", {}], ["done", {}], ["ready", {}], ["later", { delay_seconds: 600 }], ["gone", { ttl_seconds: 1 }]] as const) {
+      byContent.set(content, (await post(ch, { content, ...extra })).id);
+    }
+    const leases = await receive(ch, { max_messages: 3, lease_seconds: 300 });
+    expect(leases.map((l) => l.message.content)).toEqual(["held", "dead", "done"]);
+    expect(leases.map((l) => l.message.state)).toEqual(["in_flight", "in_flight", "in_flight"]);
+    expect((await rest(url(), "POST", `/v1/messages/${byContent.get("dead")}/release`, { key: worker, body: {} })).status).toBe(200);
+    expect((await ack(byContent.get("done")!)).status).toBe(200);
+    clock.advanceSeconds(2);
+    const states: Record<string, string> = {};
+    for (const [content, id] of byContent) {
+      const res = await rest<{ state: string }>(url(), "GET", `/v1/messages/${id}`, { key: owner });
+      expect(res.status).toBe(200);
+      states[content] = res.body.state;
+    }
+    expect(states).toEqual({ held: "in_flight", dead: "dead_lettered", done: "acknowledged", ready: "ready", later: "delayed", gone: "expired" });
+    expect(counts(await stats(ch))).toEqual({ ...empty, ready: 1, delayed: 1, in_flight: 1, acknowledged: 1, dead_lettered: 1, expired: 1 });
+  });
+
+  it("shows a message moved to the dead-letter channel as dead_lettered where it came from", async () => {
+    const dlq = await createChannel(url(), owner);
+    const ch = await createChannel(url(), owner, { max_deliveries: 1, dead_letter_channel: dlq });
+    const m = await post(ch, { content: "fails" });
+    const [lease] = await receive(ch);
+    expect((await rest(url(), "POST", `/v1/messages/${lease!.message.id}/release`, { key: worker, body: {} })).status).toBe(200);
+    expect(await receive(ch)).toEqual([]);
+    const res = await rest<{ state: string; active: boolean }>(url(), "GET", `/v1/messages/${m.id}`, { key: owner });
+    expect(res.body).toMatchObject({ state: "dead_lettered", active: false });
+    const [moved] = await receive(dlq);
+    expect(moved!.message.state).toBe("in_flight");
   });
 
   it("counts a broadcast channel's due messages as ready and acknowledged ones apart", async () => {

@@ -15,6 +15,8 @@ export interface MessageJson {
   result: string | null;
   mentions: Array<{ id: string; name: string }>;
   active: boolean;
+  /** ready, delayed, in_flight, acknowledged, dead_lettered, expired, … (docs/decisions.md#message-state). */
+  state: string;
   [key: string]: unknown;
 }
 

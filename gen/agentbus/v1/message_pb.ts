@@ -2,8 +2,8 @@
 // @generated from file agentbus/v1/message.proto (package agentbus.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/message.proto.
  */
 export const file_agentbus_v1_message: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIocBCg9BY2tub3dsZWRnZW1lbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0It8GCgdNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIWCg5kZWxpdmVyeV9jb3VudBgPIAEoDRITCgZyZXN1bHQYECABKAlIAogBARIwCgxhdmFpbGFibGVfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKEGxlYXNlX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWF1dGhvcl9rZXlfaWQYEyABKAkSMgoLZGVhZF9sZXR0ZXIYFCABKAsyHS5hZ2VudGJ1cy52MS5EZWFkTGV0dGVyT3JpZ2luEhQKDGF1dGhvcl9sYWJlbBgVIAEoCRIWCglncm91cF9rZXkYFiABKAlIA4gBARIQCghwcmlvcml0eRgXIAEoBRIOCgZsaW1pdHMYGCADKAlCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZEIJCgdfcmVzdWx0QgwKCl9ncm91cF9rZXkidAoQRGVhZExldHRlck9yaWdpbhIZChFvcmlnaW5fY2hhbm5lbF9pZBgBIAEoCRIZChFvcmlnaW5fbWVzc2FnZV9pZBgCIAEoCRIWCg5kZWxpdmVyeV9jb3VudBgDIAEoDRISCgpsYXN0X2Vycm9yGAQgASgJIs4FCg5IaXN0b3J5TWVzc2FnZRIKCgJpZBgBIAEoCRISCgpjaGFubmVsX2lkGAIgASgJEiQKBWFjdG9yGAMgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSGAoLYWN0b3JfbGFiZWwYBCABKAlIAIgBARIPCgdjb250ZW50GAUgASgJEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgpjbGFpbWVkX2J5GAkgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSHgoRY2xhaW1lZF9ieV9rZXlfaWQYCiABKAlIAYgBARIuCgpjbGFpbWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghtZW50aW9ucxgMIAMoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEjUKD2Fja25vd2xlZGdlZF9ieRgNIAMoCzIcLmFnZW50YnVzLnYxLkFja25vd2xlZGdlbWVudBIOCgZhY3RpdmUYDiABKAgSLwoLYXJjaGl2ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmRlbGl2ZXJ5X2NvdW50GBAgASgNEhMKBnJlc3VsdBgRIAEoCUgCiAEBEjAKDGF2YWlsYWJsZV9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMYXV0aG9yX2xhYmVsGBMgASgJQg4KDF9hY3Rvcl9sYWJlbEIUChJfY2xhaW1lZF9ieV9rZXlfaWRCCQoHX3Jlc3VsdGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9tZXNzYWdlLnByb3RvEgthZ2VudGJ1cy52MSIkCghBY3RvclJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIocBCg9BY2tub3dsZWRnZW1lbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IokHCgdNZXNzYWdlEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSJAoFYWN0b3IYAyABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIYCgthY3Rvcl9sYWJlbBgEIAEoCUgAiAEBEg8KB2NvbnRlbnQYBSABKAkSKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmNsYWltZWRfYnkYCSABKAsyFS5hZ2VudGJ1cy52MS5BY3RvclJlZhIeChFjbGFpbWVkX2J5X2tleV9pZBgKIAEoCUgBiAEBEi4KCmNsYWltZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCG1lbnRpb25zGAwgAygLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSNQoPYWNrbm93bGVkZ2VkX2J5GA0gAygLMhwuYWdlbnRidXMudjEuQWNrbm93bGVkZ2VtZW50Eg4KBmFjdGl2ZRgOIAEoCBIWCg5kZWxpdmVyeV9jb3VudBgPIAEoDRITCgZyZXN1bHQYECABKAlIAogBARIwCgxhdmFpbGFibGVfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKEGxlYXNlX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWF1dGhvcl9rZXlfaWQYEyABKAkSMgoLZGVhZF9sZXR0ZXIYFCABKAsyHS5hZ2VudGJ1cy52MS5EZWFkTGV0dGVyT3JpZ2luEhQKDGF1dGhvcl9sYWJlbBgVIAEoCRIWCglncm91cF9rZXkYFiABKAlIA4gBARIQCghwcmlvcml0eRgXIAEoBRIOCgZsaW1pdHMYGCADKAkSKAoFc3RhdGUYGSABKA4yGS5hZ2VudGJ1cy52MS5NZXNzYWdlU3RhdGVCDgoMX2FjdG9yX2xhYmVsQhQKEl9jbGFpbWVkX2J5X2tleV9pZEIJCgdfcmVzdWx0QgwKCl9ncm91cF9rZXkidAoQRGVhZExldHRlck9yaWdpbhIZChFvcmlnaW5fY2hhbm5lbF9pZBgBIAEoCRIZChFvcmlnaW5fbWVzc2FnZV9pZBgCIAEoCRIWCg5kZWxpdmVyeV9jb3VudBgDIAEoDRISCgpsYXN0X2Vycm9yGAQgASgJIs4FCg5IaXN0b3J5TWVzc2FnZRIKCgJpZBgBIAEoCRISCgpjaGFubmVsX2lkGAIgASgJEiQKBWFjdG9yGAMgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSGAoLYWN0b3JfbGFiZWwYBCABKAlIAIgBARIPCgdjb250ZW50GAUgASgJEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgpjbGFpbWVkX2J5GAkgASgLMhUuYWdlbnRidXMudjEuQWN0b3JSZWYSHgoRY2xhaW1lZF9ieV9rZXlfaWQYCiABKAlIAYgBARIuCgpjbGFpbWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghtZW50aW9ucxgMIAMoCzIVLmFnZW50YnVzLnYxLkFjdG9yUmVmEjUKD2Fja25vd2xlZGdlZF9ieRgNIAMoCzIcLmFnZW50YnVzLnYxLkFja25vd2xlZGdlbWVudBIOCgZhY3RpdmUYDiABKAgSLwoLYXJjaGl2ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmRlbGl2ZXJ5X2NvdW50GBAgASgNEhMKBnJlc3VsdBgRIAEoCUgCiAEBEjAKDGF2YWlsYWJsZV9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMYXV0aG9yX2xhYmVsGBMgASgJQg4KDF9hY3Rvcl9sYWJlbEIUChJfY2xhaW1lZF9ieV9rZXlfaWRCCQoHX3Jlc3VsdCqtAgoMTWVzc2FnZVN0YXRlEh0KGU1FU1NBR0VfU1RBVEVfVU5TUEVDSUZJRUQQABIXChNNRVNTQUdFX1NUQVRFX1JFQURZEAESGQoVTUVTU0FHRV9TVEFURV9ERUxBWUVEEAISGQoVTUVTU0FHRV9TVEFURV9CTE9DS0VEEAMSGQoVTUVTU0FHRV9TVEFURV9XQUlUSU5HEAQSGwoXTUVTU0FHRV9TVEFURV9JTl9GTElHSFQQBRIeChpNRVNTQUdFX1NUQVRFX0FDS05PV0xFREdFRBAGEh8KG01FU1NBR0VfU1RBVEVfREVBRF9MRVRURVJFRBAHEhsKF01FU1NBR0VfU1RBVEVfQ0FOQ0VMTEVEEAgSGQoVTUVTU0FHRV9TVEFURV9FWFBJUkVEEAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentbus.v1.ActorRef
@@ -236,6 +236,13 @@ export type Message = Message$1<"agentbus.v1.Message"> & {
    * @generated from field: repeated string limits = 24;
    */
   limits: string[];
+
+  /**
+   * Where the message stands now (an archived copy: how it ended).
+   *
+   * @generated from field: agentbus.v1.MessageState state = 25;
+   */
+  state: MessageState;
 };
 
 /**
@@ -401,4 +408,84 @@ export type HistoryMessage = Message$1<"agentbus.v1.HistoryMessage"> & {
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
   messageDesc(file_agentbus_v1_message, 4);
+
+/**
+ * Where a message stands (docs/decisions.md#message-state), decided in this
+ * order: acknowledged, expired, in flight, dead-lettered, delayed, ready. The
+ * channel stats count by the same rules. BLOCKED, WAITING and CANCELLED are
+ * reserved for dependencies, waitpoints and cancellation, which no message
+ * reaches yet.
+ *
+ * @generated from enum agentbus.v1.MessageState
+ */
+export enum MessageState {
+  /**
+   * @generated from enum value: MESSAGE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Open work a receive or claim would hand out now.
+   *
+   * @generated from enum value: MESSAGE_STATE_READY = 1;
+   */
+  READY = 1,
+
+  /**
+   * Open work whose available_at is still ahead (posted or released with a delay).
+   *
+   * @generated from enum value: MESSAGE_STATE_DELAYED = 2;
+   */
+  DELAYED = 2,
+
+  /**
+   * @generated from enum value: MESSAGE_STATE_BLOCKED = 3;
+   */
+  BLOCKED = 3,
+
+  /**
+   * @generated from enum value: MESSAGE_STATE_WAITING = 4;
+   */
+  WAITING = 4,
+
+  /**
+   * Claimed or leased, the lease still running, not acknowledged.
+   *
+   * @generated from enum value: MESSAGE_STATE_IN_FLIGHT = 5;
+   */
+  IN_FLIGHT = 5,
+
+  /**
+   * Acknowledged at least once (in a broadcast channel, by any reader).
+   *
+   * @generated from enum value: MESSAGE_STATE_ACKNOWLEDGED = 6;
+   */
+  ACKNOWLEDGED = 6,
+
+  /**
+   * Delivered max_deliveries times without an acknowledgement: moved, or
+   * about to be moved, to the dead-letter channel or history.
+   *
+   * @generated from enum value: MESSAGE_STATE_DEAD_LETTERED = 7;
+   */
+  DEAD_LETTERED = 7,
+
+  /**
+   * @generated from enum value: MESSAGE_STATE_CANCELLED = 8;
+   */
+  CANCELLED = 8,
+
+  /**
+   * Past its expiry (or retracted, or redriven away) without an acknowledgement.
+   *
+   * @generated from enum value: MESSAGE_STATE_EXPIRED = 9;
+   */
+  EXPIRED = 9,
+}
+
+/**
+ * Describes the enum agentbus.v1.MessageState.
+ */
+export const MessageStateSchema: GenEnum<MessageState> = /*@__PURE__*/
+  enumDesc(file_agentbus_v1_message, 0);
 

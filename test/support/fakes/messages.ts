@@ -38,6 +38,7 @@ export class FakeMessageStore implements MessageStore {
       claim: null,
       acknowledgedBy: [],
       deliveryCount: 0,
+      maxDeliveries: null,
       result: null,
       deadLetter: null,
       groupKey,
@@ -106,10 +107,14 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
-      if (m.channelId !== channelId || m.expiresAt <= now) continue;
+      if (m.channelId !== channelId) continue;
+      if (m.expiresAt <= now) {
+        if (m.acknowledgedBy.length === 0) stats.expired += 1;
+        continue;
+      }
       stats.live += 1;
       if (m.acknowledgedBy.length > 0) {
         stats.acknowledged += 1;
@@ -229,6 +234,8 @@ export class FakeMessageStore implements MessageStore {
     return {
       message: stored.message,
       archivedAt: stored.archivedAt,
+      // The fake archives only on retract.
+      archivedReason: stored.archivedAt === null ? null : "retracted",
       mode: channel.mode,
       access: channel.access,
       channelOwnerKeyId: channel.createdByKeyId,
