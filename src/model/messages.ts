@@ -202,6 +202,7 @@ export function messageState(message: MessageRecord, now: Micros, archived: Arch
   if (message.expiresAt <= now) return "expired";
   if (effectiveClaim(message, now) !== null) return "in_flight";
   if (message.maxDeliveries !== null && message.deliveryCount >= message.maxDeliveries) return "dead_lettered";
-  if (message.availableAt > now) return "delayed";
+  // Only a delay makes a message wait: its own created_at (PostgreSQL's clock) may be a little ahead of `now`.
+  if (message.availableAt > now && message.availableAt > message.createdAt) return "delayed";
   return "ready";
 }

@@ -235,6 +235,28 @@ print(json.dumps(out))
     });
   });
 
+  it("shows a message's state and the stats of every state", async () => {
+    const script = `
+import json, uuid
+from agentbus_client import AgentbusClient
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_pb2, message_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-states-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    posted = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="task")).message
+    received = client.messages.ReceiveMessages(message_service_pb2.ReceiveMessagesRequest(identifier=channel.id, max_messages=1)).data[0].message
+    out["states"] = [message_pb2.MessageState.Name(posted.state), message_pb2.MessageState.Name(received.state)]
+    stats = client.messages.GetChannelStats(message_service_pb2.GetChannelStatsRequest(identifier=channel.id))
+    out["stats"] = [stats.ready, stats.delayed, stats.blocked, stats.waiting, stats.in_flight, stats.acknowledged, stats.dead_lettered, stats.cancelled, stats.expired]
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(out.stdout)).toEqual({ states: ["MESSAGE_STATE_READY", "MESSAGE_STATE_IN_FLIGHT"], stats: [0, 0, 0, 0, 1, 0, 0, 0, 0] });
+  });
+
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentbus-py-"));
     try {

@@ -8,6 +8,7 @@ export { call, CallAbandonedError, CallTimeoutError, type CallResult, type TaskC
 
 // The generated types callers meet most, so they need not reach into gen/.
 export type { Message } from "../../../gen/agentbus/v1/message_pb.js";
+export { MessageState } from "../../../gen/agentbus/v1/message_pb.js";
 export type { Channel } from "../../../gen/agentbus/v1/channel_pb.js";
 export { ChannelAccess, ChannelDispatch, ChannelMode } from "../../../gen/agentbus/v1/channel_pb.js";
 export type { Limit, LimitRate } from "../../../gen/agentbus/v1/limit_pb.js";

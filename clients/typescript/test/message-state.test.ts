@@ -1,0 +1,31 @@
+/** Issue 29, item 1 through the client: a message's state and the stats of every state, over each transport. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../../../test/support/server.js";
+import { ChannelMode, MessageState, type TransportKind } from "../src/index.js";
+import { clientWithNewKey } from "./helpers.js";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const transports: TransportKind[] = ["grpc", "connect", "grpc-web"];
+
+describe.each(transports)("over %s", (transport) => {
+  it("shows a message ready, then in flight, then acknowledged, and the stats count each state", async () => {
+    const { client } = await clientWithNewKey(server.url, { transport });
+    const { id: channel } = await client.channels.createChannel({ name: "states", mode: ChannelMode.CLAIMABLE });
+    const { message } = await client.messages.createMessage({ identifier: channel, content: "task" });
+    expect(message?.state).toBe(MessageState.READY);
+    await client.messages.createMessage({ identifier: channel, content: "later", delaySeconds: 600 });
+    const [lease] = (await client.messages.receiveMessages({ identifier: channel, maxMessages: 1 })).data;
+    expect(lease?.message?.state).toBe(MessageState.IN_FLIGHT);
+    await client.messages.ackMessage({ messageId: message!.id });
+    expect((await client.messages.getMessage({ messageId: message!.id })).state).toBe(MessageState.ACKNOWLEDGED);
+    const stats = await client.messages.getChannelStats({ identifier: channel });
+    expect(stats).toMatchObject({ ready: 0, delayed: 1, blocked: 0, waiting: 0, inFlight: 0, acknowledged: 1, deadLettered: 0, cancelled: 0, expired: 0 });
+  });
+});
