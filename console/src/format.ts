@@ -1,7 +1,7 @@
 /** How times, states and enums read on the page. */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { ChannelAccess, ChannelMode } from "../../gen/agentbus/v1/channel_pb.js";
-import type { Message } from "../../gen/agentbus/v1/message_pb.js";
+import { MessageState as ServiceState, type Message } from "../../gen/agentbus/v1/message_pb.js";
 
 export const toDate = (ts: Timestamp | undefined): Date | undefined => (ts === undefined ? undefined : timestampDate(ts));
 
@@ -34,11 +34,26 @@ export const COUNT_CAP = 1000;
 /** A channel list's count: "1000+" when the service stopped counting. */
 export const countText = (n: number): string => (n >= COUNT_CAP ? `${COUNT_CAP}+` : String(n));
 
-export type MessageState = "acknowledged" | "in flight" | "delayed" | "ready" | "posted";
+export type MessageState = "acknowledged" | "in flight" | "delayed" | "ready" | "posted" | "dead-lettered" | "expired" | "cancelled" | "blocked" | "waiting";
 
-/** Where a message stands: the same words the queue statistics use. */
+/** The states the service decides that no clock in the page can change: shown as it says. */
+const SETTLED: Partial<Record<ServiceState, MessageState>> = {
+  [ServiceState.DEAD_LETTERED]: "dead-lettered",
+  [ServiceState.EXPIRED]: "expired",
+  [ServiceState.CANCELLED]: "cancelled",
+  [ServiceState.BLOCKED]: "blocked",
+  [ServiceState.WAITING]: "waiting",
+};
+
+/**
+ * Where a message stands: the same words the queue statistics use. The
+ * service's state (Message.state) where it is settled; otherwise worked out
+ * here, so a delay running out or a claim made in this page shows at once.
+ */
 export function messageState(message: Message, claimable: boolean, now = Date.now()): MessageState {
   if (message.acknowledgedBy.length > 0) return "acknowledged";
+  const settled = SETTLED[message.state];
+  if (settled !== undefined) return settled;
   if (message.claimedBy !== undefined && message.claimedBy.id !== "") return "in flight";
   const available = toDate(message.availableAt);
   if (available !== undefined && available.getTime() > now) return "delayed";

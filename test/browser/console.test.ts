@@ -247,6 +247,20 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("shows a task that used up its deliveries as dead-lettered, in the list and in the figures", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "flaky-jobs", mode: "claimable", max_deliveries: 1 } })).body.id;
+    await rest(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "Convert report.docx" } });
+    const received = await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${channel}/messages:receive`, { key: owner, body: {} });
+    await rest(server.url, "POST", `/v1/messages/${received.body.data[0]!.message.id}/release`, { key: owner, body: {} });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(".message.state-dead-lettered");
+    expect(await page.$eval(".message.state-dead-lettered .badge", (el) => el.textContent)).toBe("dead-lettered");
+    await until(page, `document.querySelector(".figure-dead .figure-value")?.textContent === "1"`);
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

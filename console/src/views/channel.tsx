@@ -425,6 +425,7 @@ function QueueState({ channel, revision }: { channel: Channel; revision: number 
       {figure("in flight", s?.inFlight, "in-flight")}
       {figure("acknowledged", s?.acknowledged, "acknowledged")}
       {figure("dead-lettered", s?.deadLettered, s?.deadLettered ? "dead" : "dead-none")}
+      {s?.expired ? figure("expired", s.expired, "expired") : null}
       <div class="figure">
         <span class="figure-value">{s?.oldestReadyAgeSeconds !== undefined ? `${Math.round(s.oldestReadyAgeSeconds)} s` : "—"}</span>
         <span class="figure-label">oldest ready</span>
