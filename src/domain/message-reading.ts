@@ -7,12 +7,15 @@
 import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
-import type { FoundMessage, ListFilter, MessageRecord, QueueStats } from "../model/messages.js";
+import { messageState, type FoundMessage, type ListFilter, type MessageRecord, type MessageState, type QueueStats } from "../model/messages.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import { nextWake, readOrWait } from "./long-poll.js";
 import type { MessageContext } from "./message-context.js";
 import { assertMessageId, checkWait, MAX_PAGE_SIZE, parseCursor } from "./message-rules.js";
 import { validatePageLimit } from "./paging.js";
+
+/** The states a message does not leave: a wait for its outcome ends there. */
+const SETTLED_STATES: ReadonlySet<MessageState> = new Set(["acknowledged", "dead_lettered", "cancelled", "expired"]);
 
 export interface ListInput {
   since: string | undefined;
@@ -195,9 +198,9 @@ export class MessageReading {
     return { channelId: channel.id, stats: await this.ctx.store.stats(channel.id, this.ctx.clock.now()) };
   }
 
-  /** Nothing more will happen to the message that a waiter waits for. */
+  /** Nothing more will happen to the message that a waiter waits for: archived, or in a state it cannot leave (docs/decisions.md#message-state). */
   private settled(found: FoundMessage): boolean {
-    return found.archivedAt !== null || found.message.acknowledgedBy.length > 0 || found.message.expiresAt <= this.ctx.clock.now();
+    return found.archivedAt !== null || SETTLED_STATES.has(messageState(found.message, this.ctx.clock.now()));
   }
 
   /** The message live or archived, when the caller may read its channel (404, then 403, like the other reads). */

@@ -112,6 +112,9 @@ function authorOf(m: JsonObject): string {
   return String(m.author_key_id ?? "");
 }
 
+/** States in which a task will never get a result. */
+const ENDED_STATES = new Set(["dead_lettered", "expired", "cancelled"]);
+
 const messageLine = (m: JsonObject) => `${String(m.created_at)}  ${authorOf(m)}  ${oneLine(String(m.content ?? ""))}`;
 const channelLine = (c: JsonObject) => `${String(c.id)}  ${String(c.name)}  ${String(c.mode)}`;
 
@@ -437,7 +440,7 @@ export function buildProgram(io: Io): Command {
 
   program
     .command("result <message-id>")
-    .description("print a task's result; with --wait, wait up to that many seconds for a worker to complete it")
+    .description("print a task's result; with --wait, wait up to that many seconds for a worker to complete it (exits 1 at once if the task was dead-lettered, expired or cancelled)")
     .option("--wait <seconds>", "seconds to wait for the result", (v) => Number(v), 0)
     .option("--json", "print the whole message as JSON")
     .action(async (messageId: string, opts: { wait: number; json?: boolean }) => {
@@ -449,9 +452,12 @@ export function buildProgram(io: Io): Command {
         const wait = Math.min(WAIT_SLICE, left);
         const m = await client.call(MessageService.method.getMessage, { message_id: messageId, wait }, { waitSeconds: wait });
         const done = Array.isArray(m.acknowledged_by) && m.acknowledged_by.length > 0;
-        if (done || left <= 0 || m.active === false) {
+        // A task that can no longer be done has no result to wait for (docs/decisions.md#message-state).
+        const ended = typeof m.state === "string" && ENDED_STATES.has(m.state);
+        if (done || ended || left <= 0 || m.active === false) {
           if (opts.json) io.out(JSON.stringify(m));
           else if (done) io.out(String(m.result ?? ""));
+          if (ended && !done) throw new Exit(EXIT.refused, `no result: the task is ${String(m.state).replace("_", "-")}`);
           if (!done) throw new Exit(EXIT.waitEnded, "no result yet");
           return;
         }

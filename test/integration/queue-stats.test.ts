@@ -164,6 +164,17 @@ describe("GET /v1/channels/{identifier}/stats", () => {
     expect(counts(await stats(ch))).toEqual({ ...empty, ready: 1, delayed: 1, in_flight: 1, acknowledged: 1, dead_lettered: 1, expired: 1 });
   });
 
+  it("answers a wait for a message's outcome at once when it is dead-lettered, not when the wait runs out", async () => {
+    const ch = await createChannel(url(), owner, { max_deliveries: 1 });
+    const m = await post(ch, { content: "fails" });
+    const [lease] = await receive(ch);
+    expect((await rest(url(), "POST", `/v1/messages/${lease!.message.id}/release`, { key: worker, body: {} })).status).toBe(200);
+    const started = Date.now();
+    const res = await rest<{ state: string }>(url(), "GET", `/v1/messages/${m.id}?wait=20`, { key: owner });
+    expect(res.body.state).toBe("dead_lettered");
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it("shows a message moved to the dead-letter channel as dead_lettered where it came from", async () => {
     const dlq = await createChannel(url(), owner);
     const ch = await createChannel(url(), owner, { max_deliveries: 1, dead_letter_channel: dlq });

@@ -393,6 +393,18 @@ describe("agentbus shell commands", () => {
     expect(unknown.stderr).toMatch(/^hint: /m);
   });
 
+  it("result stops waiting and exits 1 when the task was dead-lettered", async () => {
+    const ch = await createChannel(server.url, key, { max_deliveries: 1 });
+    const task = await postMessage(server.url, key, ch, { content: "fails every time" });
+    const leased = await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    expect((await rest(server.url, "POST", `/v1/messages/${leased.body.data[0]!.message.id}/release`, { key, body: {} })).status).toBe(200);
+    const started = Date.now();
+    const r = await run(["result", task.id, "--wait", "20"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/no result: the task is dead-lettered/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("tail prints each message as it arrives, one JSON object per line with --json, until Ctrl-C", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "before" });
