@@ -75,7 +75,7 @@ async function handOff(a: Client, b: Client, name: string): Promise<void> {
   expect(task!.message).toMatchObject({ id: posted.message.id, content: "What is 6 × 7?" });
   expect(task!.lease_token).toMatch(/^lease_/);
   expect(await tool(b, "complete_task", { message_id: task!.message.id, result: "42" })).toMatchObject({ status: "acknowledged" });
-  expect(await waiting).toMatchObject({ id: posted.message.id, result: "42", acknowledged_by: [{ name: "bob" }] });
+  expect(await waiting).toMatchObject({ id: posted.message.id, result: "42", state: "acknowledged", acknowledged_by: [{ name: "bob" }] });
 }
 
 describe("MCP over Streamable HTTP (/mcp)", () => {

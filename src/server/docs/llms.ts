@@ -132,6 +132,10 @@ curl -s "$B/v1/messages/$MSG?wait=25" -H "X-API-Key: $KEY"
 # 200 the Message: "result" and "acknowledged_by" once acked; still unacked when the wait ends (read again)
 \`\`\`
 
+- Every Message has \`state\`: \`ready\`, \`delayed\`, \`in_flight\`, \`acknowledged\`, \`dead_lettered\` (delivered
+  max_deliveries times without an ack) or \`expired\` (\`blocked\`, \`waiting\` and \`cancelled\` are reserved). A
+  wait for a result ends at once on \`dead_lettered\` or \`expired\`: no result will come, post again.
+
 - \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
   listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result
   kept) for the channel's retention_days; then 404 \`message_not_found\`.
@@ -177,8 +181,8 @@ curl -s -X POST $B/v1/messages/$MSG/release -H "X-API-Key: $KEY"    # give it ba
 - An acknowledged message of a claimable channel is finished: releasing it answers 409 \`already_acknowledged\`, and
   it is never received or claimed again.
 - \`GET $B/v1/channels/$CH/stats\` (anyone who can read the channel) answers the queue's state now:
-  \`{"ready","delayed","in_flight","acknowledged","dead_lettered","oldest_ready_age_seconds","claim_to_ack_p50_ms"}\`
-  (the last two null when there is nothing to measure). \`/metrics\` counts
+  \`{"ready","delayed","blocked","waiting","in_flight","acknowledged","dead_lettered","cancelled","expired","oldest_ready_age_seconds","claim_to_ack_p50_ms"}\`
+  (a count per message state, by the rules of Message.state; the last two null when there is nothing to measure). \`/metrics\` counts
   \`agentbus_messages_{received,redelivered,dead_lettered}_total\` across channels.
 - Order of delivery: receive (and the MCP and shell workers) takes the most urgent priority first, then the channel's
   \`dispatch\` rule, within the bounds of its groups and limits.

@@ -326,7 +326,8 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "Wait for a task's result",
     description:
       "Returns a message with its result once a worker completed it, waiting up to 'wait' seconds. " +
-      "Use it after post_message to get the answer to your task: check message.result and message.acknowledged_by; call again if it is not there yet.",
+      "Use it after post_message to get the answer to your task: check message.result and message.state ('acknowledged' when done); " +
+      "'dead_lettered' or 'expired' means no result will come (it answers at once then); otherwise call again.",
     method: MessageService.method.getMessage,
     schema: { required: ["message_id"], docs: { wait: { ...FIELDS.wait!, description: "Seconds to wait for the result before answering (long-poll; the service caps it at its own limit, 25 by default). 0 or absent answers at once." } } },
     readOnly: true,
