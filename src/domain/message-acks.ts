@@ -46,14 +46,19 @@ export class MessageAcks {
     const acked = await this.ctx.store.ackMany([...first.values()], this.ctx.clock.now());
     for (const channelId of new Set(acked.map((m) => m.channelId))) this.ctx.announce(channelId);
     const pending = new Set(acked.map((m) => m.id));
-    return eachOnItsOwn(
+    // The holder learns that a message it finished had been cancelled meanwhile.
+    const cancelled = new Set(acked.filter((m) => m.cancelRequestedAt !== null).map((m) => m.id));
+    const results = await eachOnItsOwn(
       items.map((i) => i.messageId),
       async (messageId, index) => {
         assertMessageId(messageId);
-        if (pending.delete(messageId.toLowerCase())) return "acknowledged";
-        return (await this.ackAs(caller, messageId, actor, items[index]!)).status;
+        if (pending.delete(messageId.toLowerCase())) return "acknowledged" as const;
+        const { status, message } = await this.ackAs(caller, messageId, actor, items[index]!);
+        if (message.cancelRequestedAt !== null) cancelled.add(message.id);
+        return status;
       },
     );
+    return results.map((r) => ("error" in r || !cancelled.has(r.messageId.toLowerCase()) ? r : { ...r, cancelRequested: true }));
   }
 
   private async ackAs(caller: Caller, messageId: string, actor: ActorRef, { result, metadata }: CheckedAck): Promise<{ status: AckStatus; message: MessageRecord }> {

@@ -72,7 +72,7 @@ export class MessageClaims {
     throw new ApiError("already_claimed");
   }
 
-  async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
+  async heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros; cancelRequested: boolean }> {
     const seconds = checkLeaseSeconds(leaseSeconds);
     const now = this.ctx.clock.now();
     const extended = await this.ctx.store.heartbeat(leaseToken, caller.keyId, now + seconds * MICROS_PER_SECOND, now);

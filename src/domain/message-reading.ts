@@ -8,7 +8,7 @@ import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { messageState, type FoundMessage, type ListFilter, type MessageRecord, type MessageState, type QueueStats } from "../model/messages.js";
-import { formatTimestamp, type Micros } from "../model/time.js";
+import { formatTimestamp, MICROS_PER_SECOND, type Micros } from "../model/time.js";
 import { nextWake, readOrWait } from "./long-poll.js";
 import type { MessageContext } from "./message-context.js";
 import { assertMessageId, checkWait, MAX_PAGE_SIZE, parseCursor } from "./message-rules.js";
@@ -188,7 +188,12 @@ export class MessageReading {
       latest = current;
       return this.settled(current) ? [current] : [];
     };
-    await readOrWait(read, this.ctx.longPoll(caller, found.message.channelId, wait, input.signal, false));
+    // A cancelled message in flight is cancelled when its lease ends, which
+    // nothing announces: the wait ends then, to read it again.
+    const lease = found.message.cancelRequestedAt === null ? null : (found.message.claim?.leaseExpiresAt ?? null);
+    const untilLapse = lease === null ? Infinity : Math.max(0, (lease - this.ctx.clock.now()) / MICROS_PER_SECOND) + 0.05;
+    await readOrWait(read, this.ctx.longPoll(caller, found.message.channelId, Math.min(wait, untilLapse), input.signal, false));
+    if (untilLapse < wait && !this.settled(latest)) latest = (await this.ctx.store.find(messageId, caller.keyId)) ?? latest;
     return latest;
   }
 

@@ -23,7 +23,8 @@ export const MAX_BATCH_ITEMS = 100;
 export const byteLength = (text: string) => Buffer.byteLength(text, "utf8");
 
 /** One item of a batch ack or release: its status, or the error the single call would have thrown. */
-export type BatchItemResult<S extends string> = { messageId: string; status: S } | { messageId: string; error: ApiError };
+/** cancelRequested: an acknowledged message had been cancelled while it was worked (docs/decisions.md#cancel). */
+export type BatchItemResult<S extends string> = { messageId: string; status: S; cancelRequested?: boolean } | { messageId: string; error: ApiError };
 
 /** What an acknowledgement may carry besides who sends it (docs/decisions.md#results). */
 export interface AckExtras {

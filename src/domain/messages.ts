@@ -3,7 +3,8 @@
  * use case per module: posting (message-posting.ts), reading, following and
  * waiting (message-reading.ts), claims, leases, release and retraction
  * (message-claims.ts), acknowledgements (message-acks.ts), the worker's
- * receive (message-receiving.ts) and dead letters (dead-letters.ts). This
+ * receive (message-receiving.ts), dead letters (dead-letters.ts) and
+ * cancellation (message-cancel.ts). This
  * module wires them over one shared context and is what the handlers call.
  */
 import type { Caller } from "../model/caller.js";
@@ -14,6 +15,7 @@ import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
 import { DeadLetters, type RedriveOutcome } from "./dead-letters.js";
 import { MessageAcks, type AckStatus } from "./message-acks.js";
+import { MessageCancel } from "./message-cancel.js";
 import { MessageClaims, type ClaimStatus } from "./message-claims.js";
 import { MessageContext, type ActorDirectory, type MessagesOptions } from "./message-context.js";
 import { MessagePosting, type NewMessageInput } from "./message-posting.js";
@@ -37,6 +39,7 @@ export class Messages {
   private readonly acks: MessageAcks;
   private readonly receiving: MessageReceiving;
   private readonly deadLetters: DeadLetters;
+  private readonly cancelling: MessageCancel;
 
   constructor(store: MessageStore, channels: ChannelStore, actors: ActorDirectory, clock: Clock, options: MessagesOptions) {
     const ctx = new MessageContext(store, channels, actors, clock, options);
@@ -46,6 +49,7 @@ export class Messages {
     this.claims = new MessageClaims(ctx, this.deadLetters);
     this.acks = new MessageAcks(ctx);
     this.receiving = new MessageReceiving(ctx, this.acks, this.deadLetters);
+    this.cancelling = new MessageCancel(ctx);
   }
 
   create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
@@ -91,7 +95,7 @@ export class Messages {
     return this.claims.claimWithLease(caller, messageId, actorRef, leaseSeconds, metadata);
   }
 
-  heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros }> {
+  heartbeat(caller: Caller, leaseToken: string, leaseSeconds: number | undefined): Promise<{ leaseToken: string; expiresAt: Micros; cancelRequested: boolean }> {
     return this.claims.heartbeat(caller, leaseToken, leaseSeconds);
   }
 
@@ -105,6 +109,10 @@ export class Messages {
 
   retract(caller: Caller, messageId: string): Promise<void> {
     return this.claims.retract(caller, messageId);
+  }
+
+  cancel(caller: Caller, messageId: string, reason: string | undefined): Promise<MessageRecord> {
+    return this.cancelling.cancel(caller, messageId, reason);
   }
 
   ack(caller: Caller, messageId: string, actorRef: string | undefined, extras: AckExtras = {}): Promise<{ status: AckStatus; message: MessageRecord }> {

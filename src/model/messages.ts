@@ -52,6 +52,13 @@ export interface MessageRecord {
    * once (the rest cannot have reached it); null: unbounded, or not read.
    */
   maxDeliveries: number | null;
+  /**
+   * When its author or channel owner cancelled it (docs/decisions.md#cancel):
+   * cancelled at once, or, in flight, once its lease ends or it is released;
+   * its holder may still acknowledge it. Null: never cancelled.
+   */
+  cancelRequestedAt: Micros | null;
+  cancelReason: string | null;
 }
 
 export interface DeadLetterOrigin {
@@ -127,6 +134,8 @@ export interface QueueStats {
   deadLettered: number;
   /** Unacknowledged messages past their expiry: live ones not moved yet, and history's. */
   expired: number;
+  /** Cancelled messages no one holds any more: live ones not moved yet, and history's. */
+  cancelled: number;
   /** When the oldest ready message became available; null when none is ready. */
   oldestReadySince: Micros | null;
   /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
@@ -183,7 +192,7 @@ export const isActive = (message: MessageRecord, now: Micros): boolean => messag
 export type MessageState = "ready" | "delayed" | "blocked" | "waiting" | "in_flight" | "acknowledged" | "dead_lettered" | "cancelled" | "expired";
 
 /** Why a message moved to history (message_history.reason). */
-export type ArchiveReason = "expired" | "retracted" | "dead_lettered" | "redriven";
+export type ArchiveReason = "expired" | "retracted" | "dead_lettered" | "redriven" | "cancelled";
 
 /**
  * Where a message stands at `now` (docs/decisions.md#message-state), by the
@@ -195,12 +204,16 @@ export type ArchiveReason = "expired" | "retracted" | "dead_lettered" | "redrive
 export function messageState(message: MessageRecord, now: Micros, archived: ArchiveReason | null = null): MessageState {
   if (archived !== null) {
     if (archived === "dead_lettered") return "dead_lettered";
-    return message.acknowledgedBy.length > 0 ? "acknowledged" : "expired";
+    if (message.acknowledgedBy.length > 0) return "acknowledged";
+    return message.cancelRequestedAt !== null ? "cancelled" : "expired";
   }
   // Finished work stays finished past its expiry, as its archived copy does.
   if (message.acknowledgedBy.length > 0) return "acknowledged";
+  const held = effectiveClaim(message, now) !== null && message.expiresAt > now;
+  // Cancelled: in flight until its holder lets go (the lease ends, a release).
+  if (message.cancelRequestedAt !== null) return held ? "in_flight" : "cancelled";
   if (message.expiresAt <= now) return "expired";
-  if (effectiveClaim(message, now) !== null) return "in_flight";
+  if (held) return "in_flight";
   if (message.maxDeliveries !== null && message.deliveryCount >= message.maxDeliveries) return "dead_lettered";
   // Only a delay makes a message wait: its own created_at (PostgreSQL's clock) may be a little ahead of `now`.
   if (message.availableAt > now && message.availableAt > message.createdAt) return "delayed";

@@ -37,7 +37,7 @@ export interface MessageStore {
    */
   nextAvailableAt(channelId: string, after: Micros): Promise<Micros | null>;
   /** Extends a live lease held by this key; undefined when there is none. */
-  heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined>;
+  heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros; cancelRequested: boolean } | undefined>;
   /** The key holding a lease token, if any. */
   leaseHolder(leaseToken: string): Promise<{ keyId: string; messageId: string } | undefined>;
   /** created_at of the channel's newest message ever written, or null. */
@@ -46,6 +46,12 @@ export interface MessageStore {
   inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined>;
   /** Moves an unclaimed (or lapsed) message to history; false when it is claimed. */
   retract(message: MessageRecord, now: Micros): Promise<boolean>;
+  /**
+   * Cancels the message (docs/decisions.md#cancel): expired at once, or, held,
+   * when its lease ends; undefined when it is finished (acknowledged,
+   * cancelled, expired, or delivered max_deliveries times and not held).
+   */
+  cancel(messageId: string, now: Micros, reason: string | null): Promise<MessageRecord | undefined>;
   /**
    * Moves up to `limit` of the channel's messages that were delivered
    * max_deliveries times and came back to its dead-letter channel, or to

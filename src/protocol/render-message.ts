@@ -47,6 +47,8 @@ export function renderMessage(message: MessageRecord, now: Micros, archived: Arc
     priority: message.priority,
     limits: message.limits,
     state: STATES[messageState(message, now, archived)],
+    cancelRequested: message.cancelRequestedAt !== null,
+    cancelReason: message.cancelReason ?? undefined,
   };
 }
 

@@ -35,7 +35,7 @@ const filterOf = (status: MessageStatus) =>
 const itemError = (err: ApiError) => ({ error: err.code, message: err.message });
 const ackStatus = (status: DomainAckStatus) => (status === "acknowledged" ? AckStatus.ACKNOWLEDGED : AckStatus.ALREADY_ACKNOWLEDGED);
 const batchAckResult = (r: BatchItemResult<DomainAckStatus>) =>
-  "error" in r ? { messageId: r.messageId, error: itemError(r.error) } : { messageId: r.messageId, status: ackStatus(r.status) };
+  "error" in r ? { messageId: r.messageId, error: itemError(r.error) } : { messageId: r.messageId, status: ackStatus(r.status), cancelRequested: r.cancelRequested ?? false };
 
 export function messageService(messages: Messages, clock: Clock): ServiceEntry {
   // Long-polls woken by one delivery share one read (Messages.readPage), so
@@ -139,9 +139,13 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return { moved, refused };
     },
 
+    async cancelMessage(req, ctx) {
+      return { message: renderMessage(await messages.cancel(callerOf(ctx), req.messageId, req.reason), clock.now()) };
+    },
+
     async heartbeatLease(req, ctx) {
       const lease = await messages.heartbeat(callerOf(ctx), req.leaseToken, req.leaseSeconds);
-      return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt) };
+      return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt), cancelRequested: lease.cancelRequested };
     },
 
     async releaseMessage(req, ctx) {
@@ -181,10 +185,10 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         inFlight: stats.inFlight,
         acknowledged: stats.acknowledged,
         deadLettered: stats.deadLettered,
-        // The states no message reaches yet (dependencies, waitpoints, cancellation).
+        // The states no message reaches yet (dependencies, waitpoints).
         blocked: 0,
         waiting: 0,
-        cancelled: 0,
+        cancelled: stats.cancelled,
         expired: stats.expired,
         oldestReadyAgeSeconds: stats.oldestReadySince === null ? undefined : Math.max(0, now - stats.oldestReadySince) / MICROS_PER_SECOND,
         claimToAckP50Ms: stats.claimToAckP50Ms ?? undefined,

@@ -439,6 +439,20 @@ export function buildProgram(io: Io): Command {
     });
 
   program
+    .command("cancel <message-id>")
+    .description("cancel a task you posted (or one in a channel you own): never handed out if no worker has it; a worker holding it is told, and may still finish it")
+    .option("--reason <text>", "why, for the worker and whoever reads the task (at most 500 characters)")
+    .option("--json", "print the message as JSON")
+    .action(async (messageId: string, opts: { reason?: string; json?: boolean }) => {
+      const client = await api();
+      const { message } = (await client.call(MessageService.method.cancelMessage, { message_id: messageId, ...(opts.reason === undefined ? {} : { reason: opts.reason }) })) as {
+        message: JsonObject;
+      };
+      if (opts.json) io.out(JSON.stringify(message));
+      else io.out(message.state === "cancelled" ? `${messageId}: cancelled` : `${messageId}: cancel requested; its worker is told and lets go of it (a result it still sends is kept)`);
+    });
+
+  program
     .command("result <message-id>")
     .description("print a task's result; with --wait, wait up to that many seconds for a worker to complete it (exits 1 at once if the task was dead-lettered, expired or cancelled)")
     .option("--wait <seconds>", "seconds to wait for the result", (v) => Number(v), 0)

@@ -148,16 +148,33 @@ export async function work(client: AgentbusApi, io: Io, identifier: string, comm
         break;
       }
       running = id;
+      // The task's author cancelled it (docs/decisions.md#cancel): the heartbeat
+      // answer says so, and the command is stopped as a second Ctrl-C stops it.
+      const cancelled = new AbortController();
       const heartbeat = () => {
-        void client.call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: options.lease }).catch(() => undefined);
+        client
+          .call(MessageService.method.heartbeatLease, { lease_token: task.lease_token, lease_seconds: options.lease })
+          .then((answer) => {
+            if (answer.cancel_requested === true && !cancelled.signal.aborted) {
+              io.err(`${id}: cancelled by its author; stopping the command`);
+              cancelled.abort();
+            }
+          })
+          .catch(() => undefined);
       };
       const outcome = await runTask(command, String(task.message.content ?? ""), options.env, {
         heartbeat,
         everyMs: (options.lease * 1000) / 3,
-        stop: stop.now,
+        stop: AbortSignal.any([stop.now, cancelled.signal]),
         kill: stop.kill,
       });
       running = undefined;
+      if (outcome.stopped && cancelled.signal.aborted && !stop.now.aborted) {
+        // Given back, it is cancelled, not handed out again.
+        await release(client, io, id, 0, "the command was stopped (the task was cancelled)");
+        if (options.once) throw new Exit(EXIT.refused);
+        continue;
+      }
       if (outcome.stopped) {
         await release(client, io, id, 0, "the command was stopped (Ctrl-C twice)");
         throw new Exit(EXIT.interrupted);

@@ -3,6 +3,7 @@
  * messages (docs/decisions.md#receive for the receives: receive-sql.ts).
  * Exported so the query-plan tests EXPLAIN exactly what runs.
  */
+import { CANCEL_CLOCK_MARGIN_SECONDS } from "./message-cancel.js";
 import { AVAILABLE, COLUMNS, LAPSED, NOT_ACKNOWLEDGED, accessible } from "./message-rows.js";
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
@@ -35,7 +36,9 @@ export const CLAIM_SQL = `UPDATE messages m SET claimed_by_key_id = $2, claimed_
  */
 export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_by
       || jsonb_build_array(jsonb_build_object('id', a.actor_id, 'name', a.actor_name, 'occurred_at', a.occurred_at, 'metadata', a.metadata)),
-    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL
+    result = coalesce(a.result, m.result), lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
+    -- Finished work keeps its own expiry, which a cancel had cut to the lease's end (docs/decisions.md#cancel).
+    expires_at = coalesce(m.cancel_expires_at, m.expires_at)
   FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
     WITH ORDINALITY AS a(id, key_id, actor_id, actor_name, occurred_at, result, metadata, ord)
   WHERE m.id = a.id AND m.id IN (SELECT l.id FROM messages l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id FOR NO KEY UPDATE OF l)
@@ -47,10 +50,17 @@ export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_b
       OR (m.claimed_by_key_id = a.key_id AND m.claimed_by_actor_id::text = a.actor_id AND NOT ${LAPSED("a.occurred_at::timestamptz")}))))
   RETURNING a.ord, ${COLUMNS}`;
 
-/** $1 message, $2 key, $3 actor id, $4 now, $5 available_at (null: as it was), $6 priority (null: as it was): clears the claim when this key and actor hold it. */
+/**
+ * $1 message, $2 key, $3 actor id, $4 now, $5 available_at (null: as it was),
+ * $6 priority (null: as it was): clears the claim when this key and actor
+ * hold it; a cancelled message expires with it.
+ */
 export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
     claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
-    available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority)
+    available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority),
+    -- A cancelled message given back is cancelled now, not open work (docs/decisions.md#cancel).
+    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
+      ELSE least(m.expires_at, $4::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS})) END
   WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
     AND ${NOT_ACKNOWLEDGED}
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
@@ -78,7 +88,9 @@ export const HEARTBEAT_SQL = `WITH held AS MATERIALIZED (
     -- In id order, as a receive locks them: two limits taken the other way round could deadlock with it.
     ORDER BY l.id FOR SHARE
   )
-  UPDATE messages m SET lease_expires_at = $3
+  UPDATE messages m SET lease_expires_at = $3,
+    -- A cancelled message expires with its lease (docs/decisions.md#cancel).
+    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at ELSE $3 END
   WHERE m.lease_token = $1 AND m.claimed_by_key_id = $2 AND m.lease_expires_at > $4 AND m.expires_at > $4
     AND NOT EXISTS (SELECT 1 FROM held h WHERE h.lapses_counted_until >= m.lease_expires_at)
-  RETURNING m.lease_token, m.lease_expires_at`;
+  RETURNING m.lease_token, m.lease_expires_at, m.cancel_requested_at IS NOT NULL AS cancel_requested`;

@@ -1,4 +1,5 @@
 /** SQL for message_history: the history page of a channel (docs/decisions.md#expiry-and-history). */
+import type { ArchiveReason } from "../model/messages.js";
 import type { HistoryRecord } from "../model/history.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { HistoryStore } from "../ports/history.js";
@@ -16,7 +17,7 @@ export const HISTORY_PAGE_SQL = `SELECT ${COLUMNS}, m.archived_at, m.reason FROM
   ORDER BY m.created_at DESC, m.id DESC LIMIT $3`;
 
 export async function listHistory(db: Db, channelId: string, before: Micros | null, limit: number): Promise<HistoryRecord[]> {
-  const { rows } = await db.query<MessageRow & { archived_at: Micros; reason: "expired" | "retracted" }>(
+  const { rows } = await db.query<MessageRow & { archived_at: Micros; reason: ArchiveReason }>(
     HISTORY_PAGE_SQL,
     [channelId, before === null ? "infinity" : formatTimestamp(before), limit],
     "history_page",

@@ -93,8 +93,10 @@ export const STATS_SQL = `WITH k AS (
     SELECT m.claimed_at, coalesce(m.available_at, m.created_at) AS available_since, m.group_key, m.priority,
       (m.acknowledged_by->0->>'occurred_at')::timestamptz AS first_ack_at, m.acknowledged_by <> '[]'::jsonb AS acknowledged,
       CASE
+        WHEN m.acknowledged_by <> '[]'::jsonb AND m.expires_at > $2 THEN 'acknowledged'
+        WHEN m.cancel_requested_at IS NOT NULL AND (m.expires_at <= $2 OR m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
+          AND m.acknowledged_by = '[]'::jsonb THEN 'cancelled'
         WHEN m.expires_at <= $2 THEN 'expired'
-        WHEN m.acknowledged_by <> '[]'::jsonb THEN 'acknowledged'
         WHEN k.claimable AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$2")} THEN 'in_flight'
         WHEN k.claimable AND m.delivery_count >= k.max_deliveries THEN 'dead_lettered'
         WHEN NOT ${AVAILABLE("$2")} THEN 'delayed'
@@ -105,7 +107,8 @@ export const STATS_SQL = `WITH k AS (
     -- History's dead letters and its unacknowledged expired messages, in one
     -- pass (message_history_by_channel).
     SELECT count(*) FILTER (WHERE h.reason = 'dead_lettered') AS dead_lettered,
-      count(*) FILTER (WHERE h.reason = 'expired' AND h.acknowledged_by = '[]'::jsonb) AS expired
+      count(*) FILTER (WHERE h.reason = 'expired' AND h.acknowledged_by = '[]'::jsonb AND h.cancel_requested_at IS NULL) AS expired,
+      count(*) FILTER (WHERE h.acknowledged_by = '[]'::jsonb AND h.cancel_requested_at IS NOT NULL) AS cancelled
     FROM message_history h WHERE h.channel_id = $1
   ), groups_live AS (
     SELECT l.group_key, count(*) FILTER (WHERE l.state = 'ready')::int AS ready, count(*) FILTER (WHERE l.state = 'in_flight')::int AS in_flight,
@@ -119,12 +122,13 @@ export const STATS_SQL = `WITH k AS (
     count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
     (count(*) FILTER (WHERE state = 'dead_lettered') + (SELECT h.dead_lettered FROM archived h))::int AS dead_lettered,
     (count(*) FILTER (WHERE state = 'expired' AND NOT acknowledged) + (SELECT h.expired FROM archived h))::int AS expired,
+    (count(*) FILTER (WHERE state = 'cancelled') + (SELECT h.cancelled FROM archived h))::int AS cancelled,
     min(available_since) FILTER (WHERE state = 'ready') AS oldest_ready_since,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_ack_at - claimed_at) * 1000)
       FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL) AS claim_to_ack_p50_ms,
     avg(extract(epoch FROM first_ack_at - claimed_at) * 1000)
       FILTER (WHERE state = 'acknowledged' AND claimed_at IS NOT NULL AND first_ack_at IS NOT NULL)::float8 AS claim_to_ack_avg_ms,
-    count(*) FILTER (WHERE state <> 'expired')::int AS live,
+    count(*) FILTER (WHERE state NOT IN ('expired', 'cancelled'))::int AS live,
     ARRAY[
       count(*) FILTER (WHERE state = 'ready' AND priority = 1)::int,
       count(*) FILTER (WHERE state = 'ready' AND priority = 2)::int,

@@ -38,6 +38,8 @@ export interface MessageRow {
   limit_names?: string[];
   /** The channel's max_deliveries, read for a message delivered at least once (COLUMNS). */
   max_deliveries?: number | null;
+  cancel_requested_at?: Micros | null;
+  cancel_reason?: string | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -47,7 +49,8 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   (SELECT k.agent_label FROM api_keys k WHERE k.key_id = m.author_key_id) AS author_label,
   m.group_key, m.priority,
   CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
-  CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries`;
+  CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries,
+  m.cancel_requested_at, m.cancel_reason`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -56,7 +59,8 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
  */
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
-  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids`;
+  lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
+  cancel_requested_at, cancel_reason, cancel_expires_at`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (
@@ -120,5 +124,7 @@ export function toRecord(row: MessageRow): MessageRecord {
     priority: row.priority ?? 3,
     limits: row.limit_names ?? [],
     maxDeliveries: row.max_deliveries ?? null,
+    cancelRequestedAt: row.cancel_requested_at ?? null,
+    cancelReason: row.cancel_reason ?? null,
   };
 }

@@ -37,6 +37,7 @@ import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
+import { CANCEL_SQL } from "./message-cancel.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL, STATS_SQL } from "./message-reads-sql.js";
 import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
@@ -189,6 +190,8 @@ export class PgMessageStore implements MessageStore {
                 priority: input.priority ?? 3,
                 limits: input.limitNames ?? [],
                 maxDeliveries: null,
+                cancelRequestedAt: null,
+                cancelReason: null,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -298,6 +301,7 @@ export class PgMessageStore implements MessageStore {
       acknowledged: number;
       dead_lettered: number;
       expired: number;
+      cancelled: number;
       oldest_ready_since: Micros | null;
       claim_to_ack_p50_ms: number | null;
       claim_to_ack_avg_ms: number | null;
@@ -313,6 +317,7 @@ export class PgMessageStore implements MessageStore {
       acknowledged: row.acknowledged,
       deadLettered: row.dead_lettered,
       expired: row.expired,
+      cancelled: row.cancelled,
       oldestReadySince: row.oldest_ready_since,
       claimToAckP50Ms: row.claim_to_ack_p50_ms,
       claimToAckAvgMs: row.claim_to_ack_avg_ms,
@@ -452,13 +457,19 @@ export class PgMessageStore implements MessageStore {
   }
 
   /** Extends a live lease held by this key (HEARTBEAT_SQL); undefined when there is none. */
-  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
-    const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros }>(
+  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros; cancelRequested: boolean } | undefined> {
+    const { rows } = await this.db.query<{ lease_token: string; lease_expires_at: Micros; cancel_requested: boolean }>(
       HEARTBEAT_SQL,
       [leaseToken, keyId, formatTimestamp(until), formatTimestamp(now)],
     );
     const row = rows[0];
-    return row && { leaseToken: row.lease_token, expiresAt: row.lease_expires_at };
+    return row && { leaseToken: row.lease_token, expiresAt: row.lease_expires_at, cancelRequested: row.cancel_requested };
+  }
+
+  /** CANCEL_SQL (store/message-cancel.ts). */
+  async cancel(messageId: string, now: Micros, reason: string | null): Promise<MessageRecord | undefined> {
+    const { rows } = await this.db.query<MessageRow>(CANCEL_SQL, [messageId, formatTimestamp(now), reason], "cancel_message");
+    return rows[0] && toRecord(rows[0]);
   }
 
   /** The key holding a lease token, if any: tells "not yours" from "gone". */

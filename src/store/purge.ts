@@ -41,7 +41,9 @@ const ARCHIVE_SQL = `WITH target AS (
     FOR UPDATE SKIP LOCKED
   ), moved AS (
     INSERT INTO message_history (${MESSAGE_FIELDS}, archived_at, reason)
-    SELECT ${MESSAGE_FIELDS}, $2::timestamptz, 'expired' FROM target
+    -- A cancelled message expired by its cancel (docs/decisions.md#cancel) is kept as cancelled.
+    SELECT ${MESSAGE_FIELDS}, $2::timestamptz,
+      CASE WHEN cancel_requested_at IS NOT NULL AND acknowledged_by = '[]'::jsonb THEN 'cancelled' ELSE 'expired' END FROM target
     ON CONFLICT (id) DO NOTHING
   ), gone AS (
     DELETE FROM messages m USING target t WHERE m.id = t.id RETURNING m.channel_id

@@ -261,6 +261,21 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("lets a task's author cancel it, after which it shows as cancelled and is never handed out", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "reports", mode: "claimable" } })).body.id;
+    const posted = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "Write the weekly report" } });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(".message.state-ready");
+    await page.locator(`[data-message-id="${posted.body.message.id}"] button ::-p-text(Cancel)`).click();
+    await page.waitForSelector(".message.state-cancelled");
+    expect(await page.$eval(".message.state-cancelled .badge", (el) => el.textContent)).toBe("cancelled");
+    const received = await rest<{ data: unknown[] }>(server.url, "POST", `/v1/channels/${channel}/messages:receive`, { key: owner, body: {} });
+    expect(received.body.data).toEqual([]);
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

@@ -574,6 +574,25 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { message_id: await post(env.inst, env.self, await env.channel()) } }),
   },
 
+  {
+    // Posted by the worker: the channel owner may cancel it, another member may not.
+    rpc: "MessageService.CancelMessage",
+    variant: "a member's message",
+    scope: "channel",
+    mutates: true,
+    rule: only(["owner"], 200),
+    success: () => ({ rest: { message: { state: "cancelled", cancel_requested: true } }, grpc: { message: { cancelRequested: true } } }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
+    rpc: "MessageService.CancelMessage",
+    variant: "the caller's own message",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => ({ rest: { message: { state: "cancelled", cancel_requested: true } }, grpc: { message: { cancelRequested: true } } }),
+    prepare: async (env) => ({ fields: { message_id: await post(env.inst, env.self, await env.channel()) } }),
+  },
   // ----- AdminService (X-Admin-Token; the API key plays no part) -----
   {
     rpc: "AdminService.PauseChannel",

@@ -182,12 +182,12 @@ describe("POST /v1/messages:batchAck", () => {
     const res = await batchAck(other, [a!.id, b!.id, unknown, "not-a-uuid", hidden.id, a!.id]);
     expect(res.status).toBe(200);
     expect(res.body.results).toEqual([
-      { message_id: a!.id, status: "acknowledged", error: null },
-      { message_id: b!.id, status: "already_acknowledged", error: null },
-      { message_id: unknown, status: null, error: { error: "message_not_found", message: "Message not found" } },
-      { message_id: "not-a-uuid", status: null, error: { error: "message_not_found", message: "Message not found" } },
-      { message_id: hidden.id, status: null, error: { error: "channel_access_denied", message: "You are not a member of this channel" } },
-      { message_id: a!.id, status: "already_acknowledged", error: null },
+      { message_id: a!.id, status: "acknowledged", error: null, cancel_requested: false },
+      { message_id: b!.id, status: "already_acknowledged", error: null, cancel_requested: false },
+      { message_id: unknown, status: null, error: { error: "message_not_found", message: "Message not found" }, cancel_requested: false },
+      { message_id: "not-a-uuid", status: null, error: { error: "message_not_found", message: "Message not found" }, cancel_requested: false },
+      { message_id: hidden.id, status: null, error: { error: "channel_access_denied", message: "You are not a member of this channel" }, cancel_requested: false },
+      { message_id: a!.id, status: "already_acknowledged", error: null, cancel_requested: false },
     ]);
     const page = await listMessages(url(), owner, open, "?since=0");
     expect(page.data.map((m) => m.acknowledged_by.length)).toEqual([1, 1]);

@@ -83,7 +83,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const client = await httpClient(alice);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
+    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "cancel_task", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
       expect(names).toContain(name);
     }
     const post = tools.find((t) => t.name === "post_message")!;
@@ -95,6 +95,22 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
 
   it("hands a task from one agent to another and back with its result", async () => {
     await handOff(await httpClient(alice), await httpClient(bob), `mcp-http-${Date.now()}`);
+  });
+
+  it("lets the poster cancel a task a worker holds: the worker's heartbeat says so, and the task is not handed out again", async () => {
+    const [a, b] = [await httpClient(alice), await httpClient(bob)];
+    const name = `mcp-cancel-${Date.now()}`;
+    const { channel } = (await tool(a, "find_or_create_channel", { name })) as { channel: { id: string } };
+    const posted = (await tool(a, "post_message", { identifier: name, content: "Summarise the 400-page report" })) as { message: { id: string } };
+    const [task] = (await tool(b, "receive_task", { identifier: channel.id, lease_seconds: 60 })).data as Array<{ lease_token: string }>;
+    expect(await tool(a, "cancel_task", { message_id: posted.message.id, reason: "the user left" })).toMatchObject({
+      message: { state: "in_flight", cancel_requested: true, cancel_reason: "the user left" },
+    });
+    expect(await tool(b, "heartbeat_lease", { lease_token: task!.lease_token, lease_seconds: 60 })).toMatchObject({ cancel_requested: true });
+    await tool(b, "release_task", { message_id: posted.message.id });
+    expect(await tool(a, "wait_for_result", { message_id: posted.message.id, wait: 5 })).toMatchObject({ state: "cancelled" });
+    expect((await tool(b, "receive_task", { identifier: channel.id })).data).toEqual([]);
+    expect(await toolError(a, "cancel_task", { message_id: posted.message.id })).toMatchObject({ error: "already_finished" });
   });
 
   it("answers a refused call as a tool error with the catalog's code and suggestion", async () => {

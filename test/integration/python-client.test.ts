@@ -235,7 +235,7 @@ print(json.dumps(out))
     });
   });
 
-  it("shows a message's state and the stats of every state", async () => {
+  it("shows a message's state and the stats of every state, and cancels a message", async () => {
     const script = `
 import json, uuid
 from agentbus_client import AgentbusClient
@@ -250,11 +250,18 @@ with AgentbusClient(${JSON.stringify(target)}) as anonymous:
     out["states"] = [message_pb2.MessageState.Name(posted.state), message_pb2.MessageState.Name(received.state)]
     stats = client.messages.GetChannelStats(message_service_pb2.GetChannelStatsRequest(identifier=channel.id))
     out["stats"] = [stats.ready, stats.delayed, stats.blocked, stats.waiting, stats.in_flight, stats.acknowledged, stats.dead_lettered, stats.cancelled, stats.expired]
+    later = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="later")).message
+    cancelled = client.messages.CancelMessage(message_service_pb2.CancelMessageRequest(message_id=later.id, reason="not needed")).message
+    out["cancelled"] = [message_pb2.MessageState.Name(cancelled.state), cancelled.cancel_requested, cancelled.cancel_reason]
 print(json.dumps(out))
 `;
     const out = await runPython(["-c", script]);
     expect(out, out.stderr).toMatchObject({ code: 0 });
-    expect(JSON.parse(out.stdout)).toEqual({ states: ["MESSAGE_STATE_READY", "MESSAGE_STATE_IN_FLIGHT"], stats: [0, 0, 0, 0, 1, 0, 0, 0, 0] });
+    expect(JSON.parse(out.stdout)).toEqual({
+      states: ["MESSAGE_STATE_READY", "MESSAGE_STATE_IN_FLIGHT"],
+      stats: [0, 0, 0, 0, 1, 0, 0, 0, 0],
+      cancelled: ["MESSAGE_STATE_CANCELLED", true, "not needed"],
+    });
   });
 
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {

@@ -234,7 +234,7 @@ describe("receive completing finished tasks", () => {
     await receive(worker, ch);
     const res = await receiveCompleting(worker, ch, { complete: [{ message_id: a!.id, result: "done a" }] });
     expect(res.status).toBe(200);
-    expect(res.body.completed).toEqual([{ message_id: a!.id, status: "acknowledged", error: null }]);
+    expect(res.body.completed).toEqual([{ message_id: a!.id, status: "acknowledged", error: null, cancel_requested: false }]);
     expect(res.body.data.map((d) => d.message.id)).toEqual([b!.id]);
     const done = await getMessage(owner, a!.id);
     expect(done.body).toMatchObject({ result: "done a", acknowledged_by: [{ name: "worker" }] });

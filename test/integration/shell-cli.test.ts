@@ -405,6 +405,20 @@ describe("agentbus shell commands", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it("cancel cancels a task no worker holds, with its reason, and result then stops waiting", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "no longer needed" });
+    const r = await run(["cancel", task.id, "--reason", "the user left"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${task.id}: cancelled\n`);
+    const json = await run(["cancel", task.id]);
+    expect(json.code).toBe(1);
+    expect(json.stderr).toMatch(/already_finished/);
+    const result = await run(["result", task.id, "--wait", "20"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/no result: the task is cancelled/);
+  });
+
   it("tail prints each message as it arrives, one JSON object per line with --json, until Ctrl-C", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "before" });
@@ -493,6 +507,22 @@ describe("agentbus shell commands", () => {
     expect(r.code, r.stderr).toBe(130);
     const m = await rest<{ claimed_by: unknown; acknowledged_by: unknown[] }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
     expect(m.body).toMatchObject({ claimed_by: null, acknowledged_by: [] });
+  }, 30_000);
+
+  it("work stops the command of a task its author cancels and gives the task back, cancelled; with --once it exits 1", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "cancel me" });
+    const started = path.join(home, `started-${randomUUID()}`);
+    const never = gate();
+    // A lease of 30 s: the worker heartbeats every 10 s, and learns of the cancel then.
+    const work = cli(["work", ch, "--once", "--lease", "30", "--", "sh", "-c", 'echo started > "$0"; exec cat "$1"', started, never]);
+    await until(() => exists(started));
+    expect((await rest(server.url, "POST", `/v1/messages/${task.id}:cancel`, { key, body: { reason: "not needed" } })).status).toBe(200);
+    const r = await work.done;
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain(`${task.id}: cancelled by its author; stopping the command`);
+    expect(r.stderr).toContain(`${task.id}: the command was stopped (the task was cancelled); released`);
+    expect((await rest<{ state: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.state).toBe("cancelled");
   }, 30_000);
 
   it("work: the command ends with the worker when the worker is killed with SIGKILL", async () => {

@@ -1,7 +1,7 @@
-/** Issue 29, item 1 through the client: a message's state and the stats of every state, over each transport. */
+/** Issue 29, items 1 and 2 through the client: a message's state, the stats of every state, and cancelling, over each transport. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../../../test/support/server.js";
-import { ChannelMode, MessageState, type TransportKind } from "../src/index.js";
+import { ChannelMode, isAgentbusError, MessageState, type TransportKind } from "../src/index.js";
 import { clientWithNewKey } from "./helpers.js";
 
 let server: TestServer;
@@ -27,5 +27,19 @@ describe.each(transports)("over %s", (transport) => {
     expect((await client.messages.getMessage({ messageId: message!.id })).state).toBe(MessageState.ACKNOWLEDGED);
     const stats = await client.messages.getChannelStats({ identifier: channel });
     expect(stats).toMatchObject({ ready: 0, delayed: 1, blocked: 0, waiting: 0, inFlight: 0, acknowledged: 1, deadLettered: 0, cancelled: 0, expired: 0 });
+  });
+
+  it("cancels a task a worker holds: the heartbeat says so, the release cancels it, and a second cancel is already_finished", async () => {
+    const { client } = await clientWithNewKey(server.url, { transport });
+    const { id: channel } = await client.channels.createChannel({ name: "cancels", mode: ChannelMode.CLAIMABLE });
+    const { message } = await client.messages.createMessage({ identifier: channel, content: "task" });
+    const [lease] = (await client.messages.receiveMessages({ identifier: channel, maxMessages: 1 })).data;
+    const cancelled = await client.messages.cancelMessage({ messageId: message!.id, reason: "not needed" });
+    expect(cancelled.message).toMatchObject({ state: MessageState.IN_FLIGHT, cancelRequested: true, cancelReason: "not needed" });
+    expect((await client.messages.heartbeatLease({ leaseToken: lease!.leaseToken, leaseSeconds: 60 })).cancelRequested).toBe(true);
+    await client.messages.releaseMessage({ messageId: message!.id });
+    expect((await client.messages.getMessage({ messageId: message!.id })).state).toBe(MessageState.CANCELLED);
+    const again = await client.messages.cancelMessage({ messageId: message!.id }).catch((err: unknown) => err);
+    expect(isAgentbusError(again, "already_finished")).toBe(true);
   });
 });

@@ -218,7 +218,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
         ) : (
           <ol class="messages" aria-live="polite">
             {newestFirst.map((k) => (
-              <MessageItem key={k.message.id} message={k.message} claimable={claimable} claimOne={!inOrder} onChanged={update} />
+              <MessageItem key={k.message.id} message={k.message} claimable={claimable} claimOne={!inOrder} owner={owner} onChanged={update} />
             ))}
           </ol>
         )}
@@ -228,7 +228,7 @@ function Messages({ channel, owner }: { channel: Channel; owner: boolean }) {
   );
 }
 
-function MessageItem({ message, claimable, claimOne, onChanged }: { message: Message; claimable: boolean; claimOne: boolean; onChanged: (message: Message) => void }) {
+function MessageItem({ message, claimable, claimOne, owner, onChanged }: { message: Message; claimable: boolean; claimOne: boolean; owner: boolean; onChanged: (message: Message) => void }) {
   const { me } = useSession();
   const state = messageState(message, claimable);
   const claimedAt = toDate(message.claimedAt);
@@ -315,6 +315,12 @@ function MessageItem({ message, claimable, claimOne, onChanged }: { message: Mes
             </dd>
           </Fragment>
         ))}
+        {message.cancelRequested ? (
+          <>
+            <dt>{state === "cancelled" ? "Cancelled" : "Cancel requested"}</dt>
+            <dd class="cancel-reason">{message.cancelReason ?? "no reason given"}</dd>
+          </>
+        ) : null}
         {message.result !== undefined ? (
           <>
             <dt>Result</dt>
@@ -324,7 +330,7 @@ function MessageItem({ message, claimable, claimOne, onChanged }: { message: Mes
           </>
         ) : null}
       </dl>
-      {claimable ? <MessageActions message={message} claimOne={claimOne} onChanged={onChanged} /> : null}
+      {claimable ? <MessageActions message={message} claimOne={claimOne} mayCancel={owner || message.authorKeyId === me.keyId} onChanged={onChanged} /> : null}
     </li>
   );
 }
@@ -334,35 +340,47 @@ function MessageItem({ message, claimable, claimOne, onChanged }: { message: Mes
  * is ready (unless the channel hands work out only in its order: TakeNext);
  * while its own key holds it, acknowledge it (with a result, if
  * any), release it (open work again at once) or requeue it (open work again
- * after a delay, a retry with back-off). Holder actions are sent as the actor
+ * after a delay, a retry with back-off); as its author or the channel's
+ * owner, cancel it while it is not finished. Holder actions are sent as the actor
  * that holds the claim: the key may act as any of its own actors, and the
  * service wants the holding one.
  */
-function MessageActions({ message, claimOne, onChanged }: { message: Message; claimOne: boolean; onChanged: (message: Message) => void }) {
+function MessageActions({ message, claimOne, mayCancel, onChanged }: { message: Message; claimOne: boolean; mayCancel: boolean; onChanged: (message: Message) => void }) {
   const { client, me } = useSession();
   const [result, setResult] = useState("");
   const [delay, setDelay] = useState(String(REQUEUE_DELAY_S));
   const state = messageState(message, true);
   const holding = state === "in flight" && message.claimedByKeyId === me.keyId;
   const holder = message.claimedBy?.id;
-  const act = useAction(async (action: "claim" | "ack" | "release" | "requeue") => {
+  const act = useAction(async (action: "claim" | "ack" | "release" | "requeue" | "cancel") => {
     const id = { messageId: message.id };
     const answer =
       action === "claim"
         ? await client.messages.claimMessage(id)
+        : action === "cancel"
+          ? await client.messages.cancelMessage(id)
         : action === "ack"
           ? await client.messages.ackMessage({ ...id, actor: holder, ...(result.trim() === "" ? {} : { result }) })
           : await client.messages.releaseMessage({ ...id, actor: holder, ...(action === "requeue" ? { delaySeconds: Number(delay) } : {}) });
     if (answer.message) onChanged(answer.message);
   });
-  if (state !== "ready" && !holding) return null;
-  if (state === "ready" && !claimOne) return null;
+  const cancellable = mayCancel && !message.cancelRequested && (state === "ready" || state === "delayed" || state === "in flight");
+  const cancelButton = cancellable ? (
+    <button type="button" class="small secondary" disabled={act.busy} onClick={() => void act.run("cancel")} title="Never hand it out; a worker holding it is told to stop">
+      Cancel
+    </button>
+  ) : null;
+  if (state !== "ready" && !holding) return cancelButton === null ? null : <div class="message-actions">{cancelButton}<ProblemBox problem={act.problem} onDismiss={act.clearProblem} /></div>;
+  if (state === "ready" && !claimOne) return cancelButton === null ? null : <div class="message-actions">{cancelButton}<ProblemBox problem={act.problem} onDismiss={act.clearProblem} /></div>;
   return (
     <div class="message-actions">
       {state === "ready" ? (
-        <button type="button" class="small" disabled={act.busy} onClick={() => void act.run("claim")}>
-          Claim
-        </button>
+        <div class="row">
+          <button type="button" class="small" disabled={act.busy} onClick={() => void act.run("claim")}>
+            Claim
+          </button>
+          {cancelButton}
+        </div>
       ) : (
         <>
           <form

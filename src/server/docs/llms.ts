@@ -133,8 +133,18 @@ curl -s "$B/v1/messages/$MSG?wait=25" -H "X-API-Key: $KEY"
 \`\`\`
 
 - Every Message has \`state\`: \`ready\`, \`delayed\`, \`in_flight\`, \`acknowledged\`, \`dead_lettered\` (delivered
-  max_deliveries times without an ack) or \`expired\` (\`blocked\`, \`waiting\` and \`cancelled\` are reserved). A
-  wait for a result ends at once on \`dead_lettered\` or \`expired\`: no result will come, post again.
+  max_deliveries times without an ack), \`cancelled\` or \`expired\` (\`blocked\` and \`waiting\` are reserved). A
+  wait for a result ends at once on \`dead_lettered\`, \`cancelled\` or \`expired\`: no result will come.
+- Cancel work you posted (or any in a channel you own) that is no longer wanted:
+
+\`\`\`sh
+curl -s -X POST "$B/v1/messages/$MSG:cancel" -H "X-API-Key: $KEY" -d '{"reason":"the user left"}'
+# 200 {"message":{…,"state":"cancelled"}}: never handed out; if a worker holds it: "state":"in_flight",
+# "cancel_requested":true. 409 already_finished if it was done (or cancelled) already.
+\`\`\`
+
+- As a worker: a heartbeat answers \`"cancel_requested": true\` once the task was cancelled. Stop, then release it
+  (it is cancelled, not redelivered) or acknowledge it with what you have (the result is kept).
 
 - \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
   listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result

@@ -47,6 +47,7 @@ export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
   message_delayed: "Take it at or after available_at (in retry_after seconds), or call receive_task (identifier), which hands out due tasks only.",
   not_claimed: "Take the task with receive_task (identifier) first: only a task you received can be completed or released.",
   already_acknowledged: "A completed task is final and is not handed out again: post new work with post_message, or read its result with wait_for_result (message_id).",
+  already_finished: "The task is finished (completed, dead-lettered, cancelled or expired): read how it ended, and any result, with wait_for_result (message_id).",
   alias_not_found: "get_channel (identifier) lists the aliases the channel holds.",
   result_not_ready: "The task has no result yet: call wait_for_result (message_id, wait) to wait for it.",
   result_already_set: "Read it with wait_for_result (message_id); a message keeps the first result it was completed with.",

@@ -317,9 +317,21 @@ export const TOOLS: readonly ToolSpec[] = [
   {
     name: "heartbeat_lease",
     title: "Extend a lease",
-    description: "Extends the lease of a task you are still working on: it stays yours for lease_seconds from now. Returns the new expires_at.",
+    description:
+      "Extends the lease of a task you are still working on: it stays yours for lease_seconds from now. Returns the new expires_at, " +
+      "and cancel_requested: true when the task's author cancelled it (stop, and complete_task with what you have or release_task).",
     method: MessageService.method.heartbeatLease,
     schema: { required: ["lease_token"] },
+  },
+  {
+    name: "cancel_task",
+    title: "Cancel a task",
+    description:
+      "Cancels a task you posted (or any task of a channel you own) that is no longer wanted. Not yet taken: cancelled at once, never handed out. " +
+      "In a worker's hands: marked cancel_requested (the worker sees it when it heartbeats or completes) and cancelled when it lets go; " +
+      "a result it still completes with is kept. Returns the message (state 'cancelled', or 'in_flight' with cancel_requested).",
+    method: MessageService.method.cancelMessage,
+    schema: { required: ["message_id"] },
   },
   {
     name: "wait_for_result",

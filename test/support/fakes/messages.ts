@@ -39,6 +39,8 @@ export class FakeMessageStore implements MessageStore {
       acknowledgedBy: [],
       deliveryCount: 0,
       maxDeliveries: null,
+      cancelRequestedAt: null,
+      cancelReason: null,
       result: null,
       deadLetter: null,
       groupKey,
@@ -107,10 +109,14 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, cancelled: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
       if (m.channelId !== channelId) continue;
+      if (m.cancelRequestedAt !== null && m.acknowledgedBy.length === 0 && (m.expiresAt <= now || !claimed(m, now))) {
+        stats.cancelled += 1;
+        continue;
+      }
       if (m.expiresAt <= now) {
         if (m.acknowledgedBy.length === 0) stats.expired += 1;
         continue;
@@ -203,11 +209,29 @@ export class FakeMessageStore implements MessageStore {
     return ahead.length === 0 ? null : Math.min(...ahead);
   }
 
-  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros } | undefined> {
+  async heartbeat(leaseToken: string, keyId: string, until: Micros, now: Micros): Promise<{ leaseToken: string; expiresAt: Micros; cancelRequested: boolean } | undefined> {
     const m = [...this.messages.values()].find((x) => x.claim?.leaseToken === leaseToken);
     if (!m?.claim || m.claim.keyId !== keyId || (m.claim.leaseExpiresAt ?? 0) <= now || m.expiresAt <= now) return undefined;
-    this.messages.set(m.id, { ...m, claim: { ...m.claim, leaseExpiresAt: until } });
-    return { leaseToken, expiresAt: until };
+    const cancelled = m.cancelRequestedAt !== null;
+    this.messages.set(m.id, { ...m, expiresAt: cancelled ? until : m.expiresAt, claim: { ...m.claim, leaseExpiresAt: until } });
+    return { leaseToken, expiresAt: until, cancelRequested: cancelled };
+  }
+
+  /** CANCEL_SQL's rules, without the clock margin. */
+  async cancel(messageId: string, now: Micros, reason: string | null): Promise<MessageRecord | undefined> {
+    const m = this.messages.get(messageId);
+    if (!m || m.acknowledgedBy.length > 0 || m.expiresAt <= now) return undefined;
+    const held = claimed(m, now);
+    const max = this.channels.channels.get(m.channelId)?.maxDeliveries ?? Infinity;
+    if (!held && m.deliveryCount >= max) return undefined;
+    const updated: MessageRecord = {
+      ...m,
+      cancelRequestedAt: m.cancelRequestedAt ?? now,
+      cancelReason: m.cancelRequestedAt === null ? reason : m.cancelReason,
+      expiresAt: held ? Math.min(m.expiresAt, m.claim?.leaseExpiresAt ?? m.expiresAt) : Math.min(m.expiresAt, now),
+    };
+    this.messages.set(m.id, updated);
+    return updated;
   }
 
   async leaseHolder(leaseToken: string): Promise<{ keyId: string; messageId: string } | undefined> {
