@@ -43,6 +43,8 @@ export interface LongPollOptions {
   /** Measures the wait and ends it at the deadline. */
   clock: Clock;
   channelId: string;
+  /** More topics whose wake-ups end the wait too (a message's own: its progress). */
+  alsoOn?: readonly string[] | undefined;
   waitMs: number;
   /** Above this many waiters in the process, answer at once instead of waiting. */
   maxWaiters: number;
@@ -87,7 +89,10 @@ async function waitAndRead<T>(read: (delivery?: number) => Promise<T[]>, options
   for (;;) {
     let wake!: (delivery?: number) => void;
     const woken = new Promise<number | undefined>((resolve) => (wake = resolve));
-    const unsubscribe = options.bus.subscribe(options.channelId, wake);
+    const unsubscribes = [options.channelId, ...(options.alsoOn ?? [])].map((topic) => options.bus.subscribe(topic, wake));
+    const unsubscribe = () => {
+      for (const u of unsubscribes) u();
+    };
     try {
       const readAt = clock.now();
       const data = await read(delivery);

@@ -8,8 +8,9 @@ import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { messageState, type FoundMessage, type ListFilter, type MessageRecord, type MessageState, type QueueStats } from "../model/messages.js";
-import { formatTimestamp, MICROS_PER_SECOND, type Micros } from "../model/time.js";
+import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Micros } from "../model/time.js";
 import { nextWake, readOrWait } from "./long-poll.js";
+import { messageTopic } from "./message-progress.js";
 import type { MessageContext } from "./message-context.js";
 import { assertMessageId, checkWait, MAX_PAGE_SIZE, parseCursor } from "./message-rules.js";
 import { validatePageLimit } from "./paging.js";
@@ -31,7 +32,20 @@ export interface ListInput {
 export interface GetInput {
   /** Long-poll seconds to wait for an acknowledgement; capped by the server. */
   wait?: number | undefined;
+  /** With wait: answer also on progress newer than this (RFC 3339, the progress.updated_at last seen). */
+  progressAfter?: string | undefined;
   signal?: AbortSignal | undefined;
+}
+
+/** progress_after: an RFC 3339 time (a progress.updated_at as the service wrote it). */
+function parseProgressAfter(text: string): Micros {
+  const at = parseTimestamp(text);
+  if (at === undefined) {
+    throw new ApiError("invalid_progress_after", "'progress_after' is an RFC 3339 time: the progress.updated_at you last saw", {
+      suggestion: "Pass the message's progress.updated_at unchanged.",
+    });
+  }
+  return at;
 }
 
 export interface Page {
@@ -170,8 +184,11 @@ export class MessageReading {
   async get(caller: Caller, messageId: string, input: GetInput = {}): Promise<FoundMessage> {
     assertMessageId(messageId);
     const wait = checkWait(input.wait);
+    const progressAfter = input.progressAfter === undefined ? undefined : parseProgressAfter(input.progressAfter);
     const found = await this.readable(caller, messageId);
-    if (wait === 0 || this.settled(found)) return found;
+    // Waiting for progress too: newer progress than the caller saw answers (docs/decisions.md#progress).
+    const changed = (m: FoundMessage) => this.settled(m) || (progressAfter !== undefined && (m.message.progress?.updatedAt ?? 0) > progressAfter);
+    if (wait === 0 || changed(found)) return found;
     let latest = found;
     // The first read was just done above: readOrWait's own first read can
     // answer "nothing yet" without a query; the re-read after subscribing
@@ -186,14 +203,15 @@ export class MessageReading {
       const current = await this.ctx.store.find(messageId, caller.keyId);
       if (current === undefined) return [latest];
       latest = current;
-      return this.settled(current) ? [current] : [];
+      return changed(current) ? [current] : [];
     };
     // A cancelled message in flight is cancelled when its lease ends, which
     // nothing announces: the wait ends then, to read it again.
     const lease = found.message.cancelRequestedAt === null ? null : (found.message.claim?.leaseExpiresAt ?? null);
     const untilLapse = lease === null ? Infinity : Math.max(0, (lease - this.ctx.clock.now()) / MICROS_PER_SECOND) + 0.05;
-    await readOrWait(read, this.ctx.longPoll(caller, found.message.channelId, Math.min(wait, untilLapse), input.signal, false));
-    if (untilLapse < wait && !this.settled(latest)) latest = (await this.ctx.store.find(messageId, caller.keyId)) ?? latest;
+    const poll = this.ctx.longPoll(caller, found.message.channelId, Math.min(wait, untilLapse), input.signal, false);
+    await readOrWait(read, progressAfter === undefined ? poll : { ...poll, alsoOn: [messageTopic(found.message.id)] });
+    if (untilLapse < wait && !changed(latest)) latest = (await this.ctx.store.find(messageId, caller.keyId)) ?? latest;
     return latest;
   }
 

@@ -3,8 +3,8 @@
  * use case per module: posting (message-posting.ts), reading, following and
  * waiting (message-reading.ts), claims, leases, release and retraction
  * (message-claims.ts), acknowledgements (message-acks.ts), the worker's
- * receive (message-receiving.ts), dead letters (dead-letters.ts) and
- * cancellation (message-cancel.ts). This
+ * receive (message-receiving.ts), dead letters (dead-letters.ts),
+ * cancellation (message-cancel.ts) and progress (message-progress.ts). This
  * module wires them over one shared context and is what the handlers call.
  */
 import type { Caller } from "../model/caller.js";
@@ -16,6 +16,7 @@ import type { MessageStore } from "../ports/messages.js";
 import { DeadLetters, type RedriveOutcome } from "./dead-letters.js";
 import { MessageAcks, type AckStatus } from "./message-acks.js";
 import { MessageCancel } from "./message-cancel.js";
+import { MessageProgressing, type OpenedMessageWatch, type ProgressInput } from "./message-progress.js";
 import { MessageClaims, type ClaimStatus } from "./message-claims.js";
 import { MessageContext, type ActorDirectory, type MessagesOptions } from "./message-context.js";
 import { MessagePosting, type NewMessageInput } from "./message-posting.js";
@@ -24,6 +25,7 @@ import { MessageReceiving, type CompletedTask, type ReceiveInput, type ReceivedL
 import type { AckExtras, BatchItemResult } from "./message-rules.js";
 
 export type { ActorDirectory, MessagesOptions } from "./message-context.js";
+export type { MessageEvent, OpenedMessageWatch, ProgressInput } from "./message-progress.js";
 export type { NewMessageInput } from "./message-posting.js";
 export type { GetInput, ListInput, OpenedWatch, Page } from "./message-reading.js";
 export type { CompletedTask, ReceiveInput, ReceivedLease } from "./message-receiving.js";
@@ -40,6 +42,7 @@ export class Messages {
   private readonly receiving: MessageReceiving;
   private readonly deadLetters: DeadLetters;
   private readonly cancelling: MessageCancel;
+  private readonly progressing: MessageProgressing;
 
   constructor(store: MessageStore, channels: ChannelStore, actors: ActorDirectory, clock: Clock, options: MessagesOptions) {
     const ctx = new MessageContext(store, channels, actors, clock, options);
@@ -50,6 +53,7 @@ export class Messages {
     this.acks = new MessageAcks(ctx);
     this.receiving = new MessageReceiving(ctx, this.acks, this.deadLetters);
     this.cancelling = new MessageCancel(ctx);
+    this.progressing = new MessageProgressing(ctx);
   }
 
   create(caller: Caller, identifier: string, input: NewMessageInput): Promise<{ message: MessageRecord; nextCursor: string }> {
@@ -113,6 +117,14 @@ export class Messages {
 
   cancel(caller: Caller, messageId: string, reason: string | undefined): Promise<MessageRecord> {
     return this.cancelling.cancel(caller, messageId, reason);
+  }
+
+  reportProgress(caller: Caller, messageId: string, input: ProgressInput): Promise<MessageRecord> {
+    return this.progressing.report(caller, messageId, input);
+  }
+
+  openMessageWatch(caller: Caller, messageId: string, since: string | undefined, signal?: AbortSignal): Promise<OpenedMessageWatch> {
+    return this.progressing.openWatch(caller, messageId, since, signal);
   }
 
   ack(caller: Caller, messageId: string, actorRef: string | undefined, extras: AckExtras = {}): Promise<{ status: AckStatus; message: MessageRecord }> {

@@ -59,6 +59,35 @@ export interface MessageRecord {
    */
   cancelRequestedAt: Micros | null;
   cancelReason: string | null;
+  /** What its holder last reported (docs/decisions.md#progress); null until then. */
+  progress: MessageProgress | null;
+}
+
+/** A message's progress text keeps this many bytes of UTF-8, the last ones (docs/decisions.md#progress). */
+export const MAX_PROGRESS_TEXT_BYTES = 65_536;
+
+/** The last `max` bytes of `text` as UTF-8, cut at a character's start. */
+export function keepProgressTail(text: string, max = MAX_PROGRESS_TEXT_BYTES): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= max) return text;
+  let start = bytes.length - max;
+  // A continuation byte (10xxxxxx) is the middle of a character: start after it.
+  while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
+  return bytes.subarray(start).toString("utf8");
+}
+
+/** A progress report as the store applies it: null leaves that part as it was. */
+export interface NewProgress {
+  data: { [key: string]: JsonValue } | null;
+  text: string | null;
+  append: boolean;
+}
+
+export interface MessageProgress {
+  data: { [key: string]: JsonValue };
+  /** The last reported text, or everything appended, kept to its last 64 KiB. */
+  text: string;
+  updatedAt: Micros;
 }
 
 export interface DeadLetterOrigin {

@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, QueueStats } from "../model/messages.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 
@@ -52,6 +52,13 @@ export interface MessageStore {
    * cancelled, expired, or delivered max_deliveries times and not held).
    */
   cancel(messageId: string, now: Micros, reason: string | null): Promise<MessageRecord | undefined>;
+  /**
+   * Records progress on a message this key holds under this lease (not
+   * lapsed, not acknowledged): data replaces the last (null: kept), text
+   * replaces it or, with append, is added (null: kept), the text kept to its
+   * last 64 KiB; undefined when the key does not hold it so.
+   */
+  reportProgress(messageId: string, leaseToken: string, keyId: string, now: Micros, progress: NewProgress): Promise<MessageRecord | undefined>;
   /**
    * Moves up to `limit` of the channel's messages that were delivered
    * max_deliveries times and came back to its dead-letter channel, or to

@@ -49,6 +49,8 @@ export function renderMessage(message: MessageRecord, now: Micros, archived: Arc
     state: STATES[messageState(message, now, archived)],
     cancelRequested: message.cancelRequestedAt !== null,
     cancelReason: message.cancelReason ?? undefined,
+    progress:
+      message.progress === null ? undefined : { data: message.progress.data, text: message.progress.text, updatedAt: toProtoTimestamp(message.progress.updatedAt) },
   };
 }
 

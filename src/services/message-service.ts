@@ -139,6 +139,30 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return { moved, refused };
     },
 
+    async reportProgress(req, ctx) {
+      const message = await messages.reportProgress(callerOf(ctx), req.messageId, {
+        leaseToken: req.leaseToken,
+        data: req.data,
+        text: req.text,
+        append: req.append,
+      });
+      return { message: renderMessage(message, clock.now()) };
+    },
+
+    async *watchMessage(req, ctx) {
+      const watch = await messages.openMessageWatch(callerOf(ctx), req.messageId, req.since, callSignal(ctx));
+      ctx.values.get(streamOpenKey)?.();
+      try {
+        // First where the stream starts: resuming from it sends what changed since.
+        yield { cursor: req.since ?? "", event: "open" };
+        for await (const e of watch.events) {
+          yield { event: e.event, cursor: e.cursor, message: renderFoundMessage(e.found, clock.now()) };
+        }
+      } finally {
+        watch.close();
+      }
+    },
+
     async cancelMessage(req, ctx) {
       return { message: renderMessage(await messages.cancel(callerOf(ctx), req.messageId, req.reason), clock.now()) };
     },
@@ -172,7 +196,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async getMessage(req, ctx) {
-      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, signal: waitSignal(ctx, req.wait) });
+      const found = await messages.get(callerOf(ctx), req.messageId, { wait: req.wait, progressAfter: req.progressAfter, signal: waitSignal(ctx, req.wait) });
       return renderFoundMessage(found, clock.now());
     },
 

@@ -524,11 +524,12 @@ export function buildProgram(io: Io): Command {
     .option("--lease <seconds>", "lease length (30..3600)", (v) => Number(v), 60)
     .option("--once", "stop after one task (exit 1 when its command failed or the service refused its result)")
     .option("--pass-key", "give the command the API key as AGENTBUS_API_KEY (by default it does not get it)")
+    .option("--progress", "report the command's stderr lines as the task's progress (appended, at most once a second); they still go to stderr")
     .addHelpText("after", WORK_EXIT_CODES)
-    .action(async (identifier: string, command: string[], opts: { lease: number; once?: boolean; passKey?: boolean }) => {
+    .action(async (identifier: string, command: string[], opts: { lease: number; once?: boolean; passKey?: boolean; progress?: boolean }) => {
       const client = await api();
       const env = commandEnvironment(io.env, (await profile()).key, opts.passKey === true);
-      await work(client, io, identifier, command, { lease: opts.lease, once: opts.once === true, env, stop: io.stop });
+      await work(client, io, identifier, command, { lease: opts.lease, once: opts.once === true, env, stop: io.stop, progress: opts.progress === true });
     });
 
   /** Waits for a job without a line per poll: the one line naming it is all a person or a log needs. */

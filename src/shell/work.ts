@@ -33,7 +33,12 @@ export interface WorkOptions {
   env: NodeJS.ProcessEnv;
   /** Aborted: as a first Ctrl-C, for a caller that runs the worker in its own process. */
   stop?: AbortSignal | undefined;
+  /** Report the command's stderr lines as the task's progress (appended), besides passing them on. */
+  progress?: boolean | undefined;
 }
+
+/** How often, at most, the command's stderr lines go out as one progress report. */
+const PROGRESS_EVERY_MS = 1_000;
 
 /**
  * A process between the worker and the command: the leader of the command's
@@ -162,12 +167,15 @@ export async function work(client: AgentbusApi, io: Io, identifier: string, comm
           })
           .catch(() => undefined);
       };
+      const progress = options.progress ? progressReporter(client, id, task.lease_token) : undefined;
       const outcome = await runTask(command, String(task.message.content ?? ""), options.env, {
         heartbeat,
         everyMs: (options.lease * 1000) / 3,
         stop: AbortSignal.any([stop.now, cancelled.signal]),
         kill: stop.kill,
+        onStderr: progress?.add,
       });
+      await progress?.flush();
       running = undefined;
       if (outcome.stopped && cancelled.signal.aborted && !stop.now.aborted) {
         // Given back, it is cancelled, not handed out again.
@@ -242,7 +250,51 @@ async function settleTask(client: AgentbusApi, io: Io, message: JsonObject, outc
   }
 }
 
+/**
+ * Sends the command's stderr as the task's progress (docs/decisions.md#progress):
+ * whole lines, appended, at most one report a second (a chatty command costs
+ * one request a second, not one per line). A failed report is dropped: the
+ * work goes on.
+ */
+function progressReporter(client: AgentbusApi, messageId: string, leaseToken: string): { add(chunk: Buffer): void; flush(): Promise<void> } {
+  let pending = "";
+  let partial = "";
+  let timer: NodeJS.Timeout | undefined;
+  let sending: Promise<void> = Promise.resolve();
+  const send = () => {
+    timer = undefined;
+    if (pending === "") return;
+    const text = pending;
+    pending = "";
+    sending = sending.then(() =>
+      client.call(MessageService.method.reportProgress, { message_id: messageId, lease_token: leaseToken, text, append: true }).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+  };
+  return {
+    add(chunk: Buffer) {
+      partial += chunk.toString("utf8");
+      const end = partial.lastIndexOf("\n");
+      if (end < 0) return;
+      pending += partial.slice(0, end + 1);
+      partial = partial.slice(end + 1);
+      timer ??= setTimeout(send, PROGRESS_EVERY_MS);
+    },
+    async flush() {
+      clearTimeout(timer);
+      pending += partial;
+      partial = "";
+      send();
+      await sending;
+    },
+  };
+}
+
 interface RunControls {
+  /** The command's stderr, as it comes (it is passed on to ours either way). */
+  onStderr?: ((chunk: Buffer) => void) | undefined;
   heartbeat(): void;
   everyMs: number;
   /** Aborted: SIGTERM to the command's group, SIGKILL after the grace period. */
@@ -254,8 +306,13 @@ interface RunControls {
 /** Runs the command (under the guard) with `input` on stdin and `env` as its environment; its stdout (up to the result limit) and how it ended. Heartbeats while it runs. */
 function runTask(command: string[], input: string, env: NodeJS.ProcessEnv, controls: RunControls): Promise<TaskOutcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["-e", GUARD, "--", ...command], { detached: true, stdio: ["pipe", "pipe", "inherit", "pipe"], env });
-    const [stdin, stdout, , lifeline] = child.stdio as unknown as [Writable, Readable, null, Duplex];
+    const onStderr = controls.onStderr;
+    const child = spawn(process.execPath, ["-e", GUARD, "--", ...command], { detached: true, stdio: ["pipe", "pipe", onStderr ? "pipe" : "inherit", "pipe"], env });
+    const [stdin, stdout, stderr, lifeline] = child.stdio as unknown as [Writable, Readable, Readable | null, Duplex];
+    stderr?.on("data", (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      onStderr?.(chunk);
+    });
     let status = "";
     lifeline.setEncoding("utf8");
     lifeline.on("data", (text: string) => (status += text));

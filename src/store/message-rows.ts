@@ -40,6 +40,9 @@ export interface MessageRow {
   max_deliveries?: number | null;
   cancel_requested_at?: Micros | null;
   cancel_reason?: string | null;
+  progress_data?: { [key: string]: JsonValue } | null;
+  progress_text?: string | null;
+  progress_updated_at?: Micros | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -50,7 +53,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   m.group_key, m.priority,
   CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
   CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries,
-  m.cancel_requested_at, m.cancel_reason`;
+  m.cancel_requested_at, m.cancel_reason, m.progress_data, m.progress_text, m.progress_updated_at`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -60,7 +63,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
   lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
-  cancel_requested_at, cancel_reason, cancel_expires_at`;
+  cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (
@@ -126,5 +129,9 @@ export function toRecord(row: MessageRow): MessageRecord {
     maxDeliveries: row.max_deliveries ?? null,
     cancelRequestedAt: row.cancel_requested_at ?? null,
     cancelReason: row.cancel_reason ?? null,
+    progress:
+      row.progress_updated_at === null || row.progress_updated_at === undefined
+        ? null
+        : { data: row.progress_data ?? {}, text: row.progress_text ?? "", updatedAt: row.progress_updated_at },
   };
 }

@@ -28,6 +28,7 @@ import type {
   NewClaim,
   NewLeases,
   NewMessage,
+  NewProgress,
   QueueStats,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
@@ -38,6 +39,7 @@ import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
 import { CANCEL_SQL } from "./message-cancel.js";
+import { reportProgress } from "./message-progress.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL, STATS_SQL } from "./message-reads-sql.js";
 import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
@@ -192,6 +194,7 @@ export class PgMessageStore implements MessageStore {
                 maxDeliveries: null,
                 cancelRequestedAt: null,
                 cancelReason: null,
+                progress: null,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -464,6 +467,11 @@ export class PgMessageStore implements MessageStore {
     );
     const row = rows[0];
     return row && { leaseToken: row.lease_token, expiresAt: row.lease_expires_at, cancelRequested: row.cancel_requested };
+  }
+
+  /** store/message-progress.ts. */
+  reportProgress(messageId: string, leaseToken: string, keyId: string, now: Micros, progress: NewProgress): Promise<MessageRecord | undefined> {
+    return reportProgress(this.db, messageId, leaseToken, keyId, now, progress);
   }
 
   /** CANCEL_SQL (store/message-cancel.ts). */

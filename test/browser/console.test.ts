@@ -276,6 +276,21 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("shows the progress a worker reported on its task", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "translations", mode: "claimable" } })).body.id;
+    await rest(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "Translate the manual" } });
+    const leased = await rest<{ data: Array<{ message: { id: string }; lease_token: string }> }>(server.url, "POST", `/v1/channels/${channel}/messages:receive`, { key: owner, body: {} });
+    const [task] = leased.body.data;
+    await rest(server.url, "POST", `/v1/messages/${task!.message.id}/progress`, { key: owner, body: { lease_token: task!.lease_token, data: { chapter: 3 }, text: "chapter 3 of 12" } });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(".progress-text");
+    expect(await page.$eval(".progress-text", (el) => el.textContent)).toBe("chapter 3 of 12");
+    expect(await page.$eval(".progress-data", (el) => el.textContent)).toBe('{"chapter":3}');
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

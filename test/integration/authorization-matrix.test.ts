@@ -96,6 +96,7 @@ const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   admin_disabled: Code.PermissionDenied,
   not_implemented: Code.Unimplemented,
   limit_not_found: Code.NotFound,
+  not_lease_holder: Code.FailedPrecondition,
 };
 
 /** The outcome for a caller with a valid key; undefined when the case cannot exist. */
@@ -124,6 +125,9 @@ const only =
     access === "restricted" && who === "stranger" ? ACCESS_DENIED : allowed.includes(who) ? ok(status) : FORBIDDEN;
 
 const ownerOnly = (status: number): Rule => only(["owner"], status);
+
+/** Progress on another key's lease: a channel user is told it does not hold the lease (409), a stranger to a restricted channel is refused first. */
+const leaseHolderOnly: Rule = (who, access) => (access === "restricted" && who === "stranger" ? ACCESS_DENIED : refused(409, "not_lease_holder"));
 
 /** A resource of the owner's key that is not channel-scoped (a shared limit): every other key is told it does not exist. */
 const ownersOnly =
@@ -447,6 +451,37 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { lease_token: await leaseOn(env.inst, env.self, await workerMessage(env)) } }),
   },
   {
+    rpc: "MessageService.ReportProgress",
+    variant: "another key's lease",
+    scope: "channel",
+    mutates: true,
+    rule: leaseHolderOnly,
+    prepare: async (env) => {
+      const id = await workerMessage(env);
+      return { fields: { message_id: id, lease_token: await leaseOn(env.inst, env.inst.keys.worker, id), text: "x" } };
+    },
+  },
+  {
+    rpc: "MessageService.ReportProgress",
+    variant: "the caller's own lease",
+    scope: "channel",
+    mutates: true,
+    rule: ownResource(200),
+    success: () => ({ rest: { message: { progress: { text: "halfway" } } }, grpc: { message: { progress: { text: "halfway" } } } }),
+    prepare: async (env) => {
+      const id = await workerMessage(env);
+      return { fields: { message_id: id, lease_token: await leaseOn(env.inst, env.self, id), text: "halfway" } };
+    },
+  },
+  {
+    // Finished at once (acknowledged before the stream opens): the stream sends its state and result, then ends.
+    rpc: "MessageService.WatchMessage",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(200),
+    prepare: async (env) => ({ fields: { message_id: await finishedMessage(env) } }),
+  },
+  {
     // Claimed by the worker: nobody else may release it, not even the channel owner.
     rpc: "MessageService.ReleaseMessage",
     variant: "another key's claim",
@@ -742,6 +777,13 @@ async function pendingRequest(env: Env): Promise<Prepared> {
 /** A fresh unclaimed message of the worker on the case's channel. */
 async function workerMessage(env: Env): Promise<string> {
   return post(env.inst, env.inst.keys.worker, await env.channel());
+}
+
+/** A message of the worker's that the worker acknowledged: finished. */
+async function finishedMessage(env: Env): Promise<string> {
+  const id = await workerMessage(env);
+  await must("ack", rest(env.inst.server.url, "POST", `/v1/messages/${id}/ack`, { key: env.inst.keys.worker, body: {} }), 200);
+  return id;
 }
 
 // ---------------------------------------------------------------------------

@@ -83,7 +83,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const client = await httpClient(alice);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "cancel_task", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
+    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "report_progress", "cancel_task", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
       expect(names).toContain(name);
     }
     const post = tools.find((t) => t.name === "post_message")!;
@@ -111,6 +111,19 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect(await tool(a, "wait_for_result", { message_id: posted.message.id, wait: 5 })).toMatchObject({ state: "cancelled" });
     expect((await tool(b, "receive_task", { identifier: channel.id })).data).toEqual([]);
     expect(await toolError(a, "cancel_task", { message_id: posted.message.id })).toMatchObject({ error: "already_finished" });
+  });
+
+  it("lets a worker report progress that the poster's wait_for_result with progress_after answers with", async () => {
+    const [a, b] = [await httpClient(alice), await httpClient(bob)];
+    const { channel } = (await tool(a, "find_or_create_channel", { name: `mcp-progress-${Date.now()}` })) as { channel: { id: string } };
+    const posted = (await tool(a, "post_message", { identifier: channel.id, content: "Translate the manual" })) as { message: { id: string } };
+    const [task] = (await tool(b, "receive_task", { identifier: channel.id })).data as Array<{ lease_token: string }>;
+    const first = (await tool(b, "report_progress", { message_id: posted.message.id, lease_token: task!.lease_token, data: { chapter: 1 }, text: "chapter 1 done" })) as {
+      message: { progress: { updated_at: string } };
+    };
+    const waiting = tool(a, "wait_for_result", { message_id: posted.message.id, wait: 10, progress_after: first.message.progress.updated_at });
+    await tool(b, "report_progress", { message_id: posted.message.id, lease_token: task!.lease_token, data: { chapter: 2 }, text: "\nchapter 2 done", append: true });
+    expect(await waiting).toMatchObject({ state: "in_flight", progress: { data: { chapter: 2 }, text: "chapter 1 done\nchapter 2 done" } });
   });
 
   it("answers a refused call as a tool error with the catalog's code and suggestion", async () => {

@@ -525,6 +525,16 @@ describe("agentbus shell commands", () => {
     expect((await rest<{ state: string }>(server.url, "GET", `/v1/messages/${task.id}`, { key })).body.state).toBe("cancelled");
   }, 30_000);
 
+  it("work --progress reports the command's stderr lines as the task's progress, and still prints them", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "report" });
+    const r = await run(["work", ch, "--once", "--progress", "--", "sh", "-c", "echo reading >&2; sleep 1.2; echo writing >&2; echo done"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("reading\nwriting\n");
+    const m = await rest<{ result: string; progress: { text: string } | null }>(server.url, "GET", `/v1/messages/${task.id}`, { key });
+    expect(m.body).toMatchObject({ result: "done\n", progress: { text: "reading\nwriting\n" } });
+  }, 30_000);
+
   it("work: the command ends with the worker when the worker is killed with SIGKILL", async () => {
     const ch = await createChannel(server.url, key);
     await postMessage(server.url, key, ch, { content: "orphan?" });

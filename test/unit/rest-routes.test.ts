@@ -61,6 +61,8 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/messages/m1", "GetMessage"],
   ["DELETE", "/v1/messages/m1", "RetractMessage"],
   ["POST", "/v1/messages/m1:cancel", "CancelMessage"],
+  ["POST", "/v1/messages/m1/progress", "ReportProgress"],
+  ["GET", "/v1/messages/m1/events", "WatchMessage"],
   ["POST", "/v1/actors", "CreateActor"],
   ["GET", "/v1/actors/a1", "GetActor"],
   ["POST", "/v1/actors/a1/aliases", "AddActorAlias"],

@@ -42,4 +42,21 @@ describe.each(transports)("over %s", (transport) => {
     const again = await client.messages.cancelMessage({ messageId: message!.id }).catch((err: unknown) => err);
     expect(isAgentbusError(again, "already_finished")).toBe(true);
   });
+
+  it("reports progress on a held task and follows the task with watchMessage until its result", async () => {
+    const { client } = await clientWithNewKey(server.url, { transport });
+    const { id: channel } = await client.channels.createChannel({ name: "progress", mode: ChannelMode.CLAIMABLE });
+    const { message } = await client.messages.createMessage({ identifier: channel, content: "task" });
+    const [lease] = (await client.messages.receiveMessages({ identifier: channel, maxMessages: 1 })).data;
+    const events: string[] = [];
+    for await (const e of client.messages.watchMessage({ messageId: message!.id })) {
+      events.push(e.event);
+      if (events.length === 2) {
+        const reported = await client.messages.reportProgress({ messageId: message!.id, leaseToken: lease!.leaseToken, data: { pct: 50 }, text: "half" });
+        expect(reported.message?.progress).toMatchObject({ data: { pct: 50 }, text: "half" });
+      }
+      if (e.event === "progress") await client.messages.ackMessage({ messageId: message!.id, result: "done" });
+    }
+    expect(events).toEqual(["open", "state", "progress", "state", "result"]);
+  });
 });

@@ -315,6 +315,16 @@ function MessageItem({ message, claimable, claimOne, owner, onChanged }: { messa
             </dd>
           </Fragment>
         ))}
+        {message.progress ? (
+          <>
+            <dt>Progress</dt>
+            <dd class="progress">
+              {message.progress.data && Object.keys(message.progress.data).length > 0 ? <code class="progress-data">{JSON.stringify(message.progress.data)}</code> : null}{" "}
+              <Time date={toDate(message.progress.updatedAt)} />
+              {message.progress.text !== "" ? <pre class="progress-text">{message.progress.text}</pre> : null}
+            </dd>
+          </>
+        ) : null}
         {message.cancelRequested ? (
           <>
             <dt>{state === "cancelled" ? "Cancelled" : "Cancel requested"}</dt>

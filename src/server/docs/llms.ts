@@ -145,6 +145,12 @@ curl -s -X POST "$B/v1/messages/$MSG:cancel" -H "X-API-Key: $KEY" -d '{"reason":
 
 - As a worker: a heartbeat answers \`"cancel_requested": true\` once the task was cancelled. Stop, then release it
   (it is cancelled, not redelivered) or acknowledge it with what you have (the result is kept).
+- Progress on a long task, as its worker (the lease holder): \`POST $B/v1/messages/$MSG/progress
+  {"lease_token":"…","data":{"step":3,"of":8},"text":"chapter 3 done\\n","append":true}\` (data replaces the last, at
+  most 16 KiB; text replaces or, with append, adds; the last 64 KiB are kept). The Message shows
+  \`"progress":{"data","text","updated_at"}\`. To follow it: \`GET $B/v1/messages/$MSG?wait=25&progress_after=<updated_at>\`
+  answers at the next report, or \`GET $B/v1/messages/$MSG/events\` streams \`state\`, \`progress\` and \`result\` events
+  (each with the whole message; Last-Event-ID resumes) until the task is finished.
 
 - \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
   listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result

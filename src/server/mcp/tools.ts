@@ -324,6 +324,22 @@ export const TOOLS: readonly ToolSpec[] = [
     schema: { required: ["lease_token"] },
   },
   {
+    name: "report_progress",
+    title: "Report progress on a task",
+    description:
+      "Tells whoever waits on a task you hold how it goes: data (an object, replacing the last; at most 16 KiB) and/or text " +
+      "(replacing the last, or with append: true added to it; the last 64 KiB are kept). Needs the task's lease_token. " +
+      "The poster sees it with wait_for_result (progress_after) and on the message's progress. Returns the message.",
+    method: MessageService.method.reportProgress,
+    schema: {
+      required: ["message_id", "lease_token"],
+      docs: {
+        data: { description: `Structured progress, e.g. {"step": 3, "of": 8}: a JSON object, at most ${MAX_METADATA_BYTES / KIB} KiB, replacing the last.` },
+        append: { description: "true: add text to what was reported before (a log, streamed output); false or absent: replace it." },
+      },
+    },
+  },
+  {
     name: "cancel_task",
     title: "Cancel a task",
     description:
@@ -339,9 +355,16 @@ export const TOOLS: readonly ToolSpec[] = [
     description:
       "Returns a message with its result once a worker completed it, waiting up to 'wait' seconds. " +
       "Use it after post_message to get the answer to your task: check message.result and message.state ('acknowledged' when done); " +
-      "'dead_lettered' or 'expired' means no result will come (it answers at once then); otherwise call again.",
+      "'dead_lettered', 'cancelled' or 'expired' means no result will come (it answers at once then); otherwise call again. " +
+      "To follow a long task, pass progress_after = the message's progress.updated_at you last saw: it also answers at the worker's next progress report.",
     method: MessageService.method.getMessage,
-    schema: { required: ["message_id"], docs: { wait: { ...FIELDS.wait!, description: "Seconds to wait for the result before answering (long-poll; the service caps it at its own limit, 25 by default). 0 or absent answers at once." } } },
+    schema: {
+      required: ["message_id"],
+      docs: {
+        wait: { ...FIELDS.wait!, description: "Seconds to wait for the result before answering (long-poll; the service caps it at its own limit, 25 by default). 0 or absent answers at once." },
+        progress_after: { description: "The message's progress.updated_at as you last saw it: with wait, answer also at the next progress report." },
+      },
+    },
     readOnly: true,
     run: (args, ctx) => call(ctx, MessageService.method.getMessage, args, { waitSeconds: waitOf(args) }),
   },

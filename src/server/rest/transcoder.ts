@@ -275,7 +275,8 @@ const writeText = (res: NodeResponse, text: string) => (res as { write(chunk: st
 
 interface StreamEvent {
   id: string;
-  event: "open" | "message";
+  /** "open", "message", or the name a response gives its event. */
+  event: string;
   data: string;
 }
 
@@ -291,11 +292,14 @@ function streamEvent(method: DescMethod, item: Message): StreamEvent {
   const record = item as unknown as Record<string, unknown>;
   const cursor = method.output.fields.find((f) => f.name === "cursor");
   const message = method.output.fields.find((f) => f.name === "message");
+  // A response that names its event (WatchMessage: progress, state, result) is sent as that event.
+  const named = method.output.fields.find((f) => f.name === "event");
   if (cursor && message?.fieldKind === "message") {
     const id = String(record[cursor.localName] ?? "");
     const value = record[message.localName] as object | undefined;
     if (value === undefined) return { id, event: "open", data: JSON.stringify({ cursor: id }) };
-    return { id, event: "message", data: renderMessageJson(message.message, value) };
+    const event = named ? String(record[named.localName] ?? "") || "message" : "message";
+    return { id, event, data: renderMessageJson(message.message, value) };
   }
   return { id: "", event: "message", data: renderMessageJson(method.output, item) };
 }

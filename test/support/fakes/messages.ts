@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, QueueStats } from "../../../src/model/messages.js";
+import { keepProgressTail, type BatchCreateOutcome, type CreateOutcome, type FoundMessage, type ListFilter, type MessageInspection, type MessageRecord, type NewAck, type NewClaim, type NewLeases, type NewMessage, type NewProgress, type QueueStats } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore, RedriveCandidate } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -41,6 +41,7 @@ export class FakeMessageStore implements MessageStore {
       maxDeliveries: null,
       cancelRequestedAt: null,
       cancelReason: null,
+      progress: null,
       result: null,
       deadLetter: null,
       groupKey,
@@ -215,6 +216,17 @@ export class FakeMessageStore implements MessageStore {
     const cancelled = m.cancelRequestedAt !== null;
     this.messages.set(m.id, { ...m, expiresAt: cancelled ? until : m.expiresAt, claim: { ...m.claim, leaseExpiresAt: until } });
     return { leaseToken, expiresAt: until, cancelRequested: cancelled };
+  }
+
+  /** store/message-progress.ts's rules. */
+  async reportProgress(messageId: string, leaseToken: string, keyId: string, now: Micros, progress: NewProgress): Promise<MessageRecord | undefined> {
+    const m = this.messages.get(messageId);
+    if (!m?.claim || m.claim.leaseToken !== leaseToken || m.claim.keyId !== keyId || (m.claim.leaseExpiresAt ?? 0) <= now || m.expiresAt <= now || m.acknowledgedBy.length > 0) return undefined;
+    const before = m.progress;
+    const text = progress.text === null ? (before?.text ?? "") : keepProgressTail(progress.append ? (before?.text ?? "") + progress.text : progress.text);
+    const updated: MessageRecord = { ...m, progress: { data: progress.data ?? before?.data ?? {}, text, updatedAt: Math.max(now, (before?.updatedAt ?? 0) + 1) } };
+    this.messages.set(m.id, updated);
+    return updated;
   }
 
   /** CANCEL_SQL's rules, without the clock margin. */
