@@ -26,11 +26,7 @@ export class MessageCancel {
       throw new ApiError("invalid_cancel_reason", `A cancel reason is at most ${MAX_CANCEL_REASON} characters`, { details: { max: MAX_CANCEL_REASON } });
     }
     const now = this.ctx.clock.now();
-    const found = await this.ctx.store.find(messageId, caller.keyId);
-    if (!found) throw new ApiError("message_not_found");
-    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
-      throw new ApiError("channel_access_denied");
-    }
+    const found = await this.ctx.findReadable(caller, messageId);
     if (found.message.authorKeyId !== caller.keyId && found.channelOwnerKeyId !== caller.keyId) {
       throw new ApiError("forbidden", "Only the message's author or the channel owner may cancel it", {
         suggestion: "Ask its author or the channel's owner; a worker that cannot do a task releases it instead.",

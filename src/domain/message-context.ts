@@ -8,7 +8,7 @@ import type { ActorRef } from "../model/actors.js";
 import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
-import type { ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
+import type { FoundMessage, ListFilter, MessageInspection, MessageRecord } from "../model/messages.js";
 import type { Clock, Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
@@ -70,6 +70,35 @@ export class MessageContext {
   }
 
   /** Wakes long-polls and watchers of the channel once the write is committed. */
+  /** The message live or archived, when the caller may read its channel (404, then 403, like the other reads). */
+  async findReadable(caller: Caller, messageId: string): Promise<FoundMessage> {
+    const found = await this.store.find(messageId, caller.keyId);
+    if (!found) throw new ApiError("message_not_found");
+    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
+      throw new ApiError("channel_access_denied");
+    }
+    return found;
+  }
+
+  /**
+   * A watch stream's waiter slot, held while it is open: past the key's
+   * slots it is refused before the stream opens (a stream has no "answer at
+   * once"). Given back when `signal` aborts, or by calling the result.
+   */
+  takeStreamSlot(caller: Caller, signal: AbortSignal | undefined): () => void {
+    const release = this.waiterSlots.take(caller.keyId);
+    if (!release) {
+      const max = this.options.longPollMaxWaitersPerKey;
+      throw new ApiError("too_many_waiters", `This key already holds ${max} open watches and long-polls on this server`, {
+        details: { max_waiters_per_key: max },
+      });
+    }
+    signal?.addEventListener("abort", release, { once: true });
+    // Already aborted, the event will not fire again: give the slot back now.
+    if (signal?.aborted) release();
+    return release;
+  }
+
   announce(channelId: string): void {
     this.options.afterCommit(() => this.options.bus.publish(channelId));
   }

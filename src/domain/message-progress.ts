@@ -100,9 +100,7 @@ export class MessageProgressing {
       append: input.append === true,
     });
     if (reported === undefined) {
-      const found = await this.ctx.store.find(messageId, caller.keyId);
-      if (!found) throw new ApiError("message_not_found");
-      if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) throw new ApiError("channel_access_denied");
+      await this.ctx.findReadable(caller, messageId);
       throw new ApiError("not_lease_holder");
     }
     this.ctx.announce(messageTopic(reported.id));
@@ -116,18 +114,8 @@ export class MessageProgressing {
   async openWatch(caller: Caller, messageId: string, since: string | undefined, signal?: AbortSignal): Promise<OpenedMessageWatch> {
     assertMessageId(messageId);
     const seen = parseSince(since);
-    const found = await this.ctx.store.find(messageId, caller.keyId);
-    if (!found) throw new ApiError("message_not_found");
-    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) throw new ApiError("channel_access_denied");
-    const release = this.ctx.waiterSlots.take(caller.keyId);
-    if (!release) {
-      const max = this.ctx.options.longPollMaxWaitersPerKey;
-      throw new ApiError("too_many_waiters", `This key already holds ${max} open watches and long-polls on this server`, {
-        details: { max_waiters_per_key: max },
-      });
-    }
-    signal?.addEventListener("abort", release, { once: true });
-    if (signal?.aborted) release();
+    const found = await this.ctx.findReadable(caller, messageId);
+    const release = this.ctx.takeStreamSlot(caller, signal);
     const events = this.follow(caller, found, seen, signal, release);
     return { events, close: release };
   }

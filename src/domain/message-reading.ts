@@ -111,19 +111,8 @@ export class MessageReading {
     const start = since === undefined ? await this.ctx.store.channelHead(channel.id) : given;
     // An empty channel starts at "0", which replays exactly what comes later.
     const cursor = since ?? (start === null ? "0" : formatTimestamp(start));
-    // A watch holds a wake-up subscription for as long as it is open: it
-    // counts against the key's waiter slots, and past them it is refused
-    // before the stream opens (a stream has no "answer at once").
-    const release = this.ctx.waiterSlots.take(caller.keyId);
-    if (!release) {
-      const max = this.ctx.options.longPollMaxWaitersPerKey;
-      throw new ApiError("too_many_waiters", `This key already holds ${max} open watches and long-polls on this server`, {
-        details: { max_waiters_per_key: max },
-      });
-    }
-    signal?.addEventListener("abort", release, { once: true });
-    // Already aborted, the event will not fire again: give the slot back now.
-    if (signal?.aborted) release();
+    // A watch holds a wake-up subscription for as long as it is open: it counts against the key's waiter slots.
+    const release = this.ctx.takeStreamSlot(caller, signal);
     return { cursor, messages: this.follow(caller, channel, start, signal, release), close: release };
   }
 
@@ -185,7 +174,7 @@ export class MessageReading {
     assertMessageId(messageId);
     const wait = checkWait(input.wait);
     const progressAfter = input.progressAfter === undefined ? undefined : parseProgressAfter(input.progressAfter);
-    const found = await this.readable(caller, messageId);
+    const found = await this.ctx.findReadable(caller, messageId);
     // Waiting for progress too: newer progress than the caller saw answers (docs/decisions.md#progress).
     const changed = (m: FoundMessage) => this.settled(m) || (progressAfter !== undefined && (m.message.progress?.updatedAt ?? 0) > progressAfter);
     if (wait === 0 || changed(found)) return found;
@@ -226,13 +215,5 @@ export class MessageReading {
     return found.archivedAt !== null || SETTLED_STATES.has(messageState(found.message, this.ctx.clock.now()));
   }
 
-  /** The message live or archived, when the caller may read its channel (404, then 403, like the other reads). */
-  private async readable(caller: Caller, messageId: string): Promise<FoundMessage> {
-    const found = await this.ctx.store.find(messageId, caller.keyId);
-    if (!found) throw new ApiError("message_not_found");
-    if (found.access === "restricted" && found.channelOwnerKeyId !== caller.keyId && !found.callerIsMember) {
-      throw new ApiError("channel_access_denied");
-    }
-    return found;
-  }
+
 }

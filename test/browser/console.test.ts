@@ -535,7 +535,7 @@ describe("the console operates a work queue", () => {
     expectNoPageErrors(page);
   });
 
-  it("offers each action only where it applies: Claim on ready work, nothing on work another key holds or that is done", async () => {
+  it("offers each action only where it applies: Claim on ready work, Cancel to its author on work not done, nothing more on work another key holds, nothing on work that is done", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const worker = await mintKey(server.url, unique("worker"));
     const channel = await createRestricted(owner);
@@ -551,8 +551,8 @@ describe("the console operates a work queue", () => {
     await page.waitForSelector(`[data-message-id="${done}"].state-acknowledged`);
     await page.waitForSelector(`[data-message-id="${ready}"].state-ready`);
     const buttons = (id: string) => page.$$eval(`[data-message-id="${id}"] .message-actions button`, (els) => els.map((el) => el.textContent));
-    expect(await buttons(ready)).toEqual(["Claim"]);
-    expect(await buttons(theirs)).toEqual([]);
+    expect(await buttons(ready)).toEqual(["Claim", "Cancel"]);
+    expect(await buttons(theirs)).toEqual(["Cancel"]);
     expect(await buttons(done)).toEqual([]);
     expectNoPageErrors(page);
   });
