@@ -123,8 +123,7 @@ export class MessageProgressing {
   private async *follow(caller: Caller, first: FoundMessage, since: Seen | null, signal: AbortSignal | undefined, release: () => void): AsyncGenerator<MessageEvent> {
     const { clock, options } = this.ctx;
     let seen = since;
-    let found: FoundMessage | undefined = first;
-    let fresh = true;
+    let found: FoundMessage | undefined;
     try {
       while (!signal?.aborted) {
         let wake!: (delivery?: number) => void;
@@ -133,8 +132,8 @@ export class MessageProgressing {
         const topics = [first.message.channelId, messageTopic(first.message.id)];
         const unsubscribe = topics.map((t) => options.bus.subscribe(t, wake));
         try {
-          if (!fresh) found = await this.ctx.store.find(first.message.id, caller.keyId);
-          fresh = false;
+          // Read after subscribing (the opening read came before): a change in between is seen now, not at the next one.
+          found = await this.ctx.store.find(first.message.id, caller.keyId);
           // Gone (history purged): nothing more will come.
           if (found === undefined) return;
           const now = clock.now();

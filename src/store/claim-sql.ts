@@ -67,10 +67,16 @@ export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, clai
     AND ${accessible("$2")}
   RETURNING ${COLUMNS}`;
 
-/** $1 message ids, $2 their lease tokens, $3 key, $4 now: gives back leases their receive never delivered (the delivery is not counted). */
+/**
+ * $1 message ids, $2 their lease tokens, $3 key, $4 now: gives back leases
+ * their receive never delivered (the delivery is not counted); one cancelled
+ * meanwhile is cancelled now, as on a release.
+ */
 export const RELEASE_UNSEEN_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
     claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
-    delivery_count = greatest(m.delivery_count - 1, 0)
+    delivery_count = greatest(m.delivery_count - 1, 0),
+    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
+      ELSE least(m.expires_at, $4::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS})) END
   FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
   WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`;
 

@@ -12,6 +12,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { MessageState } from "../../gen/agentbus/v1/message_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
+import { formatTimestamp } from "../../src/model/time.js";
+import { RELEASE_UNSEEN_SQL } from "../../src/store/claim-sql.js";
 import { Db } from "../../src/store/db.js";
 import { purge } from "../../src/store/purge.js";
 import { AdjustableClock } from "../support/clock.js";
@@ -137,6 +139,19 @@ describe("cancelling work in flight", () => {
     clock.advanceSeconds(31);
     expect((await receive(ch)).data).toEqual([]);
     expect(await get(m.id)).toMatchObject({ state: "cancelled", cancel_requested: true });
+  });
+
+  it("cancels it, not delivering it again, when a receive gives back the lease it could not deliver", async () => {
+    const ch = await queue();
+    const m = await post(ch);
+    const [lease] = (await receive(ch)).data;
+    await cancel(m.id);
+    // What the service runs when a receive's client went away before its answer: the lease is given back unseen.
+    const workerId = (await sql.query("SELECT claimed_by_key_id FROM messages WHERE id = $1", [m.id])).rows[0].claimed_by_key_id as string;
+    const unseen = await sql.query(RELEASE_UNSEEN_SQL, [[m.id], [lease!.lease_token], workerId, formatTimestamp(clock.now())]);
+    expect(unseen.rowCount).toBe(1);
+    expect((await receive(ch)).data).toEqual([]);
+    expect(await get(m.id)).toMatchObject({ state: "cancelled" });
   });
 
   it("answers a second cancel with the message, keeping the first reason", async () => {
