@@ -10,7 +10,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { createChannel, postMessage, type MessageJson, type ReceivedJson } from "../support/fixtures.js";
-import { mintKey, rest, useTestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, useTestServer } from "../support/server.js";
 
 const server = useTestServer();
 const url = () => server.url;
@@ -223,5 +223,28 @@ describe("gRPC WatchMessage", () => {
     })();
     await reading;
     expect(seen).toEqual(["open", "state", "progress", "state", "result"]);
+  });
+});
+
+describe("across service processes", () => {
+  it("wakes a follower waiting on another process when the worker reports progress on this one", async () => {
+    const a = await startTestServer({ AGENTBUS_LOG_LEVEL: "warn" });
+    const b = await startTestServer({ AGENTBUS_LOG_LEVEL: "warn", DATABASE_URL: a.databaseUrl });
+    try {
+      const key = await mintKey(a.url, "progress-two-processes");
+      const ch = await createChannel(a.url, key);
+      const m = await postMessage(a.url, key, ch, { content: "long task" });
+      const [lease] = (await rest<{ data: ReceivedJson[] }>(a.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: { lease_seconds: 60 } })).body.data;
+      const first = (await rest<{ message: WithProgress }>(a.url, "POST", `/v1/messages/${m.id}/progress`, { key, body: { lease_token: lease!.lease_token, text: "one" } })).body.message.progress!;
+      const started = Date.now();
+      const waiting = rest<WithProgress>(b.url, "GET", `/v1/messages/${m.id}?wait=20&progress_after=${encodeURIComponent(first.updated_at)}`, { key });
+      await new Promise((r) => setTimeout(r, 300));
+      await rest(a.url, "POST", `/v1/messages/${m.id}/progress`, { key, body: { lease_token: lease!.lease_token, text: " two", append: true } });
+      expect((await waiting).body.progress!.text).toBe("one two");
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await b.close();
+      await a.close();
+    }
   });
 });

@@ -551,7 +551,10 @@ function successResponses(builder: Builder, route: RestRoute, rules: MethodRules
       out[String(status)] = {
         description:
           "Server-Sent Events. First `id: <starting cursor>`, `event: open`, `data: {\"cursor\": <the same>}`; then each message is " +
-          "`id: <cursor>`, `event: message`, `data: <the message as a list renders it>`; " +
+          "`id: <cursor>`, `event: message`, `data: <the message as a list renders it>` " +
+          (method.output.fields.some((f) => f.name === "event")
+            ? "(here the event names what changed: `state`, `progress` or `result`, with the whole message; the stream ends when the message is finished); "
+            : "; ") +
           "`: keep-alive` comments every 15 s; a failure after the stream opened is `event: error` with `data: {\"error\", \"message\"}`. " +
           "Reconnect with Last-Event-ID (or since=<cursor>) to resume exactly after the last event.",
         headers,
