@@ -53,7 +53,14 @@ export function spawnCli(args: string[], env: Record<string, string>, options: S
   let stderr = "";
   createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // Exited, and what it wrote read to the end: a check of its lines after the
+  // exit must not race the pipe. A grandchild still holding the pipe open is
+  // not waited for past 2 s.
+  const drained = Promise.race([
+    new Promise<void>((resolve) => child.stdout!.once("close", () => resolve())),
+    new Promise<void>((resolve) => child.once("exit", () => setTimeout(resolve, 2_000).unref())),
+  ]);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => void drained.then(() => resolve(code))));
   return { child, lines, stderr: () => stderr, exited };
 }
 
