@@ -45,6 +45,7 @@ export class MessageAcks {
     }
     const acked = await this.ctx.store.ackMany([...first.values()], this.ctx.clock.now());
     for (const channelId of new Set(acked.map((m) => m.channelId))) this.ctx.announce(channelId);
+    await this.wakeDependents(acked);
     const pending = new Set(acked.map((m) => m.id));
     // The holder learns that a message it finished had been cancelled meanwhile.
     const cancelled = new Set(acked.filter((m) => m.cancelRequestedAt !== null).map((m) => m.id));
@@ -61,12 +62,24 @@ export class MessageAcks {
     return results.map((r) => ("error" in r || !cancelled.has(r.messageId.toLowerCase()) ? r : { ...r, cancelRequested: true }));
   }
 
+  /**
+   * Acknowledged parents free their dependents (trigger
+   * messages_unblock_dependents, docs/decisions.md#dependencies), perhaps in
+   * other channels: their waiting receives are woken.
+   */
+  private async wakeDependents(acked: readonly MessageRecord[]): Promise<void> {
+    const parents = acked.filter((m) => m.dependentsCount > 0).map((m) => m.id);
+    if (parents.length === 0) return;
+    for (const channelId of await this.ctx.store.dependentChannels(parents)) this.ctx.announce(channelId);
+  }
+
   private async ackAs(caller: Caller, messageId: string, actor: ActorRef, { result, metadata }: CheckedAck): Promise<{ status: AckStatus; message: MessageRecord }> {
     const now = this.ctx.clock.now();
     const acked = await this.ctx.store.ack(messageId, { keyId: caller.keyId, actor, result, metadata }, now);
     if (acked) {
       // Producers waiting on GET /v1/messages/{id}?wait= for this ack.
       this.ctx.announce(acked.channelId);
+      await this.wakeDependents([acked]);
       return { status: "acknowledged", message: acked };
     }
     const found = await this.ctx.inspect(messageId, caller, now);

@@ -40,6 +40,10 @@ export class MessageCancel {
     // lapse that came first leaves nothing to cancel.
     const cancelled = await this.ctx.store.cancel(found.message.id, now, reason === undefined || reason === "" ? null : reason);
     if (!cancelled) throw new ApiError("already_finished");
+    // Cancelled at once (nobody held it): what depends on it will never run (docs/decisions.md#dependencies).
+    if (cancelled.dependentsCount > 0 && messageState(cancelled, now) === "cancelled") {
+      await this.ctx.store.failDependents([cancelled.id], now);
+    }
     // Waiters on GET /v1/messages/{id}?wait= and the channel's followers read again.
     this.ctx.announce(cancelled.channelId);
     return cancelled;

@@ -133,6 +133,8 @@ export class MessageClaims {
     if (released) {
       // Open work again: wake whoever waits for unclaimed messages.
       this.ctx.announce(released.channelId);
+      // Given back after a cancel, it is cancelled: what depends on it will never run (docs/decisions.md#dependencies).
+      if (released.cancelRequestedAt !== null && released.dependentsCount > 0) await this.ctx.store.failDependents([released.id], now);
       return released;
     }
     const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
@@ -167,6 +169,8 @@ export class MessageClaims {
     }
     if (effectiveClaim(found.message, now)) throw new ApiError("message_claimed");
     if (!(await this.ctx.store.retract(found.message, now))) throw new ApiError("message_claimed");
+    // Withdrawn before it was done: what depends on it will never run (docs/decisions.md#dependencies).
+    if (found.message.dependentsCount > 0) await this.ctx.store.failDependents([found.message.id], now);
     // A producer waiting on GET /v1/messages/{id}?wait= gets the archived copy at once.
     this.ctx.announce(found.message.channelId);
   }

@@ -6,6 +6,7 @@
 import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
+import { isUuid } from "../model/ids.js";
 import type { JsonValue } from "../model/json.js";
 import type { MessageRecord, NewMessage } from "../model/messages.js";
 import { formatTimestamp } from "../model/time.js";
@@ -30,6 +31,8 @@ export interface NewMessageInput {
   ttlSeconds?: number | undefined;
   /** Names of the channel owner's shared limits the message also holds (docs/decisions.md#shared-limits). */
   limits?: readonly string[] | undefined;
+  /** Ids of the messages it waits for, at most 100 (docs/decisions.md#dependencies). */
+  dependsOn?: readonly string[] | undefined;
 }
 
 /** A message body that passed the checks needing no channel. */
@@ -46,9 +49,17 @@ export class MessagePosting {
     // bad request whichever channel it names.
     const body = this.checkBody(input);
     const channel = await this.ctx.usableChannel(caller, identifier);
+    const parents = checkDependsOn(input.dependsOn);
     const draft = await this.prepare(caller, channel, input, body);
     await this.ctx.options.quotas?.admitMessages(caller, 1, storedBytes(draft));
-    const result = await this.ctx.store.create(draft);
+    const result =
+      parents.length === 0 ? await this.ctx.store.create(draft) : await this.ctx.store.createWithParents(draft, parents, channel.createdByKeyId, this.ctx.clock.now());
+    if (result.outcome === "unknown_parent") throw new ApiError("invalid_depends_on", "'depends_on' names a message that does not exist");
+    if (result.outcome === "foreign_parent") {
+      throw new ApiError("forbidden", "'depends_on' names a message of a channel another key owns", {
+        suggestion: "A message may depend only on messages of channels its own channel's owner owns.",
+      });
+    }
     if (result.outcome !== "created") throw refusal(result, channel);
     // The channel's receives now check limits: a cached view must not say otherwise.
     if ((draft.limitIds?.length ?? 0) > 0 && !channel.limitedMessages) this.ctx.options.views?.clear();
@@ -137,3 +148,17 @@ export class MessagePosting {
 
 /** What a message counts against its author's stored-bytes quota: its content and metadata (docs/decisions.md#quotas). */
 const storedBytes = (draft: NewMessage): number => byteLength(draft.content) + byteLength(JSON.stringify(draft.metadata));
+
+/** At most this many parents per message (docs/decisions.md#dependencies). */
+export const MAX_DEPENDS_ON = 100;
+
+/** depends_on: distinct message ids, at most MAX_DEPENDS_ON (422 invalid_depends_on). */
+function checkDependsOn(ids: readonly string[] | undefined): string[] {
+  if (ids === undefined || ids.length === 0) return [];
+  if (ids.length > MAX_DEPENDS_ON) {
+    throw new ApiError("invalid_depends_on", `'depends_on' names ${ids.length} messages; at most ${MAX_DEPENDS_ON}`, { details: { max: MAX_DEPENDS_ON } });
+  }
+  const distinct = [...new Set(ids.map((id) => id.toLowerCase()))];
+  if (distinct.some((id) => !isUuid(id))) throw new ApiError("invalid_depends_on", "'depends_on' holds message ids (UUIDs)");
+  return distinct;
+}

@@ -9,7 +9,7 @@
  */
 import type { Caller } from "../model/caller.js";
 import type { JsonValue } from "../model/json.js";
-import type { FoundMessage, MessageRecord, QueueStats } from "../model/messages.js";
+import type { FoundMessage, MessageParent, MessageRecord, QueueStats } from "../model/messages.js";
 import type { Clock, Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
 import type { MessageStore } from "../ports/messages.js";
@@ -44,7 +44,7 @@ export class Messages {
   private readonly cancelling: MessageCancel;
   private readonly progressing: MessageProgressing;
 
-  constructor(store: MessageStore, channels: ChannelStore, actors: ActorDirectory, clock: Clock, options: MessagesOptions) {
+  constructor(private readonly store: MessageStore, channels: ChannelStore, actors: ActorDirectory, clock: Clock, options: MessagesOptions) {
     const ctx = new MessageContext(store, channels, actors, clock, options);
     this.deadLetters = new DeadLetters(ctx);
     this.posting = new MessagePosting(ctx);
@@ -117,6 +117,11 @@ export class Messages {
 
   cancel(caller: Caller, messageId: string, reason: string | undefined): Promise<MessageRecord> {
     return this.cancelling.cancel(caller, messageId, reason);
+  }
+
+  /** Received messages' parents with their results (docs/decisions.md#dependencies): the receiver was given them, so no further check. */
+  parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>> {
+    return this.store.parentsOf(messageIds);
   }
 
   reportProgress(caller: Caller, messageId: string, input: ProgressInput): Promise<MessageRecord> {

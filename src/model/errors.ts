@@ -159,6 +159,7 @@ export const errorCatalog = {
   invalid_scopes: INVALID("scopes", "Use scope names from valid_scopes, e.g. [\"messages:read\", \"messages:claim\"]."),
   invalid_quota: INVALID("quota", "Give a whole number 0 or more (0: unlimited), or leave the quota out for the service's default."),
   result_too_large: spec(422, "invalid_argument", "The result is too large", "Keep a result within 64 KiB of UTF-8, or store large output elsewhere and send a link."),
+  invalid_depends_on: spec(422, "invalid_argument", "Invalid depends_on", "Name at most 100 existing messages by id; a message of a batch may also name an earlier item's ref."),
   invalid_progress_after: INVALID("progress_after", "Pass the message's progress.updated_at unchanged (an RFC 3339 time)."),
   invalid_progress: spec(422, "invalid_argument", "A progress report carries data, text or both", "Send data (an object), text, or both; append: true adds text to what was reported before."),
   progress_too_large: spec(422, "invalid_argument", "The progress report is too large", "Keep data within 16 KiB of JSON and each report's text within 64 KiB; send long output as several reports with append: true."),

@@ -61,6 +61,12 @@ export interface MessageRecord {
   cancelReason: string | null;
   /** What its holder last reported (docs/decisions.md#progress); null until then. */
   progress: MessageProgress | null;
+  /** Its parents (docs/decisions.md#dependencies): it waits for each to be acknowledged. */
+  dependsOn: string[];
+  /** How many of its parents are not acknowledged yet: blocked while above 0. */
+  blockedBy: number;
+  /** How many messages depend on it. */
+  dependentsCount: number;
 }
 
 /** A message's progress text keeps this many bytes of UTF-8, the last ones (docs/decisions.md#progress). */
@@ -111,6 +117,16 @@ export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "auth
 };
 
 export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";
+
+/** A post with parents: also refused when a parent is unknown, or of a channel another key owns. */
+export type ParentedCreateOutcome = CreateOutcome | { outcome: "unknown_parent" } | { outcome: "foreign_parent" };
+
+/** A parent of a received message, with its result (docs/decisions.md#dependencies). */
+export interface MessageParent {
+  messageId: string;
+  channelId: string;
+  result: string | null;
+}
 
 export type CreateOutcome =
   | { outcome: "created"; message: MessageRecord }
@@ -165,6 +181,8 @@ export interface QueueStats {
   expired: number;
   /** Cancelled messages no one holds any more: live ones not moved yet, and history's. */
   cancelled: number;
+  /** Messages waiting for a parent's acknowledgement (docs/decisions.md#dependencies). */
+  blocked: number;
   /** When the oldest ready message became available; null when none is ready. */
   oldestReadySince: Micros | null;
   /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
@@ -239,6 +257,7 @@ export function messageState(message: MessageRecord, now: Micros, archived: Arch
   // Finished work stays finished past its expiry, as its archived copy does.
   if (message.acknowledgedBy.length > 0) return "acknowledged";
   const held = effectiveClaim(message, now) !== null && message.expiresAt > now;
+  if (message.blockedBy > 0 && message.cancelRequestedAt === null && message.expiresAt > now) return "blocked";
   // Cancelled: in flight until its holder lets go (the lease ends, a release).
   if (message.cancelRequestedAt !== null) return held ? "in_flight" : "cancelled";
   if (message.expiresAt <= now) return "expired";

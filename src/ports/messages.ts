@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, QueueStats } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, MessageParent, ParentedCreateOutcome, QueueStats } from "../model/messages.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 
@@ -52,6 +52,14 @@ export interface MessageStore {
    * cancelled, expired, or delivered max_deliveries times and not held).
    */
   cancel(messageId: string, now: Micros, reason: string | null): Promise<MessageRecord | undefined>;
+  /** Writes a message that depends on `parentIds`, all of channels `ownerKeyId` owns (docs/decisions.md#dependencies). */
+  createWithParents(input: NewMessage, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<ParentedCreateOutcome>;
+  /** Each message's parents with their results, by message id. */
+  parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>>;
+  /** The channels of the messages that depend on these. */
+  dependentChannels(parentIds: readonly string[]): Promise<string[]>;
+  /** Cancels what depends on these ended messages, down the tree; how many. */
+  failDependents(parentIds: readonly string[], now: Micros): Promise<number>;
   /**
    * Records progress on a message this key holds under this lease (not
    * lapsed, not acknowledged): data replaces the last (null: kept), text

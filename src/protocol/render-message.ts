@@ -51,6 +51,8 @@ export function renderMessage(message: MessageRecord, now: Micros, archived: Arc
     cancelReason: message.cancelReason ?? undefined,
     progress:
       message.progress === null ? undefined : { data: message.progress.data, text: message.progress.text, updatedAt: toProtoTimestamp(message.progress.updatedAt) },
+    dependsOn: message.dependsOn,
+    dependentsCount: message.dependentsCount,
   };
 }
 

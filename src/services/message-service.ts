@@ -55,6 +55,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         priority: req.priority,
         ttlSeconds: req.ttlSeconds,
         limits: req.limits,
+        dependsOn: req.dependsOn,
       });
       return { message: renderMessage(message, clock.now()), nextCursor };
     },
@@ -128,8 +129,15 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         req.complete,
       );
       const now = clock.now();
+      // A task that waited for others gets their results (docs/decisions.md#dependencies).
+      const parents = await messages.parentsOf(leases.filter((l) => l.message.dependsOn.length > 0).map((l) => l.message.id));
       return {
-        data: leases.map((l) => ({ message: renderMessage(l.message, now), leaseToken: l.leaseToken, leaseExpiresAt: toProtoTimestamp(l.leaseExpiresAt) })),
+        data: leases.map((l) => ({
+          message: renderMessage(l.message, now),
+          leaseToken: l.leaseToken,
+          leaseExpiresAt: toProtoTimestamp(l.leaseExpiresAt),
+          parents: (parents.get(l.message.id) ?? []).map((p) => ({ messageId: p.messageId, channelId: p.channelId, result: p.result ?? undefined })),
+        })),
         completed: completed.map(batchAckResult),
       };
     },
@@ -209,8 +217,8 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         inFlight: stats.inFlight,
         acknowledged: stats.acknowledged,
         deadLettered: stats.deadLettered,
-        // The states no message reaches yet (dependencies, waitpoints).
-        blocked: 0,
+        blocked: stats.blocked,
+        // No message waits for a waitpoint yet (issue 29, item 5).
         waiting: 0,
         cancelled: stats.cancelled,
         expired: stats.expired,

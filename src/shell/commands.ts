@@ -59,6 +59,7 @@ interface SendFlags {
   priority?: string;
   ttl?: number;
   limit?: string[];
+  dependsOn?: string[];
   json?: boolean;
 }
 
@@ -422,6 +423,7 @@ export function buildProgram(io: Io): Command {
     .addOption(new Option("--priority <1-5>", "how urgent: 1 (most) to 5 (least); workers receive more urgent work first (default 3)").choices(["1", "2", "3", "4", "5"]))
     .option("--ttl <seconds>", "expire the message this many seconds after posting, when sooner than the channel's TTL", wholeNumber)
     .option("--limit <name>", "a shared limit of the channel's owner the message holds while in flight, besides the channel's; repeat for several", collect)
+    .option("--depends-on <message-id>", "a message this one waits for: it is handed out once each is acknowledged, with their results; repeat for several", collect)
     .option("--json", "print the stored message as JSON")
     .action(async (identifier: string, content: string | undefined, opts: SendFlags) => {
       const text = content === undefined || content === "-" ? withoutTrailingNewline(await readAll(io.stdin)) : content;
@@ -433,6 +435,7 @@ export function buildProgram(io: Io): Command {
         ...(opts.priority === undefined ? {} : { priority: Number(opts.priority) }),
         ...(opts.ttl === undefined ? {} : { ttl_seconds: opts.ttl }),
         ...(opts.limit === undefined ? {} : { limits: opts.limit }),
+        ...(opts.dependsOn === undefined ? {} : { depends_on: opts.dependsOn }),
       });
       const message = posted.message as JsonObject;
       io.out(opts.json ? JSON.stringify(message) : String(message.id));

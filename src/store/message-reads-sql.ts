@@ -97,6 +97,7 @@ export const STATS_SQL = `WITH k AS (
         WHEN m.cancel_requested_at IS NOT NULL AND (m.expires_at <= $2 OR m.claimed_by_key_id IS NULL OR ${LAPSED("$2")})
           AND m.acknowledged_by = '[]'::jsonb THEN 'cancelled'
         WHEN m.expires_at <= $2 THEN 'expired'
+        WHEN m.blocked_by > 0 THEN 'blocked'
         WHEN k.claimable AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$2")} THEN 'in_flight'
         WHEN k.claimable AND m.delivery_count >= k.max_deliveries THEN 'dead_lettered'
         WHEN NOT ${AVAILABLE("$2")} THEN 'delayed'
@@ -118,6 +119,7 @@ export const STATS_SQL = `WITH k AS (
   SELECT
     count(*) FILTER (WHERE state = 'ready')::int AS ready,
     count(*) FILTER (WHERE state = 'delayed')::int AS delayed,
+    count(*) FILTER (WHERE state = 'blocked')::int AS blocked,
     count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
     count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
     (count(*) FILTER (WHERE state = 'dead_lettered') + (SELECT h.dead_lettered FROM archived h))::int AS dead_lettered,

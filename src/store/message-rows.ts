@@ -43,6 +43,9 @@ export interface MessageRow {
   progress_data?: { [key: string]: JsonValue } | null;
   progress_text?: string | null;
   progress_updated_at?: Micros | null;
+  depends_on?: string[] | null;
+  blocked_by?: number;
+  dependents_count?: number;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -53,7 +56,8 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   m.group_key, m.priority,
   CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
   CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries,
-  m.cancel_requested_at, m.cancel_reason, m.progress_data, m.progress_text, m.progress_updated_at`;
+  m.cancel_requested_at, m.cancel_reason, m.progress_data, m.progress_text, m.progress_updated_at,
+  m.depends_on, m.blocked_by, m.dependents_count`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -63,7 +67,8 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
 export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions,
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
   lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
-  cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at`;
+  cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at,
+  depends_on, blocked_by, dependents_count`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (
@@ -133,5 +138,8 @@ export function toRecord(row: MessageRow): MessageRecord {
       row.progress_updated_at === null || row.progress_updated_at === undefined
         ? null
         : { data: row.progress_data ?? {}, text: row.progress_text ?? "", updatedAt: row.progress_updated_at },
+    dependsOn: row.depends_on ?? [],
+    blockedBy: row.blocked_by ?? 0,
+    dependentsCount: row.dependents_count ?? 0,
   };
 }

@@ -23,12 +23,14 @@ import type {
   ListFilter,
   MessageInspection,
   FoundMessage,
+  MessageParent,
   MessageRecord,
   NewAck,
   NewClaim,
   NewLeases,
   NewMessage,
   NewProgress,
+  ParentedCreateOutcome,
   QueueStats,
 } from "../model/messages.js";
 import type { ActorRef } from "../model/actors.js";
@@ -40,6 +42,7 @@ import { isConnectionError } from "../model/storage-errors.js";
 import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
 import { CANCEL_SQL } from "./message-cancel.js";
 import { reportProgress } from "./message-progress.js";
+import { LINK_PARENTS_SQL, PARENT_RESULTS_SQL, PARENTS_SQL } from "./message-dependencies.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL, STATS_SQL } from "./message-reads-sql.js";
 import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
@@ -136,6 +139,60 @@ export class PgMessageStore implements MessageStore {
     }
   }
 
+  /**
+   * Writes a message that depends on others (docs/decisions.md#dependencies),
+   * in one transaction with its parents locked (PARENTS_SQL): parents
+   * unknown, or of a channel another key owns, refuse it; a parent that
+   * failed cancels it at once; pending ones block it.
+   */
+  async createWithParents(input: NewMessage, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<ParentedCreateOutcome> {
+    return this.db.transaction(async () => {
+      const { rows: parents } = await this.db.query<{ id: string; done: boolean; failed: boolean; owner_key_id: string }>(
+        PARENTS_SQL,
+        [parentIds, formatTimestamp(now)],
+        "parents",
+      );
+      if (parents.length < parentIds.length) return { outcome: "unknown_parent" as const };
+      if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return { outcome: "foreign_parent" as const };
+      const [created] = await this.writeBatch(input.channelId, [input]);
+      if (created!.outcome !== "created") return created!;
+      const pending = parents.filter((p) => !p.done && !p.failed).map((p) => p.id);
+      const failed = parents.some((p) => p.failed);
+      await this.db.query(LINK_PARENTS_SQL, [created!.message.id, parentIds, pending, formatTimestamp(now), failed], "link_parents");
+      const { rows } = await this.db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [created!.message.id]);
+      return { outcome: "created" as const, message: toRecord(rows[0]!) };
+    });
+  }
+
+  /** Each message's parents with their results (PARENT_RESULTS_SQL), by message id. */
+  async parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>> {
+    const parents = new Map<string, MessageParent[]>();
+    if (messageIds.length === 0) return parents;
+    const { rows } = await this.db.query<{ child: string; id: string; channel_id: string; result: string | null }>(PARENT_RESULTS_SQL, [messageIds], "parent_results");
+    for (const r of rows) {
+      const list = parents.get(r.child) ?? [];
+      list.push({ messageId: r.id, channelId: r.channel_id, result: r.result });
+      parents.set(r.child, list);
+    }
+    return parents;
+  }
+
+  /** The channels of the messages that depend on these. */
+  async dependentChannels(parentIds: readonly string[]): Promise<string[]> {
+    const { rows } = await this.db.query<{ channel_id: string }>(
+      "SELECT DISTINCT m.channel_id FROM message_dependencies d JOIN messages m ON m.id = d.message_id WHERE d.parent_id = ANY ($1::uuid[])",
+      [parentIds],
+      "dependent_channels",
+    );
+    return rows.map((r) => r.channel_id);
+  }
+
+  /** Cancels what depends on these ended messages, down the tree (agentbus_fail_dependents). */
+  async failDependents(parentIds: readonly string[], now: Micros): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>("SELECT agentbus_fail_dependents($1::uuid[], $2::timestamptz) AS n", [parentIds, formatTimestamp(now)]);
+    return rows[0]?.n ?? 0;
+  }
+
   /** Single writes waiting for their channel's batch in flight (see create). */
   private readonly writes = new Coalescer<NewMessage, CreateOutcome>({
     take: takeUpTo(MAX_BATCH),
@@ -195,6 +252,9 @@ export class PgMessageStore implements MessageStore {
                 cancelRequestedAt: null,
                 cancelReason: null,
                 progress: null,
+                dependsOn: [],
+                blockedBy: 0,
+                dependentsCount: 0,
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
@@ -305,6 +365,7 @@ export class PgMessageStore implements MessageStore {
       dead_lettered: number;
       expired: number;
       cancelled: number;
+      blocked: number;
       oldest_ready_since: Micros | null;
       claim_to_ack_p50_ms: number | null;
       claim_to_ack_avg_ms: number | null;
@@ -321,6 +382,7 @@ export class PgMessageStore implements MessageStore {
       deadLettered: row.dead_lettered,
       expired: row.expired,
       cancelled: row.cancelled,
+      blocked: row.blocked,
       oldestReadySince: row.oldest_ready_since,
       claimToAckP50Ms: row.claim_to_ack_p50_ms,
       claimToAckAvgMs: row.claim_to_ack_avg_ms,
@@ -537,6 +599,8 @@ export class PgMessageStore implements MessageStore {
            SELECT ${MESSAGE_FIELDS}, $2::timestamptz, 'retracted' FROM target t RETURNING id
          ), gone AS (
            DELETE FROM messages m USING moved WHERE m.id = moved.id RETURNING m.channel_id
+         ), edges AS (
+           DELETE FROM message_dependencies d USING moved WHERE d.message_id = moved.id
          )
          UPDATE channels c SET stored_messages = c.stored_messages - 1 FROM gone WHERE c.id = gone.channel_id`,
         [message.id, formatTimestamp(now)],

@@ -47,12 +47,18 @@ const ARCHIVE_SQL = `WITH target AS (
     ON CONFLICT (id) DO NOTHING
   ), gone AS (
     DELETE FROM messages m USING target t WHERE m.id = t.id RETURNING m.channel_id
+  ), edges AS (
+    -- Their own edges to their parents are done with (docs/decisions.md#dependencies).
+    DELETE FROM message_dependencies d USING target t WHERE d.message_id = t.id
   ), per_channel AS (
     SELECT channel_id, count(*)::int AS n FROM gone GROUP BY channel_id
   ), counters AS (
     UPDATE channels c SET stored_messages = c.stored_messages - p.n FROM per_channel p WHERE c.id = p.channel_id
   )
-  SELECT coalesce(sum(n), 0)::int AS archived FROM per_channel`;
+  SELECT coalesce(sum(n), 0)::int AS archived,
+    -- Ended unacknowledged with dependents: those are cancelled next (docs/decisions.md#dependencies).
+    ARRAY(SELECT t.id FROM target t WHERE t.acknowledged_by = '[]'::jsonb AND t.dependents_count > 0) AS failed
+  FROM per_channel`;
 
 /*
  * The DELETE statements below take ($1 now, $2 batch size). Each picks its
@@ -265,7 +271,9 @@ async function archiveExpiredBatch(db: Db, at: string, batchSize: number): Promi
     if (candidates.length === 0) return { done: 0, full: false };
     const channelIds = [...new Set(candidates.map((c) => c.channel_id))];
     await db.query(LOCK_CHANNELS_SQL, [channelIds]);
-    const { rows } = await db.query<{ archived: number }>(ARCHIVE_SQL, [candidates.map((c) => c.id), at]);
+    const { rows } = await db.query<{ archived: number; failed: string[] }>(ARCHIVE_SQL, [candidates.map((c) => c.id), at]);
+    const failed = rows[0]?.failed ?? [];
+    if (failed.length > 0) await db.query("SELECT agentbus_fail_dependents($1::uuid[], $2::timestamptz)", [failed, at]);
     return { done: rows[0]?.archived ?? 0, full: candidates.length === batchSize };
   });
 }

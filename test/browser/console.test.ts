@@ -291,6 +291,22 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("shows what a task waits for and how many wait for it, and a blocked task as blocked", async () => {
+    const owner = await mintKey(server.url, unique("planner"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "pipeline", mode: "claimable" } })).body.id;
+    const parent = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "Fetch the data" } });
+    const child = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, {
+      key: owner,
+      body: { content: "Plot the data", depends_on: [parent.body.message.id] },
+    });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`[data-message-id="${child.body.message.id}"].state-blocked`);
+    expect(await page.$eval(`[data-message-id="${child.body.message.id}"] .depends-on code`, (el) => el.getAttribute("title"))).toBe(parent.body.message.id);
+    expect(await page.$eval(`[data-message-id="${parent.body.message.id}"] .dependents`, (el) => el.textContent)).toBe("1");
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

@@ -126,6 +126,21 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect(await waiting).toMatchObject({ state: "in_flight", progress: { data: { chapter: 2 }, text: "chapter 1 done\nchapter 2 done" } });
   });
 
+  it("posts a task that waits for another (depends_on), which receive_task hands out with its parent's result", async () => {
+    const [a, b] = [await httpClient(alice), await httpClient(bob)];
+    const { channel } = (await tool(a, "find_or_create_channel", { name: `mcp-deps-${Date.now()}` })) as { channel: { id: string } };
+    const first = (await tool(a, "post_message", { identifier: channel.id, content: "Draft the outline" })) as { message: { id: string } };
+    const second = (await tool(a, "post_message", { identifier: channel.id, content: "Write chapter 1", depends_on: [first.message.id] })) as {
+      message: { id: string; state: string };
+    };
+    expect(second.message.state).toBe("blocked");
+    const [task] = (await tool(b, "receive_task", { identifier: channel.id, max_messages: 5 })).data as Array<{ message: { id: string } }>;
+    expect(task!.message.id).toBe(first.message.id);
+    await tool(b, "complete_task", { message_id: first.message.id, result: "outline" });
+    const [next] = (await tool(b, "receive_task", { identifier: channel.id })).data as Array<{ message: { id: string }; parents: unknown[] }>;
+    expect(next).toMatchObject({ message: { id: second.message.id }, parents: [{ message_id: first.message.id, result: "outline" }] });
+  });
+
   it("answers a refused call as a tool error with the catalog's code and suggestion", async () => {
     const client = await httpClient(bob);
     const err = await toolError(client, "receive_task", { identifier: "no-such-channel" });

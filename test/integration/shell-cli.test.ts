@@ -419,6 +419,14 @@ describe("agentbus shell commands", () => {
     expect(result.stderr).toMatch(/no result: the task is cancelled/);
   });
 
+  it("send --depends-on posts a message that waits for its parents", async () => {
+    const ch = await createChannel(server.url, key);
+    const parent = await postMessage(server.url, key, ch, { content: "first" });
+    const r = await run(["send", ch, "second", "--depends-on", parent.id, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ state: "blocked", depends_on: [parent.id] });
+  });
+
   it("tail prints each message as it arrives, one JSON object per line with --json, until Ctrl-C", async () => {
     const ch = await createChannel(server.url, key, { mode: "broadcast" });
     await postMessage(server.url, key, ch, { content: "before" });

@@ -315,6 +315,24 @@ function MessageItem({ message, claimable, claimOne, owner, onChanged }: { messa
             </dd>
           </Fragment>
         ))}
+        {message.dependsOn.length > 0 ? (
+          <>
+            <dt>Waits for</dt>
+            <dd class="depends-on">
+              {message.dependsOn.map((id) => (
+                <code key={id} title={id}>
+                  {id.slice(0, 8)}
+                </code>
+              ))}
+            </dd>
+          </>
+        ) : null}
+        {message.dependentsCount > 0 ? (
+          <>
+            <dt>Dependents</dt>
+            <dd class="dependents">{message.dependentsCount}</dd>
+          </>
+        ) : null}
         {message.progress ? (
           <>
             <dt>Progress</dt>

@@ -252,9 +252,12 @@ export const TOOLS: readonly ToolSpec[] = [
       "A retry of the same call is stored once. Returns the stored message (its id is what you wait on with wait_for_result) and next_cursor.",
     method: MessageService.method.createMessage,
     schema: {
-      fields: ["identifier", "content", "metadata", "mentions", "delay_seconds", "group_key", "priority", "ttl_seconds", "actor_label"],
+      fields: ["identifier", "content", "metadata", "mentions", "delay_seconds", "group_key", "priority", "ttl_seconds", "depends_on", "actor_label"],
       required: ["identifier", "content"],
       docs: {
+        depends_on: {
+          description: "Ids of messages (at most 100, of your channels) this task waits for: it is handed out once each is completed, with their results (parents), and cancelled if one fails.",
+        },
         ttl_seconds: {
           description: `Seconds until this message expires unworked, when sooner than the channel's ttl_seconds: 1 up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}). Default: the channel's.`,
           minimum: 1,

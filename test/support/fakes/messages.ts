@@ -42,6 +42,9 @@ export class FakeMessageStore implements MessageStore {
       cancelRequestedAt: null,
       cancelReason: null,
       progress: null,
+      dependsOn: [],
+      blockedBy: 0,
+      dependentsCount: 0,
       result: null,
       deadLetter: null,
       groupKey,
@@ -110,7 +113,7 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, cancelled: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, cancelled: 0, blocked: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
       if (m.channelId !== channelId) continue;
@@ -227,6 +230,23 @@ export class FakeMessageStore implements MessageStore {
     const updated: MessageRecord = { ...m, progress: { data: progress.data ?? before?.data ?? {}, text, updatedAt: Math.max(now, (before?.updatedAt ?? 0) + 1) } };
     this.messages.set(m.id, updated);
     return updated;
+  }
+
+  /** Dependencies are kept by the real store only (docs/decisions.md#dependencies): the domain's unit tests post without parents. */
+  async createWithParents(): Promise<never> {
+    throw new Error("FakeMessageStore: dependencies are tested against PostgreSQL");
+  }
+
+  async parentsOf(): Promise<Map<string, never[]>> {
+    return new Map();
+  }
+
+  async failDependents(): Promise<number> {
+    return 0;
+  }
+
+  async dependentChannels(): Promise<string[]> {
+    return [];
   }
 
   /** CANCEL_SQL's rules, without the clock margin. */

@@ -110,6 +110,8 @@ BEGIN
     END IF;
   END IF;
 
+  -- Their dependents will never run (docs/decisions.md#dependencies).
+  PERFORM agentbus_fail_dependents(ids, p_now);
   n := agentbus_archive_messages(ids, p_now, 'dead_lettered');
   UPDATE channels c SET stored_messages = c.stored_messages - n WHERE c.id = p_channel_id;
   RETURN QUERY SELECT n, ch.dead_letter_channel_id;
