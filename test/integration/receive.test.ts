@@ -44,7 +44,8 @@ describe("POST /v1/channels/{identifier}/messages:receive", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toHaveLength(1);
     const [got] = res.body.data;
-    expect(Object.keys(got!).sort()).toEqual(["lease_expires_at", "lease_token", "message"]);
+    expect(Object.keys(got!).sort()).toEqual(["lease_expires_at", "lease_token", "message", "parents"]);
+    expect(got!.parents).toEqual([]);
     expect(got!.message).toMatchObject({ id: a!.id, content: "a", claimed_by: { id: expect.any(String), name: "worker" }, delivery_count: 1 });
     expect(got!.message.claimed_by_key_id).toBe(worker.split(".")[0]);
     expect(got!.lease_token).toMatch(/^lease_/);

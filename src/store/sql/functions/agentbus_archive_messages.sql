@@ -22,9 +22,9 @@ BEGIN
     cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at,
     depends_on, blocked_by, dependents_count, p_now, p_reason
   FROM messages m WHERE m.id = ANY (p_ids);
-  DELETE FROM messages m WHERE m.id = ANY (p_ids);
   -- Their own edges to their parents are done with (docs/decisions.md#dependencies).
   DELETE FROM message_dependencies d WHERE d.message_id = ANY (p_ids);
+  DELETE FROM messages m WHERE m.id = ANY (p_ids);
   GET DIAGNOSTICS n = ROW_COUNT;
   RETURN n;
 END;
