@@ -25,6 +25,8 @@ export interface ReceivedJson {
   message: MessageJson;
   lease_token: string;
   lease_expires_at: string;
+  /** The messages it depended on, with their results (docs/decisions.md#dependencies). */
+  parents: Array<{ message_id: string; channel_id: string; result: string | null }>;
 }
 
 export interface PageJson {
