@@ -8,7 +8,7 @@ import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 import { isUuid } from "../model/ids.js";
 import type { JsonValue } from "../model/json.js";
-import type { MessageRecord, NewMessage } from "../model/messages.js";
+import type { BatchParents, MessageRecord, NewMessage } from "../model/messages.js";
 import { formatTimestamp } from "../model/time.js";
 import { violationsOffThread } from "./json-schema-thread.js";
 import { limitIdsNamed, validateGroupKey, validateLimitNames, validateMessageTtl, validatePriority } from "./dispatch-rules.js";
@@ -31,8 +31,10 @@ export interface NewMessageInput {
   ttlSeconds?: number | undefined;
   /** Names of the channel owner's shared limits the message also holds (docs/decisions.md#shared-limits). */
   limits?: readonly string[] | undefined;
-  /** Ids of the messages it waits for, at most 100 (docs/decisions.md#dependencies). */
+  /** Ids of the messages it waits for, at most 100 (docs/decisions.md#dependencies); in a batch, also earlier items' refs. */
   dependsOn?: readonly string[] | undefined;
+  /** In a batch: this item's name, for a later item's dependsOn. */
+  ref?: string | undefined;
 }
 
 /** A message body that passed the checks needing no channel. */
@@ -81,8 +83,15 @@ export class MessagePosting {
     for (const [index, input] of inputs.entries()) {
       drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!)));
     }
+    const parents = batchParents(inputs);
     await this.ctx.options.quotas?.admitMessages(caller, drafts.length, drafts.reduce((sum, d) => sum + storedBytes(d), 0));
-    const result = await this.ctx.store.createAll(channel.id, drafts);
+    const result = await this.ctx.store.createAll(channel.id, drafts, parents, channel.createdByKeyId, this.ctx.clock.now());
+    if (result.outcome === "unknown_parent") throw withIndex(result.index, new ApiError("invalid_depends_on", "'depends_on' names a message that does not exist"));
+    if (result.outcome === "foreign_parent") {
+      throw withIndex(result.index, new ApiError("forbidden", "'depends_on' names a message of a channel another key owns", {
+        suggestion: "A message may depend only on messages of channels its own channel's owner owns.",
+      }));
+    }
     if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
     if (drafts.some((d) => (d.limitIds?.length ?? 0) > 0) && !channel.limitedMessages) this.ctx.options.views?.clear();
     this.ctx.announce(channel.id);
@@ -161,4 +170,35 @@ function checkDependsOn(ids: readonly string[] | undefined): string[] {
   const distinct = [...new Set(ids.map((id) => id.toLowerCase()))];
   if (distinct.some((id) => !isUuid(id))) throw new ApiError("invalid_depends_on", "'depends_on' holds message ids (UUIDs)");
   return distinct;
+}
+
+/**
+ * A batch's dependencies (docs/decisions.md#dependencies): per item, the ids
+ * it names and the earlier items it names by ref. A ref is unique in the
+ * batch (1..128 characters); naming a ref not given before, or the item's
+ * own, is 422 invalid_depends_on at that item: so a batch cannot form a cycle.
+ */
+function batchParents(inputs: readonly NewMessageInput[]): BatchParents[] {
+  const refs = new Map<string, number>();
+  return inputs.map((input, index) =>
+    atIndex(index, () => {
+      const ids: string[] = [];
+      const earlier: number[] = [];
+      for (const name of input.dependsOn ?? []) {
+        const at = refs.get(name);
+        if (at !== undefined) earlier.push(at);
+        else ids.push(name);
+      }
+      if (ids.length + earlier.length > MAX_DEPENDS_ON) {
+        throw new ApiError("invalid_depends_on", `'depends_on' names ${ids.length + earlier.length} messages; at most ${MAX_DEPENDS_ON}`, { details: { max: MAX_DEPENDS_ON } });
+      }
+      if (ids.some((id) => !isUuid(id))) throw new ApiError("invalid_depends_on", "'depends_on' holds message ids, or refs of earlier items of the batch");
+      if (input.ref !== undefined) {
+        if (input.ref.length < 1 || input.ref.length > 128) throw new ApiError("invalid_depends_on", "'ref' is 1 to 128 characters");
+        if (refs.has(input.ref)) throw new ApiError("invalid_depends_on", `'ref' ${JSON.stringify(input.ref)} is used by an earlier item of the batch`);
+        refs.set(input.ref, index);
+      }
+      return { ids: [...new Set(ids.map((id) => id.toLowerCase()))], earlier: [...new Set(earlier)] };
+    }),
+  );
 }

@@ -118,6 +118,15 @@ export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "auth
 
 export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";
 
+/** A batch item's parents: ids of messages, and earlier items of the batch by their index. */
+export interface BatchParents {
+  ids: string[];
+  earlier: number[];
+}
+
+/** A batch with parents: also refused, at an item, when a parent is unknown or of a channel another key owns. */
+export type ParentedBatchOutcome = BatchCreateOutcome | { outcome: "unknown_parent"; index: number } | { outcome: "foreign_parent"; index: number };
+
 /** A post with parents: also refused when a parent is unknown, or of a channel another key owns. */
 export type ParentedCreateOutcome = CreateOutcome | { outcome: "unknown_parent" } | { outcome: "foreign_parent" };
 

@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, MessageParent, ParentedCreateOutcome, QueueStats } from "../model/messages.js";
+import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, MessageParent, ParentedBatchOutcome, ParentedCreateOutcome, BatchParents, QueueStats } from "../model/messages.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 
@@ -8,7 +8,11 @@ export interface MessageStore {
   /** Writes a message, or tells why the channel refused it. */
   create(input: NewMessage): Promise<CreateOutcome>;
   /** Writes messages to one channel in order, all or none (the first refused item rolls back the rest). */
-  createAll(channelId: string, inputs: readonly NewMessage[]): Promise<BatchCreateOutcome>;
+  /**
+   * Writes a batch, all or nothing; `parents` per item (docs/decisions.md#dependencies),
+   * each of channels `ownerKeyId` owns, linked in order after the writes.
+   */
+  createAll(channelId: string, inputs: readonly NewMessage[], parents?: readonly BatchParents[], ownerKeyId?: string, now?: Micros): Promise<ParentedBatchOutcome>;
   /** Live messages after `since`, oldest first. */
   list(channelId: string, since: Micros | null, limit: number, filter: ListFilter, now: Micros): Promise<MessageRecord[]>;
   /** Claims when the message is claimable by this key right now; undefined when not. */

@@ -72,6 +72,8 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         priority: m.priority,
         ttlSeconds: m.ttlSeconds,
         limits: m.limits,
+        ref: m.ref,
+        dependsOn: m.dependsOn,
       }));
       const { messages: created, nextCursor } = await messages.createBatch(callerOf(ctx), req.identifier, drafts);
       const now = clock.now();

@@ -23,6 +23,7 @@ import type {
   ListFilter,
   MessageInspection,
   FoundMessage,
+  BatchParents,
   MessageParent,
   MessageRecord,
   NewAck,
@@ -30,6 +31,7 @@ import type {
   NewLeases,
   NewMessage,
   NewProgress,
+  ParentedBatchOutcome,
   ParentedCreateOutcome,
   QueueStats,
 } from "../model/messages.js";
@@ -80,11 +82,19 @@ interface PendingAck {
   now: Micros;
 }
 
+/** A parent as PARENTS_SQL reads it. */
+interface ParentRow {
+  id: string;
+  done: boolean;
+  failed: boolean;
+  owner_key_id: string;
+}
+
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
   constructor(
     readonly index: number,
-    readonly refusal: Extract<CreateOutcome, { outcome: CreateRefusal }>,
+    readonly refusal: Extract<CreateOutcome, { outcome: CreateRefusal }> | { outcome: "unknown_parent" | "foreign_parent"; retryAfter: null },
   ) {
     super(refusal.outcome);
   }
@@ -122,7 +132,13 @@ export class PgMessageStore implements MessageStore {
    * batch is already one round trip, and joining others' would tie their
    * outcome to its all-or-nothing.
    */
-  async createAll(channelId: string, inputs: readonly NewMessage[]): Promise<BatchCreateOutcome> {
+  async createAll(
+    channelId: string,
+    inputs: readonly NewMessage[],
+    parents: readonly BatchParents[] = [],
+    ownerKeyId = "",
+    now: Micros = 0,
+  ): Promise<ParentedBatchOutcome> {
     try {
       return await this.db.transaction(async () => {
         const outcomes = await this.writeBatch(channelId, inputs);
@@ -131,11 +147,23 @@ export class PgMessageStore implements MessageStore {
           if (outcome.outcome !== "created") throw new BatchRefused(index, outcome);
           messages.push(outcome.message);
         }
+        // Items that wait for others (docs/decisions.md#dependencies), in
+        // order: an earlier item is linked (blocked, or cancelled) before a
+        // later one reads it as a parent.
+        for (const [index, p] of parents.entries()) {
+          const ids = [...p.ids, ...p.earlier.map((i) => messages[i]!.id)];
+          if (ids.length === 0) continue;
+          const linked = await this.linkParents(messages[index]!.id, ids, ownerKeyId, now);
+          if (linked === "unknown_parent" || linked === "foreign_parent") throw new BatchRefused(index, { outcome: linked, retryAfter: null });
+          messages[index] = linked;
+        }
         return { outcome: "created" as const, messages };
       });
     } catch (err) {
       if (!(err instanceof BatchRefused)) throw err;
-      return { outcome: err.refusal.outcome, retryAfter: err.refusal.retryAfter, index: err.index };
+      const { outcome } = err.refusal;
+      if (outcome === "unknown_parent" || outcome === "foreign_parent") return { outcome, index: err.index };
+      return { outcome, retryAfter: err.refusal.retryAfter, index: err.index };
     }
   }
 
@@ -147,7 +175,7 @@ export class PgMessageStore implements MessageStore {
    */
   async createWithParents(input: NewMessage, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<ParentedCreateOutcome> {
     return this.db.transaction(async () => {
-      const { rows: parents } = await this.db.query<{ id: string; done: boolean; failed: boolean; owner_key_id: string }>(
+      const { rows: parents } = await this.db.query<ParentRow>(
         PARENTS_SQL,
         [parentIds, formatTimestamp(now)],
         "parents",
@@ -156,12 +184,24 @@ export class PgMessageStore implements MessageStore {
       if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return { outcome: "foreign_parent" as const };
       const [created] = await this.writeBatch(input.channelId, [input]);
       if (created!.outcome !== "created") return created!;
-      const pending = parents.filter((p) => !p.done && !p.failed).map((p) => p.id);
-      const failed = parents.some((p) => p.failed);
-      await this.db.query(LINK_PARENTS_SQL, [created!.message.id, parentIds, pending, formatTimestamp(now), failed], "link_parents");
-      const { rows } = await this.db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [created!.message.id]);
-      return { outcome: "created" as const, message: toRecord(rows[0]!) };
+      return { outcome: "created" as const, message: await this.link(created!.message.id, parentIds, parents, now) };
     });
+  }
+
+  /** Links a message just written to its parents (PARENTS_SQL, then LINK_PARENTS_SQL), in the caller's transaction. */
+  private async linkParents(messageId: string, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<MessageRecord | "unknown_parent" | "foreign_parent"> {
+    const { rows: parents } = await this.db.query<ParentRow>(PARENTS_SQL, [parentIds, formatTimestamp(now)], "parents");
+    if (parents.length < parentIds.length) return "unknown_parent";
+    if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return "foreign_parent";
+    return this.link(messageId, parentIds, parents, now);
+  }
+
+  private async link(messageId: string, parentIds: readonly string[], parents: readonly ParentRow[], now: Micros): Promise<MessageRecord> {
+    const pending = parents.filter((p) => !p.done && !p.failed).map((p) => p.id);
+    const failed = parents.some((p) => p.failed);
+    await this.db.query(LINK_PARENTS_SQL, [messageId, parentIds, pending, formatTimestamp(now), failed], "link_parents");
+    const { rows } = await this.db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [messageId]);
+    return toRecord(rows[0]!);
   }
 
   /** Each message's parents with their results (PARENT_RESULTS_SQL), by message id. */

@@ -164,6 +164,49 @@ describe("refusals", () => {
   });
 });
 
+describe("a batch", () => {
+  const batch = (ch: string, messages: Array<Record<string, unknown>>) =>
+    rest<{ data: Array<MessageJson & { depends_on: string[] }>; error?: string; index?: number }>(url(), "POST", `/v1/channels/${ch}/messages:batchCreate`, {
+      key: owner,
+      body: { messages },
+    });
+
+  it("lets an item depend on earlier items by their refs", async () => {
+    const ch = await createChannel(url(), owner);
+    const res = await batch(ch, [
+      { content: "fetch", ref: "fetch" },
+      { content: "clean", ref: "clean", depends_on: ["fetch"] },
+      { content: "report", depends_on: ["fetch", "clean"] },
+    ]);
+    expect(res.status).toBe(201);
+    const [fetch, clean, report] = res.body.data;
+    expect(clean).toMatchObject({ state: "blocked", depends_on: [fetch!.id] });
+    expect(report).toMatchObject({ state: "blocked", depends_on: [fetch!.id, clean!.id] });
+    const [first] = await receive(ch);
+    expect(first!.message.id).toBe(fetch!.id);
+    await ack(fetch!.id, "rows");
+    const [second] = await receive(ch);
+    expect(second).toMatchObject({ message: { id: clean!.id }, parents: [{ message_id: fetch!.id, result: "rows" }] });
+    await ack(clean!.id, "clean rows");
+    const [third] = await receive(ch);
+    expect(third!.message.id).toBe(report!.id);
+    expect(third!.parents.map((p) => p.result).sort()).toEqual(["clean rows", "rows"]);
+  });
+
+  it.each([
+    ["a ref of a later item", [{ content: "a", depends_on: ["later"] }, { content: "b", ref: "later" }], 0],
+    ["its own ref", [{ content: "a", ref: "self", depends_on: ["self"] }], 0],
+    ["a ref used twice", [{ content: "a", ref: "x" }, { content: "b", ref: "x" }], 1],
+    ["an unknown message", [{ content: "a" }, { content: "b", depends_on: ["00000000-0000-4000-8000-000000000000"] }], 1],
+  ])("refuses %s with 422 invalid_depends_on at its index, storing nothing", async (_what, messages, index) => {
+    const ch = await createChannel(url(), owner);
+    const res = await batch(ch, messages);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_depends_on", index });
+    expect(await receive(ch, { max_messages: 10 })).toEqual([]);
+  });
+});
+
 describe("fan-in", () => {
   it("releases an aggregator of 100 parents exactly once, with the 100 results, when 16 workers finish them", async () => {
     const work = await createChannel(url(), owner);

@@ -148,7 +148,7 @@ curl -s -X POST "$B/v1/messages/$MSG:cancel" -H "X-API-Key: $KEY" -d '{"reason":
 - Fan-in: post the aggregator with \`"depends_on":["<id>","<id>",…]\` (at most 100 ids, of your channels): it is
   \`"state":"blocked"\` until every parent is acknowledged, then delivered with \`"parents":[{"message_id","channel_id","result"}]\`
   beside its lease. A parent cancelled, dead-lettered or expired cancels it (\`"cancel_reason":"parent_failed"\`), and
-  so on down the tree.
+  so on down the tree. In a batch, an item may take \`"ref":"fetch"\` and a later one \`"depends_on":["fetch"]\`.
 - Progress on a long task, as its worker (the lease holder): \`POST $B/v1/messages/$MSG/progress
   {"lease_token":"…","data":{"step":3,"of":8},"text":"chapter 3 done\\n","append":true}\` (data replaces the last, at
   most 16 KiB; text replaces or, with append, adds; the last 64 KiB are kept). The Message shows
