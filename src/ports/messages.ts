@@ -1,6 +1,6 @@
 /** What the message use cases need from storage. */
 import type { ActorRef } from "../model/actors.js";
-import type { BatchCreateOutcome, CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, MessageParent, ParentedBatchOutcome, ParentedCreateOutcome, BatchParents, QueueStats } from "../model/messages.js";
+import type { CreateOutcome, FoundMessage, ListFilter, MessageInspection, MessageRecord, NewAck, NewClaim, NewLeases, NewMessage, NewProgress, MessageParent, ParentedBatchOutcome, ParentedCreateOutcome, BatchParents, QueueStats } from "../model/messages.js";
 import type { JsonValue } from "../model/json.js";
 import type { Micros } from "../model/time.js";
 

@@ -16,7 +16,6 @@
 import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
 import type {
-  BatchCreateOutcome,
   ArchiveReason,
   CreateOutcome,
   CreateRefusal,
