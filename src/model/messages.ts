@@ -245,6 +245,11 @@ export function effectiveClaim(message: MessageRecord, now: Micros): Claim | nul
 
 export const isActive = (message: MessageRecord, now: Micros): boolean => message.expiresAt > now;
 
+/** What a message just posted has of the lifecycle fields: no delivery, cancel, progress or dependencies yet. */
+export function freshLifecycle(): Pick<MessageRecord, "maxDeliveries" | "cancelRequestedAt" | "cancelReason" | "progress" | "dependsOn" | "blockedBy" | "dependentsCount"> {
+  return { maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0 };
+}
+
 export type MessageState = "ready" | "delayed" | "blocked" | "waiting" | "in_flight" | "acknowledged" | "dead_lettered" | "cancelled" | "expired";
 
 /** Why a message moved to history (message_history.reason). */

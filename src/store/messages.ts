@@ -41,6 +41,7 @@ import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
+import { freshLifecycle } from "../model/messages.js";
 import { CANCEL_SQL } from "./message-cancel.js";
 import { reportProgress } from "./message-progress.js";
 import { LINK_PARENTS_SQL, PARENT_RESULTS_SQL, PARENTS_SQL } from "./message-dependencies.js";
@@ -287,13 +288,7 @@ export class PgMessageStore implements MessageStore {
                 groupKey: input.groupKey ?? null,
                 priority: input.priority ?? 3,
                 limits: input.limitNames ?? [],
-                maxDeliveries: null,
-                cancelRequestedAt: null,
-                cancelReason: null,
-                progress: null,
-                dependsOn: [],
-                blockedBy: 0,
-                dependentsCount: 0,
+                ...freshLifecycle(),
               },
             }
           : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };

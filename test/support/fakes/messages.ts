@@ -1,7 +1,7 @@
 /** MessageStore over a Map, reading channels (mode, access, pause, members) from a FakeChannelStore. */
 import { randomUUID } from "node:crypto";
 import type { ActorRef } from "../../../src/model/actors.js";
-import { keepProgressTail, type BatchCreateOutcome, type CreateOutcome, type FoundMessage, type ListFilter, type MessageInspection, type MessageRecord, type NewAck, type NewClaim, type NewLeases, type NewMessage, type NewProgress, type QueueStats } from "../../../src/model/messages.js";
+import { freshLifecycle, keepProgressTail, type BatchCreateOutcome, type CreateOutcome, type FoundMessage, type ListFilter, type MessageInspection, type MessageRecord, type NewAck, type NewClaim, type NewLeases, type NewMessage, type NewProgress, type QueueStats } from "../../../src/model/messages.js";
 import { MICROS_PER_SECOND, type Micros } from "../../../src/model/time.js";
 import type { MessageStore, RedriveCandidate } from "../../../src/ports/messages.js";
 import type { FakeChannelStore } from "./channels.js";
@@ -38,13 +38,7 @@ export class FakeMessageStore implements MessageStore {
       claim: null,
       acknowledgedBy: [],
       deliveryCount: 0,
-      maxDeliveries: null,
-      cancelRequestedAt: null,
-      cancelReason: null,
-      progress: null,
-      dependsOn: [],
-      blockedBy: 0,
-      dependentsCount: 0,
+      ...freshLifecycle(),
       result: null,
       deadLetter: null,
       groupKey,
