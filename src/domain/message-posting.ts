@@ -56,12 +56,7 @@ export class MessagePosting {
     await this.ctx.options.quotas?.admitMessages(caller, 1, storedBytes(draft));
     const result =
       parents.length === 0 ? await this.ctx.store.create(draft) : await this.ctx.store.createWithParents(draft, parents, channel.createdByKeyId, this.ctx.clock.now());
-    if (result.outcome === "unknown_parent") throw new ApiError("invalid_depends_on", "'depends_on' names a message that does not exist");
-    if (result.outcome === "foreign_parent") {
-      throw new ApiError("forbidden", "'depends_on' names a message of a channel another key owns", {
-        suggestion: "A message may depend only on messages of channels its own channel's owner owns.",
-      });
-    }
+    if (result.outcome === "unknown_parent" || result.outcome === "foreign_parent") throw parentRefusal(result.outcome);
     if (result.outcome !== "created") throw refusal(result, channel);
     // The channel's receives now check limits: a cached view must not say otherwise.
     if ((draft.limitIds?.length ?? 0) > 0 && !channel.limitedMessages) this.ctx.options.views?.clear();
@@ -86,12 +81,7 @@ export class MessagePosting {
     const parents = batchParents(inputs);
     await this.ctx.options.quotas?.admitMessages(caller, drafts.length, drafts.reduce((sum, d) => sum + storedBytes(d), 0));
     const result = await this.ctx.store.createAll(channel.id, drafts, parents, channel.createdByKeyId, this.ctx.clock.now());
-    if (result.outcome === "unknown_parent") throw withIndex(result.index, new ApiError("invalid_depends_on", "'depends_on' names a message that does not exist"));
-    if (result.outcome === "foreign_parent") {
-      throw withIndex(result.index, new ApiError("forbidden", "'depends_on' names a message of a channel another key owns", {
-        suggestion: "A message may depend only on messages of channels its own channel's owner owns.",
-      }));
-    }
+    if (result.outcome === "unknown_parent" || result.outcome === "foreign_parent") throw withIndex(result.index, parentRefusal(result.outcome));
     if (result.outcome !== "created") throw withIndex(result.index, refusal(result, channel));
     if (drafts.some((d) => (d.limitIds?.length ?? 0) > 0) && !channel.limitedMessages) this.ctx.options.views?.clear();
     this.ctx.announce(channel.id);
@@ -157,6 +147,14 @@ export class MessagePosting {
 
 /** What a message counts against its author's stored-bytes quota: its content and metadata (docs/decisions.md#quotas). */
 const storedBytes = (draft: NewMessage): number => byteLength(draft.content) + byteLength(JSON.stringify(draft.metadata));
+
+/** A post whose parents are unknown (422) or of a channel another key owns (403). */
+function parentRefusal(outcome: "unknown_parent" | "foreign_parent"): ApiError {
+  if (outcome === "unknown_parent") return new ApiError("invalid_depends_on", "'depends_on' names a message that does not exist");
+  return new ApiError("forbidden", "'depends_on' names a message of a channel another key owns", {
+    suggestion: "A message may depend only on messages of channels its own channel's owner owns.",
+  });
+}
 
 /** At most this many parents per message (docs/decisions.md#dependencies). */
 export const MAX_DEPENDS_ON = 100;
