@@ -7,15 +7,13 @@
  */
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import { messageState, type MessageRecord, type MessageState } from "../model/messages.js";
+import { FINISHED_STATES, messageState, type MessageRecord } from "../model/messages.js";
 import type { MessageContext } from "./message-context.js";
 import { assertMessageId } from "./message-rules.js";
 
 /** Characters a cancel's reason may have. */
 export const MAX_CANCEL_REASON = 500;
 
-/** States a cancel finds finished: nothing is left to cancel. */
-const FINISHED: ReadonlySet<MessageState> = new Set(["acknowledged", "dead_lettered", "cancelled", "expired"]);
 
 export class MessageCancel {
   constructor(private readonly ctx: MessageContext) {}
@@ -35,7 +33,7 @@ export class MessageCancel {
     if (found.mode !== "claimable") throw new ApiError("channel_not_claimable", "Only messages of a claimable channel are work to cancel", {
       suggestion: "A broadcast message is not handed out; its author may retract it with DELETE /v1/messages/{message_id}.",
     });
-    if (found.archivedAt !== null || FINISHED.has(messageState(found.message, now))) throw new ApiError("already_finished");
+    if (found.archivedAt !== null || FINISHED_STATES.has(messageState(found.message, now))) throw new ApiError("already_finished");
     // The statement judges the row as it is when it gets it: an ack or a
     // lapse that came first leaves nothing to cancel.
     const cancelled = await this.ctx.store.cancel(found.message.id, now, reason === undefined || reason === "" ? null : reason);

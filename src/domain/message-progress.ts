@@ -12,7 +12,7 @@
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
-import { messageState, type FoundMessage, type MessageRecord, type MessageState } from "../model/messages.js";
+import { FINISHED_STATES, MESSAGE_STATES, messageState, type FoundMessage, type MessageRecord } from "../model/messages.js";
 import type { Micros } from "../model/time.js";
 import { nextWake } from "./long-poll.js";
 import type { MessageContext } from "./message-context.js";
@@ -45,9 +45,6 @@ export interface OpenedMessageWatch {
   close(): void;
 }
 
-/** The states a follower's stream ends at. */
-const FINAL: ReadonlySet<MessageState> = new Set(["acknowledged", "dead_lettered", "cancelled", "expired"]);
-const STATES: readonly MessageState[] = ["ready", "delayed", "blocked", "waiting", "in_flight", "acknowledged", "dead_lettered", "cancelled", "expired"];
 
 /** What a follower has seen: the progress time, the state, whether a result, whether a cancel was requested. */
 interface Seen {
@@ -62,7 +59,7 @@ const cursorOf = (seen: Seen) => `${seen.progress}.${seen.state}.${seen.result ?
 function parseSince(since: string | undefined): Seen | null {
   if (since === undefined || since === "") return null;
   const match = /^(\d{1,20})\.(\d)\.([01])\.([01])$/.exec(since);
-  if (!match || Number(match[2]) >= STATES.length) {
+  if (!match || Number(match[2]) >= MESSAGE_STATES.length) {
     throw new ApiError("invalid_since", "'since' of a message's events is an event id from the stream (Last-Event-ID), unchanged", {
       suggestion: "Pass the id of the last event you received, or leave since out to start with the message as it is.",
     });
@@ -140,7 +137,7 @@ export class MessageProgressing {
           const state = found.archivedAt === null ? messageState(found.message, now) : messageState(found.message, found.archivedAt, found.archivedReason);
           const current: Seen = {
             progress: found.message.progress?.updatedAt ?? 0,
-            state: STATES.indexOf(state),
+            state: MESSAGE_STATES.indexOf(state),
             result: found.message.result !== null,
             cancel: found.message.cancelRequestedAt !== null,
           };
@@ -151,7 +148,7 @@ export class MessageProgressing {
           if (current.result && !(seen?.result ?? false)) changed.push("result");
           seen = current;
           for (const event of changed) yield { event, cursor: cursorOf(current), found };
-          if (found.archivedAt !== null || FINAL.has(state)) return;
+          if (found.archivedAt !== null || FINISHED_STATES.has(state)) return;
           await nextWake(woken, wake, clock, this.untilNextBoundary(found.message, now), signal);
         } finally {
           for (const u of unsubscribe) u();

@@ -7,7 +7,7 @@
 import type { Caller } from "../model/caller.js";
 import type { ChannelView } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
-import { messageState, type FoundMessage, type ListFilter, type MessageRecord, type MessageState, type QueueStats } from "../model/messages.js";
+import { FINISHED_STATES, messageState, type FoundMessage, type ListFilter, type MessageRecord, type QueueStats } from "../model/messages.js";
 import { formatTimestamp, MICROS_PER_SECOND, parseTimestamp, type Micros } from "../model/time.js";
 import { nextWake, readOrWait } from "./long-poll.js";
 import { messageTopic } from "./message-progress.js";
@@ -15,8 +15,6 @@ import type { MessageContext } from "./message-context.js";
 import { assertMessageId, checkWait, MAX_PAGE_SIZE, parseCursor } from "./message-rules.js";
 import { validatePageLimit } from "./paging.js";
 
-/** The states a message does not leave: a wait for its outcome ends there. */
-const SETTLED_STATES: ReadonlySet<MessageState> = new Set(["acknowledged", "dead_lettered", "cancelled", "expired"]);
 
 export interface ListInput {
   since: string | undefined;
@@ -212,7 +210,7 @@ export class MessageReading {
 
   /** Nothing more will happen to the message that a waiter waits for: archived, or in a state it cannot leave (docs/decisions.md#message-state). */
   private settled(found: FoundMessage): boolean {
-    return found.archivedAt !== null || SETTLED_STATES.has(messageState(found.message, this.ctx.clock.now()));
+    return found.archivedAt !== null || FINISHED_STATES.has(messageState(found.message, this.ctx.clock.now()));
   }
 
 

@@ -250,7 +250,12 @@ export function freshLifecycle(): Pick<MessageRecord, "maxDeliveries" | "cancelR
   return { maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0 };
 }
 
-export type MessageState = "ready" | "delayed" | "blocked" | "waiting" | "in_flight" | "acknowledged" | "dead_lettered" | "cancelled" | "expired";
+/** Every state a message can be in (docs/decisions.md#message-state), in the proto's order. */
+export const MESSAGE_STATES = ["ready", "delayed", "blocked", "waiting", "in_flight", "acknowledged", "dead_lettered", "cancelled", "expired"] as const;
+export type MessageState = (typeof MESSAGE_STATES)[number];
+
+/** The states a message does not leave: nothing more will happen to it. */
+export const FINISHED_STATES: ReadonlySet<MessageState> = new Set(["acknowledged", "dead_lettered", "cancelled", "expired"]);
 
 /** Why a message moved to history (message_history.reason). */
 export type ArchiveReason = "expired" | "retracted" | "dead_lettered" | "redriven" | "cancelled";

@@ -3,7 +3,7 @@
  * messages (docs/decisions.md#receive for the receives: receive-sql.ts).
  * Exported so the query-plan tests EXPLAIN exactly what runs.
  */
-import { CANCEL_CLOCK_MARGIN_SECONDS } from "./message-cancel.js";
+import { EXPIRED_BY_CANCEL } from "./message-cancel.js";
 import { AVAILABLE, COLUMNS, LAPSED, NOT_ACKNOWLEDGED, accessible } from "./message-rows.js";
 
 /** $1 message, $2 key, $3 actor id, $4 actor name, $5 now, $6 claim metadata, $7 lease token, $8 lease end. */
@@ -60,7 +60,7 @@ export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, clai
     available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority),
     -- A cancelled message given back is cancelled now, not open work (docs/decisions.md#cancel).
     expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
-      ELSE least(m.expires_at, $4::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS})) END
+      ELSE ${EXPIRED_BY_CANCEL("$4")} END
   WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
     AND ${NOT_ACKNOWLEDGED}
     AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
@@ -76,7 +76,7 @@ export const RELEASE_UNSEEN_SQL = `UPDATE messages m SET claimed_by_key_id = NUL
     claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
     delivery_count = greatest(m.delivery_count - 1, 0),
     expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
-      ELSE least(m.expires_at, $4::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS})) END
+      ELSE ${EXPIRED_BY_CANCEL("$4")} END
   FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
   WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`;
 

@@ -14,6 +14,9 @@ const HELD = (now: string) => `(m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED
  */
 export const CANCEL_CLOCK_MARGIN_SECONDS = 2;
 
+/** The expiry of message m cancelled at `now` (not held): that moment less the margin, or its own if sooner. */
+export const EXPIRED_BY_CANCEL = (now: string) => `least(m.expires_at, ${now}::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS}))`;
+
 /**
  * $1 message, $2 now, $3 reason (null: none): marks the message cancelled.
  * Open (ready, delayed, or a lapsed claim): expired now, so nothing delivers
@@ -31,7 +34,7 @@ export const CANCEL_SQL = `UPDATE messages m SET
     cancel_reason = CASE WHEN m.cancel_requested_at IS NULL THEN $3::text ELSE m.cancel_reason END,
     cancel_expires_at = coalesce(m.cancel_expires_at, m.expires_at),
     expires_at = CASE WHEN ${HELD("$2")} THEN least(m.expires_at, coalesce(m.lease_expires_at, m.expires_at))
-      ELSE least(m.expires_at, $2::timestamptz - make_interval(secs => ${CANCEL_CLOCK_MARGIN_SECONDS})) END,
+      ELSE ${EXPIRED_BY_CANCEL("$2")} END,
     held_limit_ids = CASE WHEN ${HELD("$2")} THEN m.held_limit_ids END
   WHERE m.id = $1 AND ${NOT_ACKNOWLEDGED} AND m.expires_at > $2
     AND (${HELD("$2")} OR m.delivery_count < (SELECT coalesce(k.max_deliveries, 2147483647) FROM channels k WHERE k.id = m.channel_id))

@@ -1,8 +1,14 @@
 /**
- * Dependencies between messages (docs/decisions.md#dependencies): the
- * statements that post a message with parents and read a received
- * message's parents. Exported so the query-plan tests can EXPLAIN them.
+ * Dependencies between messages (docs/decisions.md#dependencies): linking a
+ * message just written to its parents, reading a received message's parents,
+ * the dependents' channels, and cancelling a failed parent's descendants.
+ * The statements are exported so the query-plan tests can EXPLAIN them.
  */
+import type { MessageParent, MessageRecord } from "../model/messages.js";
+import { formatTimestamp, type Micros } from "../model/time.js";
+import type { Db } from "./db.js";
+import { EXPIRED_BY_CANCEL } from "./message-cancel.js";
+import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 
 /**
  * $1 parent ids, $2 now: each parent, live or archived, with its channel's
@@ -45,7 +51,7 @@ export const LINK_PARENTS_SQL = `WITH edges AS (
     cancel_requested_at = CASE WHEN $5 THEN $4::timestamptz END,
     cancel_reason = CASE WHEN $5 THEN 'parent_failed' END,
     cancel_expires_at = CASE WHEN $5 THEN m.expires_at END,
-    expires_at = CASE WHEN $5 THEN least(m.expires_at, $4::timestamptz - interval '2 seconds') ELSE m.expires_at END
+    expires_at = CASE WHEN $5 THEN ${EXPIRED_BY_CANCEL("$4")} ELSE m.expires_at END
   WHERE m.id = $1`;
 
 /** $1 message ids: each one's parents with their results, live or archived. */
@@ -58,3 +64,56 @@ export const PARENT_RESULTS_SQL = `SELECT x.child, p.id, p.channel_id, p.result 
     (SELECT h.id, h.channel_id, h.result FROM message_history h WHERE h.id = x.parent ORDER BY h.archived_at DESC LIMIT 1)
     LIMIT 1
   ) p`;
+
+/** $1 parent ids: the channels of the messages that depend on them. */
+export const DEPENDENT_CHANNELS_SQL = `SELECT DISTINCT m.channel_id FROM message_dependencies d JOIN messages m ON m.id = d.message_id
+  WHERE d.parent_id = ANY ($1::uuid[])`;
+
+/** A parent as PARENTS_SQL reads it. */
+interface ParentRow {
+  id: string;
+  done: boolean;
+  failed: boolean;
+  owner_key_id: string;
+}
+
+/**
+ * Links a message just written to its parents, in the caller's transaction
+ * (PARENTS_SQL, then LINK_PARENTS_SQL): parents unknown, or of a channel
+ * another key than `ownerKeyId` owns, refuse it; a parent that failed
+ * cancels it at once; pending ones block it. The message as it is then.
+ */
+export async function linkParents(db: Db, messageId: string, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<MessageRecord | "unknown_parent" | "foreign_parent"> {
+  const at = formatTimestamp(now);
+  const { rows: parents } = await db.query<ParentRow>(PARENTS_SQL, [parentIds, at], "parents");
+  if (parents.length < parentIds.length) return "unknown_parent";
+  if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return "foreign_parent";
+  const pending = parents.filter((p) => !p.done && !p.failed).map((p) => p.id);
+  await db.query(LINK_PARENTS_SQL, [messageId, parentIds, pending, at, parents.some((p) => p.failed)], "link_parents");
+  const { rows } = await db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [messageId]);
+  return toRecord(rows[0]!);
+}
+
+/** Each message's parents with their results (PARENT_RESULTS_SQL), by message id. */
+export async function parentsOf(db: Db, messageIds: readonly string[]): Promise<Map<string, MessageParent[]>> {
+  const parents = new Map<string, MessageParent[]>();
+  if (messageIds.length === 0) return parents;
+  const { rows } = await db.query<{ child: string; id: string; channel_id: string; result: string | null }>(PARENT_RESULTS_SQL, [messageIds], "parent_results");
+  for (const r of rows) {
+    const list = parents.get(r.child) ?? [];
+    list.push({ messageId: r.id, channelId: r.channel_id, result: r.result });
+    parents.set(r.child, list);
+  }
+  return parents;
+}
+
+export async function dependentChannels(db: Db, parentIds: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ channel_id: string }>(DEPENDENT_CHANNELS_SQL, [parentIds], "dependent_channels");
+  return rows.map((r) => r.channel_id);
+}
+
+/** Cancels what depends on these ended messages, down the tree (agentbus_fail_dependents); how many. */
+export async function failDependents(db: Db, parentIds: readonly string[], now: Micros): Promise<number> {
+  const { rows } = await db.query<{ n: number }>("SELECT agentbus_fail_dependents($1::uuid[], $2::timestamptz) AS n", [parentIds, formatTimestamp(now)]);
+  return rows[0]?.n ?? 0;
+}

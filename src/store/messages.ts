@@ -11,12 +11,13 @@
  *
  * The statements of each use case live beside this file: claims, acks,
  * releases and heartbeats in claim-sql.ts, receives in receive-sql.ts, the
- * reads (lists, queue state, redrive candidates) in message-reads-sql.ts.
+ * reads (lists, queue state, redrive candidates) in message-reads-sql.ts;
+ * one message's reads and the queue state in message-reads.ts, cancelling in
+ * message-cancel.ts, progress in message-progress.ts and dependencies in
+ * message-dependencies.ts.
  */
-import type { ChannelAccess, ChannelMode } from "../model/channels.js";
 import type { JsonValue } from "../model/json.js";
 import type {
-  ArchiveReason,
   CreateOutcome,
   CreateRefusal,
   ListFilter,
@@ -40,13 +41,14 @@ import type { MessageStore, RedriveCandidate, RedriveCursor } from "../ports/mes
 import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
-import { COLUMNS, LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
+import { LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
 import { freshLifecycle } from "../model/messages.js";
 import { CANCEL_SQL } from "./message-cancel.js";
 import { reportProgress } from "./message-progress.js";
-import { LINK_PARENTS_SQL, PARENT_RESULTS_SQL, PARENTS_SQL } from "./message-dependencies.js";
+import { dependentChannels, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
+import { findMessage, inspectMessage, queueStats } from "./message-reads.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
-import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL, STATS_SQL } from "./message-reads-sql.js";
+import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL } from "./message-reads-sql.js";
 import { PICK_AND_LEASE_SQL, RECEIVE_SQL, UNPICKED_SQL } from "./receive-sql.js";
 
 /**
@@ -82,14 +84,6 @@ interface PendingAck {
   now: Micros;
 }
 
-/** A parent as PARENTS_SQL reads it. */
-interface ParentRow {
-  id: string;
-  done: boolean;
-  failed: boolean;
-  owner_key_id: string;
-}
-
 /** Thrown inside createAll's transaction to roll the batch back. */
 class BatchRefused extends Error {
   constructor(
@@ -99,16 +93,6 @@ class BatchRefused extends Error {
     super(refusal.outcome);
   }
 }
-
-/** $1 message, $2 the caller's key: the live row, else the archived one. */
-const FIND_SQL = `SELECT x.*, c.mode, c.access, c.created_by_key_id AS owner_key_id,
-    EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
-  FROM (
-    SELECT ${COLUMNS}, NULL::timestamptz AS archived_at, NULL::text AS reason FROM messages m WHERE m.id = $1
-    UNION ALL
-    SELECT ${COLUMNS}, m.archived_at, m.reason FROM message_history m WHERE m.id = $1
-  ) x JOIN channels c ON c.id = x.channel_id
-  ORDER BY x.archived_at NULLS FIRST LIMIT 1`;
 
 export class PgMessageStore implements MessageStore {
   constructor(private readonly db: Db) {}
@@ -153,7 +137,7 @@ export class PgMessageStore implements MessageStore {
         for (const [index, p] of parents.entries()) {
           const ids = [...p.ids, ...p.earlier.map((i) => messages[i]!.id)];
           if (ids.length === 0) continue;
-          const linked = await this.linkParents(messages[index]!.id, ids, ownerKeyId, now);
+          const linked = await linkParents(this.db, messages[index]!.id, ids, ownerKeyId, now);
           if (linked === "unknown_parent" || linked === "foreign_parent") throw new BatchRefused(index, { outcome: linked, retryAfter: null });
           messages[index] = linked;
         }
@@ -168,69 +152,26 @@ export class PgMessageStore implements MessageStore {
   }
 
   /**
-   * Writes a message that depends on others (docs/decisions.md#dependencies),
-   * in one transaction with its parents locked (PARENTS_SQL): parents
-   * unknown, or of a channel another key owns, refuse it; a parent that
-   * failed cancels it at once; pending ones block it.
+   * Writes a message that depends on others (docs/decisions.md#dependencies):
+   * a batch of one, linked to its parents in the same transaction.
    */
   async createWithParents(input: NewMessage, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<ParentedCreateOutcome> {
-    return this.db.transaction(async () => {
-      const { rows: parents } = await this.db.query<ParentRow>(
-        PARENTS_SQL,
-        [parentIds, formatTimestamp(now)],
-        "parents",
-      );
-      if (parents.length < parentIds.length) return { outcome: "unknown_parent" as const };
-      if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return { outcome: "foreign_parent" as const };
-      const [created] = await this.writeBatch(input.channelId, [input]);
-      if (created!.outcome !== "created") return created!;
-      return { outcome: "created" as const, message: await this.link(created!.message.id, parentIds, parents, now) };
-    });
+    const written = await this.createAll(input.channelId, [input], [{ ids: [...parentIds], earlier: [] }], ownerKeyId, now);
+    if (written.outcome === "created") return { outcome: "created", message: written.messages[0]! };
+    if (written.outcome === "unknown_parent" || written.outcome === "foreign_parent") return { outcome: written.outcome };
+    return { outcome: written.outcome, retryAfter: written.retryAfter };
   }
 
-  /** Links a message just written to its parents (PARENTS_SQL, then LINK_PARENTS_SQL), in the caller's transaction. */
-  private async linkParents(messageId: string, parentIds: readonly string[], ownerKeyId: string, now: Micros): Promise<MessageRecord | "unknown_parent" | "foreign_parent"> {
-    const { rows: parents } = await this.db.query<ParentRow>(PARENTS_SQL, [parentIds, formatTimestamp(now)], "parents");
-    if (parents.length < parentIds.length) return "unknown_parent";
-    if (parents.some((p) => p.owner_key_id !== ownerKeyId)) return "foreign_parent";
-    return this.link(messageId, parentIds, parents, now);
+  parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>> {
+    return parentsOf(this.db, messageIds);
   }
 
-  private async link(messageId: string, parentIds: readonly string[], parents: readonly ParentRow[], now: Micros): Promise<MessageRecord> {
-    const pending = parents.filter((p) => !p.done && !p.failed).map((p) => p.id);
-    const failed = parents.some((p) => p.failed);
-    await this.db.query(LINK_PARENTS_SQL, [messageId, parentIds, pending, formatTimestamp(now), failed], "link_parents");
-    const { rows } = await this.db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [messageId]);
-    return toRecord(rows[0]!);
+  dependentChannels(parentIds: readonly string[]): Promise<string[]> {
+    return dependentChannels(this.db, parentIds);
   }
 
-  /** Each message's parents with their results (PARENT_RESULTS_SQL), by message id. */
-  async parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>> {
-    const parents = new Map<string, MessageParent[]>();
-    if (messageIds.length === 0) return parents;
-    const { rows } = await this.db.query<{ child: string; id: string; channel_id: string; result: string | null }>(PARENT_RESULTS_SQL, [messageIds], "parent_results");
-    for (const r of rows) {
-      const list = parents.get(r.child) ?? [];
-      list.push({ messageId: r.id, channelId: r.channel_id, result: r.result });
-      parents.set(r.child, list);
-    }
-    return parents;
-  }
-
-  /** The channels of the messages that depend on these. */
-  async dependentChannels(parentIds: readonly string[]): Promise<string[]> {
-    const { rows } = await this.db.query<{ channel_id: string }>(
-      "SELECT DISTINCT m.channel_id FROM message_dependencies d JOIN messages m ON m.id = d.message_id WHERE d.parent_id = ANY ($1::uuid[])",
-      [parentIds],
-      "dependent_channels",
-    );
-    return rows.map((r) => r.channel_id);
-  }
-
-  /** Cancels what depends on these ended messages, down the tree (agentbus_fail_dependents). */
-  async failDependents(parentIds: readonly string[], now: Micros): Promise<number> {
-    const { rows } = await this.db.query<{ n: number }>("SELECT agentbus_fail_dependents($1::uuid[], $2::timestamptz) AS n", [parentIds, formatTimestamp(now)]);
-    return rows[0]?.n ?? 0;
+  failDependents(parentIds: readonly string[], now: Micros): Promise<number> {
+    return failDependents(this.db, parentIds, now);
   }
 
   /** Single writes waiting for their channel's batch in flight (see create). */
@@ -389,48 +330,16 @@ export class PgMessageStore implements MessageStore {
     return { moved: row?.moved ?? 0, deadLetterChannelId: row?.dead_letter_channel_id ?? null };
   }
 
-  /** The channel's queue state at `now` (STATS_SQL). */
-  async stats(channelId: string, now: Micros): Promise<QueueStats> {
-    const { rows } = await this.db.query<{
-      ready: number;
-      delayed: number;
-      in_flight: number;
-      acknowledged: number;
-      dead_lettered: number;
-      expired: number;
-      cancelled: number;
-      blocked: number;
-      oldest_ready_since: Micros | null;
-      claim_to_ack_p50_ms: number | null;
-      claim_to_ack_avg_ms: number | null;
-      live: number;
-      ready_by_priority: number[];
-      groups: { count: number; in_flight: number; top: Array<{ group_key: string; ready: number; in_flight: number; oldest_ready_since: number | null }> } | null;
-    }>(STATS_SQL, [channelId, formatTimestamp(now)], "channel_stats");
-    const row = rows[0]!;
-    return {
-      ready: row.ready,
-      delayed: row.delayed,
-      inFlight: row.in_flight,
-      acknowledged: row.acknowledged,
-      deadLettered: row.dead_lettered,
-      expired: row.expired,
-      cancelled: row.cancelled,
-      blocked: row.blocked,
-      oldestReadySince: row.oldest_ready_since,
-      claimToAckP50Ms: row.claim_to_ack_p50_ms,
-      claimToAckAvgMs: row.claim_to_ack_avg_ms,
-      live: row.live,
-      readyByPriority: [0, 1, 2, 3, 4].map((i) => row.ready_by_priority[i] ?? 0) as QueueStats["readyByPriority"],
-      groups:
-        row.groups === null
-          ? null
-          : {
-              count: row.groups.count,
-              inFlight: row.groups.in_flight,
-              top: row.groups.top.map((g) => ({ groupKey: g.group_key, ready: g.ready, inFlight: g.in_flight, oldestReadySince: g.oldest_ready_since })),
-            },
-    };
+  stats(channelId: string, now: Micros): Promise<QueueStats> {
+    return queueStats(this.db, channelId, now);
+  }
+
+  find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
+    return findMessage(this.db, messageId, keyId);
+  }
+
+  inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined> {
+    return inspectMessage(this.db, messageId, keyId);
   }
 
   /** The dead letters redrive may move, oldest first (REDRIVE_CANDIDATES_SQL). */
@@ -519,27 +428,6 @@ export class PgMessageStore implements MessageStore {
     return acked;
   }
 
-  /** The message live, or else its archived copy, with its channel and the caller's standing. */
-  async find(messageId: string, keyId: string): Promise<FoundMessage | undefined> {
-    const { rows } = await this.db.query<MessageRow & { archived_at: Micros | null; reason: ArchiveReason | null; mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
-      FIND_SQL,
-      [messageId, keyId],
-      "find_message",
-    );
-    const row = rows[0];
-    return (
-      row && {
-        message: toRecord(row),
-        archivedAt: row.archived_at,
-        archivedReason: row.reason,
-        mode: row.mode,
-        access: row.access,
-        channelOwnerKeyId: row.owner_key_id,
-        callerIsMember: row.is_member,
-      }
-    );
-  }
-
   /** Clears the claim when this key and actor hold it. */
   async release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt: Micros | null = null, priority: number | null = null): Promise<MessageRecord | undefined> {
     const { rows } = await this.db.query<MessageRow>(
@@ -594,27 +482,6 @@ export class PgMessageStore implements MessageStore {
       "channel_head",
     );
     return rows[0]?.last_message_at ?? null;
-  }
-
-  /** The message with its channel's mode and the caller's standing, for classifying a refusal. */
-  async inspect(messageId: string, keyId: string): Promise<MessageInspection | undefined> {
-    const { rows } = await this.db.query<MessageRow & { mode: ChannelMode; access: ChannelAccess; owner_key_id: string; is_member: boolean }>(
-      `SELECT ${COLUMNS}, c.mode, c.access, c.created_by_key_id AS owner_key_id,
-         EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.id AND cm.key_id = $2) AS is_member
-       FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = $1`,
-      [messageId, keyId],
-      "inspect_message",
-    );
-    const row = rows[0];
-    return (
-      row && {
-        message: toRecord(row),
-        mode: row.mode,
-        access: row.access,
-        channelOwnerKeyId: row.owner_key_id,
-        callerIsMember: row.is_member,
-      }
-    );
   }
 
   /**
