@@ -20,7 +20,9 @@ import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
  */
 export const PARENTS_SQL = `WITH live AS (
     SELECT m.id, m.channel_id, m.acknowledged_by <> '[]'::jsonb AS done,
-      m.acknowledged_by = '[]'::jsonb AND (m.expires_at <= $2 OR m.cancel_requested_at IS NOT NULL) AS failed
+      -- Ended unacknowledged: expired, or cancelled (expired by it). A cancelled
+      -- message still held is pending: its holder may acknowledge it yet.
+      m.acknowledged_by = '[]'::jsonb AND m.expires_at <= $2 AS failed
     FROM messages m WHERE m.id = ANY ($1::uuid[])
     ORDER BY m.id FOR SHARE OF m
   ), archived AS (

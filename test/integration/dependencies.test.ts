@@ -141,6 +141,30 @@ describe("a parent that ends without an acknowledgement", () => {
   });
 });
 
+describe("a parent cancelled while a worker holds it", () => {
+  it("is still pending for a new dependent: its holder may yet acknowledge it, which frees the dependent", async () => {
+    const ch = await createChannel(url(), owner);
+    const parent = (await postMessage(url(), owner, ch, { content: "in hand" })).id;
+    await receive(ch);
+    expect((await rest(url(), "POST", `/v1/messages/${parent}:cancel`, { key: owner, body: {} })).body).toMatchObject({ message: { state: "in_flight" } });
+    const child = await post(ch, "after", { depends_on: [parent] });
+    expect(child.body.message.state).toBe("blocked");
+    await ack(parent, "finished anyway");
+    const [next] = await receive(ch);
+    expect(next).toMatchObject({ message: { id: child.body.message.id }, parents: [{ message_id: parent, result: "finished anyway" }] });
+  });
+
+  it("cancels the dependent once its holder gives it back", async () => {
+    const ch = await createChannel(url(), owner);
+    const parent = (await postMessage(url(), owner, ch, { content: "in hand" })).id;
+    await receive(ch);
+    await rest(url(), "POST", `/v1/messages/${parent}:cancel`, { key: owner, body: {} });
+    const child = (await post(ch, "after", { depends_on: [parent] })).body.message.id;
+    await rest(url(), "POST", `/v1/messages/${parent}/release`, { key: owner, body: {} });
+    expect(await get(child)).toMatchObject({ state: "cancelled", cancel_reason: "parent_failed" });
+  });
+});
+
 describe("refusals", () => {
   it("refuses an unknown parent with 422 invalid_depends_on", async () => {
     const res = await post(await createChannel(url(), owner), "x", { depends_on: ["00000000-0000-4000-8000-000000000000"] });
