@@ -22,6 +22,7 @@ import { AsyncJobs } from "./domain/jobs.js";
 import { SecurityAudit } from "./domain/audit.js";
 import { keyChangeTopic, Keys } from "./domain/keys.js";
 import { Limits } from "./domain/limits.js";
+import { Waitpoints } from "./domain/waitpoints.js";
 import { Sessions } from "./domain/sessions.js";
 import { TaskVerbs } from "./domain/task-verbs.js";
 import { ensureSandbox, SANDBOX_ALIAS } from "./domain/sandbox.js";
@@ -63,6 +64,7 @@ import { PgIdempotencyStore } from "./store/idempotency.js";
 import { PgAuditLog } from "./store/audit.js";
 import { PgKeyStore } from "./store/keys.js";
 import { PgLimitStore } from "./store/limits.js";
+import { PgWaitpointStore } from "./store/waitpoints.js";
 import { PgSessionStore } from "./store/sessions.js";
 import { PgUsageMetricsStore } from "./store/usage-metrics.js";
 import { PgSandboxStore } from "./store/sandbox.js";
@@ -197,6 +199,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),
     sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
     limits: new Limits(new PgLimitStore(db, forget), { clock }),
+    waitpoints: new Waitpoints(new PgWaitpointStore(db), { clock, announce: (channelId) => db.afterCommit(() => bus.publish(channelId)) }),
     audit,
     quotas,
     taskVerbs: new TaskVerbs(channels, messages, membership),

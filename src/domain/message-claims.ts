@@ -8,6 +8,7 @@ import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
 import type { JsonValue } from "../model/json.js";
 import { effectiveClaim, type MessageRecord } from "../model/messages.js";
+import { isUuid } from "../model/ids.js";
 import { MICROS_PER_SECOND, type Micros } from "../model/time.js";
 import type { DeadLetters } from "./dead-letters.js";
 import type { MessageContext } from "./message-context.js";
@@ -21,6 +22,9 @@ import {
   newLeaseToken,
   type BatchItemResult,
 } from "./message-rules.js";
+
+const waitpointNotFound = () =>
+  new ApiError("waitpoint_not_found", "No waitpoint of your key has this id", { suggestion: "Release with the id of a waitpoint your key created (POST /v1/waitpoints)." });
 
 export type ClaimStatus = "claimed" | "already_claimed" | "already_acknowledged";
 
@@ -88,12 +92,35 @@ export class MessageClaims {
     throw new ApiError("lease_expired");
   }
 
-  /** Gives the claim up; with delaySeconds the message is open work again only that much later (a retry with back-off). */
-  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<MessageRecord> {
+  /**
+   * Gives the claim up; with delaySeconds the message is open work again
+   * only that much later (a retry with back-off); with untilWaitpoint when
+   * that waitpoint completes or times out (docs/decisions.md#waitpoints).
+   */
+  async release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number, untilWaitpoint?: string): Promise<MessageRecord> {
     assertMessageId(messageId);
     const delay = checkDelaySeconds(delaySeconds, Infinity);
     const newPriority = priority === undefined ? null : validatePriority(priority);
-    return this.releaseAs(caller, messageId, await this.ctx.actors.resolveForClaim(caller, actorRef), delay, newPriority);
+    const actor = await this.ctx.actors.resolveForClaim(caller, actorRef);
+    if (untilWaitpoint === undefined) return this.releaseAs(caller, messageId, actor, delay, newPriority);
+    if (delaySeconds !== undefined || priority !== undefined) {
+      throw new ApiError("invalid_waitpoint", "Release with until_waitpoint alone: a waitpoint decides when the message is open work again", {
+        details: { field: delaySeconds !== undefined ? "delay_seconds" : "priority" },
+      });
+    }
+    return this.releaseUntil(caller, messageId, actor, untilWaitpoint);
+  }
+
+  private async releaseUntil(caller: Caller, messageId: string, actor: ActorRef, waitpointId: string): Promise<MessageRecord> {
+    if (!isUuid(waitpointId)) throw waitpointNotFound();
+    const now = this.ctx.clock.now();
+    const released = await this.ctx.store.releaseUntil(messageId, caller.keyId, actor, waitpointId, now);
+    if (released === "waitpoint_not_found") throw waitpointNotFound();
+    if (released === undefined) return this.refuseRelease(caller, messageId, now);
+    // Waiting wakes nobody now, but a receive sleeping until the channel's next due work must re-read it.
+    this.ctx.announce(released.channelId);
+    if (released.cancelRequestedAt !== null && released.dependentsCount > 0) await this.ctx.store.failDependents([released.id], now);
+    return released;
   }
 
   /**
@@ -137,6 +164,11 @@ export class MessageClaims {
       if (released.cancelRequestedAt !== null && released.dependentsCount > 0) await this.ctx.store.failDependents([released.id], now);
       return released;
     }
+    return this.refuseRelease(caller, messageId, now);
+  }
+
+  /** Why a release matched nothing. */
+  private async refuseRelease(caller: Caller, messageId: string, now: Micros): Promise<never> {
     const found = await this.ctx.explainRefusedClaim(caller, messageId, now);
     // Acknowledged is final: releasing it would hand finished work out again.
     if (found.message.acknowledgedBy.length > 0) throw new ApiError("already_acknowledged", "This message was acknowledged: an acknowledged message cannot be released");

@@ -103,8 +103,8 @@ export class Messages {
     return this.claims.heartbeat(caller, leaseToken, leaseSeconds);
   }
 
-  release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<MessageRecord> {
-    return this.claims.release(caller, messageId, actorRef, delaySeconds, priority);
+  release(caller: Caller, messageId: string, actorRef: string | undefined, delaySeconds?: number, priority?: number, untilWaitpoint?: string): Promise<MessageRecord> {
+    return this.claims.release(caller, messageId, actorRef, delaySeconds, priority, untilWaitpoint);
   }
 
   releaseBatch(caller: Caller, messageIds: readonly string[], actorRef: string | undefined, delaySeconds?: number, priority?: number): Promise<Array<BatchItemResult<"released">>> {

@@ -67,6 +67,17 @@ export interface MessageRecord {
   blockedBy: number;
   /** How many messages depend on it. */
   dependentsCount: number;
+  /** The waitpoint its last holder released it to wait for (docs/decisions.md#waitpoints); null when none. */
+  waitpoint: MessageWaitpointRef | null;
+}
+
+/** A message's waitpoint: while not completed, the message waits until its available_at (the waitpoint's timeout). */
+export interface MessageWaitpointRef {
+  id: string;
+  /** Completed before the message was open work again; false while waiting or after a timeout. */
+  completed: boolean;
+  /** What the completion sent; null unless completed. */
+  data: { [key: string]: JsonValue } | null;
 }
 
 /** A message's progress text keeps this many bytes of UTF-8, the last ones (docs/decisions.md#progress). */
@@ -192,6 +203,8 @@ export interface QueueStats {
   cancelled: number;
   /** Messages waiting for a parent's acknowledgement (docs/decisions.md#dependencies). */
   blocked: number;
+  /** Messages waiting for a waitpoint (docs/decisions.md#waitpoints). */
+  waiting: number;
   /** When the oldest ready message became available; null when none is ready. */
   oldestReadySince: Micros | null;
   /** Median milliseconds from claim to first acknowledgement over the live acknowledged claimed messages; null when none. */
@@ -246,8 +259,11 @@ export function effectiveClaim(message: MessageRecord, now: Micros): Claim | nul
 export const isActive = (message: MessageRecord, now: Micros): boolean => message.expiresAt > now;
 
 /** What a message just posted has of the lifecycle fields: no delivery, cancel, progress or dependencies yet. */
-export function freshLifecycle(): Pick<MessageRecord, "maxDeliveries" | "cancelRequestedAt" | "cancelReason" | "progress" | "dependsOn" | "blockedBy" | "dependentsCount"> {
-  return { maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0 };
+export function freshLifecycle(): Pick<
+  MessageRecord,
+  "maxDeliveries" | "cancelRequestedAt" | "cancelReason" | "progress" | "dependsOn" | "blockedBy" | "dependentsCount" | "waitpoint"
+> {
+  return { maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0, waitpoint: null };
 }
 
 /** Every state a message can be in (docs/decisions.md#message-state), in the proto's order. */
@@ -282,6 +298,8 @@ export function messageState(message: MessageRecord, now: Micros, archived: Arch
   if (message.expiresAt <= now) return "expired";
   if (held) return "in_flight";
   if (message.maxDeliveries !== null && message.deliveryCount >= message.maxDeliveries) return "dead_lettered";
+  // Released to wait for a waitpoint: its timeout is the available_at (docs/decisions.md#waitpoints).
+  if (message.availableAt > now && message.waitpoint !== null && !message.waitpoint.completed) return "waiting";
   // Only a delay makes a message wait: its own created_at (PostgreSQL's clock) may be a little ahead of `now`.
   if (message.availableAt > now && message.availableAt > message.createdAt) return "delayed";
   return "ready";

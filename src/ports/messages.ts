@@ -34,6 +34,14 @@ export interface MessageStore {
   /** `priority`: the message's priority from now on; null keeps it. */
   release(messageId: string, keyId: string, actor: ActorRef, now: Micros, availableAt?: Micros | null, priority?: number | null): Promise<MessageRecord | undefined>;
   /**
+   * Gives the message back, as release does, to wait for the key's
+   * waitpoint (docs/decisions.md#waitpoints): open again at its timeout, or
+   * at once carrying its data when it is already completed; the delivery is
+   * not counted. Undefined when the key and actor do not hold the message;
+   * "waitpoint_not_found" when the waitpoint is not the key's.
+   */
+  releaseUntil(messageId: string, keyId: string, actor: ActorRef, waitpointId: string, now: Micros): Promise<MessageRecord | "waitpoint_not_found" | undefined>;
+  /**
    * The earliest moment after `after` at which open work appears in the channel
    * with no write to announce it (a delayed message falls due, or a lease
    * runs out), or null when none is pending. A long-poll passes the start of

@@ -30,6 +30,8 @@ export interface PurgeCounts {
   deletedAuditEvents: number;
   /** Rows of message groups with no unfinished message and no post for GROUP_IDLE_MINUTES (docs/decisions.md#dispatch). */
   deletedIdleGroups: number;
+  /** Waitpoints finished more than a week ago. */
+  deletedWaitpoints: number;
 }
 
 export interface PurgeOptions {

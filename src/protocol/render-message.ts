@@ -53,6 +53,15 @@ export function renderMessage(message: MessageRecord, now: Micros, archived: Arc
       message.progress === null ? undefined : { data: message.progress.data, text: message.progress.text, updatedAt: toProtoTimestamp(message.progress.updatedAt) },
     dependsOn: message.dependsOn,
     dependentsCount: message.dependentsCount,
+    waitpoint:
+      message.waitpoint === null
+        ? undefined
+        : {
+            id: message.waitpoint.id,
+            data: message.waitpoint.data ?? undefined,
+            // Open work again with no completion: its timeout did it (docs/decisions.md#waitpoints).
+            timedOut: !message.waitpoint.completed && message.availableAt <= now,
+          },
   };
 }
 

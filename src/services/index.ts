@@ -16,12 +16,13 @@ import type { Membership } from "../domain/membership.js";
 import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { Limits } from "../domain/limits.js";
+import type { Waitpoints } from "../domain/waitpoints.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { Sessions } from "../domain/sessions.js";
 import type { Quotas } from "../domain/quotas.js";
 import type { TaskVerbs } from "../domain/task-verbs.js";
 import type { UsageMetrics } from "../domain/usage-metrics.js";
-import type { FixedWindowLimiter } from "../domain/rate-limit.js";
+import { FixedWindowLimiter } from "../domain/rate-limit.js";
 import type { Clock } from "../model/time.js";
 import type { WebhookDeliveryLog } from "../domain/webhook-deliveries.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
@@ -34,6 +35,7 @@ import { compatService } from "./compat-service.js";
 import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { limitService } from "./limit-service.js";
+import { waitpointService } from "./waitpoint-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
 import { securityService } from "./security-service.js";
@@ -55,6 +57,7 @@ export interface Domain {
   minting: PublicMinting;
   sessions: Sessions;
   limits: Limits;
+  waitpoints: Waitpoints;
   audit: SecurityAudit;
   quotas: Quotas;
   taskVerbs: TaskVerbs;
@@ -70,6 +73,9 @@ export interface ServiceDependencies {
   pdfAvailable?: PdfAvailability;
 }
 
+/** Wrong waitpoint tokens one address may present per minute (docs/decisions.md#waitpoints): 256-bit tokens are not guessed, but each try costs a read. */
+export const WRONG_WAITPOINT_TOKENS_PER_MINUTE = 30;
+
 export function createServices({ domain, clock, config, mintLimiter, pdfAvailable }: ServiceDependencies): ServiceEntry[] {
   return [
     keyService(domain.keys, { limiter: mintLimiter, listensOnLoopbackOnly: isLoopback(config.host) && !config.trustProxy }, domain.minting, domain.quotas),
@@ -84,6 +90,7 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit, domain.quotas),
     sessionService(domain.sessions),
     limitService(domain.limits),
+    waitpointService(domain.waitpoints, { clock, wrongTokenLimiter: new FixedWindowLimiter(WRONG_WAITPOINT_TOKENS_PER_MINUTE, 60_000, clock) }),
     securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),
     compatService({ verbs: domain.taskVerbs, usage: domain.usageMetrics, quotas: domain.quotas, clock }),

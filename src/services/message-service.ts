@@ -183,7 +183,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
     },
 
     async releaseMessage(req, ctx) {
-      const message = await messages.release(callerOf(ctx), req.messageId, req.actor, req.delaySeconds, req.priority);
+      const message = await messages.release(callerOf(ctx), req.messageId, req.actor, req.delaySeconds, req.priority, req.untilWaitpoint);
       return { status: "released", message: renderMessage(message, clock.now()) };
     },
 
@@ -220,8 +220,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         acknowledged: stats.acknowledged,
         deadLettered: stats.deadLettered,
         blocked: stats.blocked,
-        // No message waits for a waitpoint yet (issue 29, item 5).
-        waiting: 0,
+        waiting: stats.waiting,
         cancelled: stats.cancelled,
         expired: stats.expired,
         oldestReadyAgeSeconds: stats.oldestReadySince === null ? undefined : Math.max(0, now - stats.oldestReadySince) / MICROS_PER_SECOND,

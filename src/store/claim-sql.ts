@@ -58,6 +58,8 @@ export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_b
 export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
     claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
     available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority),
+    -- Its holder has seen how a waitpoint it waited for ended: a plain release ends the wait (docs/decisions.md#waitpoints).
+    waitpoint_id = NULL, waitpoint_outcome = NULL,
     -- A cancelled message given back is cancelled now, not open work (docs/decisions.md#cancel).
     expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
       ELSE ${EXPIRED_BY_CANCEL("$4")} END

@@ -100,6 +100,7 @@ export const STATS_SQL = `WITH k AS (
         WHEN m.blocked_by > 0 THEN 'blocked'
         WHEN k.claimable AND m.claimed_by_key_id IS NOT NULL AND NOT ${LAPSED("$2")} THEN 'in_flight'
         WHEN k.claimable AND m.delivery_count >= k.max_deliveries THEN 'dead_lettered'
+        WHEN NOT ${AVAILABLE("$2")} AND m.waitpoint_id IS NOT NULL AND m.waitpoint_outcome IS NULL THEN 'waiting'
         WHEN NOT ${AVAILABLE("$2")} THEN 'delayed'
         ELSE 'ready'
       END AS state
@@ -120,6 +121,7 @@ export const STATS_SQL = `WITH k AS (
     count(*) FILTER (WHERE state = 'ready')::int AS ready,
     count(*) FILTER (WHERE state = 'delayed')::int AS delayed,
     count(*) FILTER (WHERE state = 'blocked')::int AS blocked,
+    count(*) FILTER (WHERE state = 'waiting')::int AS waiting,
     count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
     count(*) FILTER (WHERE state = 'acknowledged')::int AS acknowledged,
     (count(*) FILTER (WHERE state = 'dead_lettered') + (SELECT h.dead_lettered FROM archived h))::int AS dead_lettered,

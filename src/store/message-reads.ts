@@ -73,6 +73,7 @@ export async function queueStats(db: Db, channelId: string, now: Micros): Promis
     expired: number;
     cancelled: number;
     blocked: number;
+    waiting: number;
     oldest_ready_since: Micros | null;
     claim_to_ack_p50_ms: number | null;
     claim_to_ack_avg_ms: number | null;
@@ -90,6 +91,7 @@ export async function queueStats(db: Db, channelId: string, now: Micros): Promis
     expired: row.expired,
     cancelled: row.cancelled,
     blocked: row.blocked,
+    waiting: row.waiting,
     oldestReadySince: row.oldest_ready_since,
     claimToAckP50Ms: row.claim_to_ack_p50_ms,
     claimToAckAvgMs: row.claim_to_ack_avg_ms,

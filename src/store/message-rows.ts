@@ -46,6 +46,9 @@ export interface MessageRow {
   depends_on?: string[] | null;
   blocked_by?: number;
   dependents_count?: number;
+  waitpoint_id?: string | null;
+  /** {"data": ...} once the waitpoint was completed; null while waiting or after a timeout. */
+  waitpoint_outcome?: { data?: { [key: string]: JsonValue } } | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -57,7 +60,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
   CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries,
   m.cancel_requested_at, m.cancel_reason, m.progress_data, m.progress_text, m.progress_updated_at,
-  m.depends_on, m.blocked_by, m.dependents_count`;
+  m.depends_on, m.blocked_by, m.dependents_count, m.waitpoint_id, m.waitpoint_outcome`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -68,7 +71,7 @@ export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_na
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
   lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
   cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at,
-  depends_on, blocked_by, dependents_count`;
+  depends_on, blocked_by, dependents_count, waitpoint_id, waitpoint_outcome`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (
@@ -141,5 +144,9 @@ export function toRecord(row: MessageRow): MessageRecord {
     dependsOn: row.depends_on ?? [],
     blockedBy: row.blocked_by ?? 0,
     dependentsCount: row.dependents_count ?? 0,
+    waitpoint:
+      row.waitpoint_id === null || row.waitpoint_id === undefined
+        ? null
+        : { id: row.waitpoint_id, completed: row.waitpoint_outcome != null, data: row.waitpoint_outcome?.data ?? (row.waitpoint_outcome != null ? {} : null) },
   };
 }

@@ -44,6 +44,7 @@ import { isConnectionError } from "../model/storage-errors.js";
 import { LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
 import { freshLifecycle } from "../model/messages.js";
 import { CANCEL_SQL } from "./message-cancel.js";
+import { releaseUntilWaitpoint } from "./waitpoints.js";
 import { reportProgress } from "./message-progress.js";
 import { dependentChannels, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
 import { findMessage, inspectMessage, queueStats } from "./message-reads.js";
@@ -435,6 +436,11 @@ export class PgMessageStore implements MessageStore {
       [messageId, keyId, actor.id, formatTimestamp(now), availableAt === null ? null : formatTimestamp(availableAt), priority],
     );
     return rows[0] && toRecord(rows[0]);
+  }
+
+  /** store/waitpoints.ts. */
+  releaseUntil(messageId: string, keyId: string, actor: ActorRef, waitpointId: string, now: Micros): Promise<MessageRecord | "waitpoint_not_found" | undefined> {
+    return releaseUntilWaitpoint(this.db, messageId, keyId, actor, waitpointId, now);
   }
 
   /** When open work next appears in the channel unannounced (NEXT_DUE_SQL): a delay or a lease running out; null when none. */

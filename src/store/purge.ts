@@ -181,6 +181,19 @@ export const OLD_AUDIT_EVENTS_SQL = `DELETE FROM security_audit a WHERE a.id = A
     ORDER BY x.occurred_at LIMIT $2
   ))`;
 
+/** Days a finished waitpoint stays readable (docs/decisions.md#waitpoints). */
+export const WAITPOINT_RETENTION_DAYS = 7;
+
+/**
+ * Waitpoints completed or timed out WAITPOINT_RETENTION_DAYS ago
+ * (waitpoints_purge). A message that waited for one keeps its outcome on
+ * its own row, so it needs the waitpoint no longer.
+ */
+export const OLD_WAITPOINTS_SQL = `DELETE FROM waitpoints w WHERE w.id = ANY (ARRAY(
+    SELECT x.id FROM waitpoints x WHERE coalesce(x.completed_at, x.expires_at) <= $1::timestamptz - interval '${WAITPOINT_RETENTION_DAYS} days'
+    LIMIT $2 FOR UPDATE SKIP LOCKED
+  )) AND coalesce(w.completed_at, w.expires_at) <= $1::timestamptz - interval '${WAITPOINT_RETENTION_DAYS} days'`;
+
 /** AGENTBUS_AUDIT_RETENTION_DAYS's default. */
 export const DEFAULT_AUDIT_RETENTION_DAYS = 90;
 
@@ -226,6 +239,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedSessions: 0,
     deletedAuditEvents: 0,
     deletedIdleGroups: 0,
+    deletedWaitpoints: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -262,6 +276,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedSessions = await loop(() => deleteBatch(EXPIRED_SESSIONS_SQL));
   counts.deletedAuditEvents = await loop(() => deleteBatch(OLD_AUDIT_EVENTS_SQL, options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS));
   counts.deletedIdleGroups = await loop(() => deleteBatch(IDLE_GROUPS_SQL));
+  counts.deletedWaitpoints = await loop(() => deleteBatch(OLD_WAITPOINTS_SQL));
   return counts;
 }
 

@@ -23,7 +23,9 @@
  *   - a missing or revoked key is 401 on every route (ResolveInvitation without
  *     a key: 401 api_key_required); admin routes take X-Admin-Token (#pause);
  *   - a shared limit is its creating key's: any other key is told 404
- *     limit_not_found, as for a missing one (#shared-limits).
+ *     limit_not_found, as for a missing one (#shared-limits);
+ *   - a waitpoint likewise (404 waitpoint_not_found), except that its token
+ *     completes it with no key at all, whatever key comes along (#waitpoints).
  *
  * The suite fails when an RPC of those services has no row, or when a REST
  * route of theirs is not exercised, so a route added later cannot ship
@@ -36,6 +38,7 @@
 import { create, type DescMethod, type DescMethodServerStreaming, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/agentbus/v1/admin_service_pb.js";
@@ -43,6 +46,8 @@ import { AccessRequestStatus, ChannelMode } from "../../gen/agentbus/v1/channel_
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
+import { WaitpointState } from "../../gen/agentbus/v1/waitpoint_pb.js";
+import { WaitpointService } from "../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { AckStatus, ClaimStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { KEY_SCOPES, type KeyScope } from "../../src/model/scopes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
@@ -68,6 +73,8 @@ type Access = "open" | "restricted";
 const PRINCIPALS: readonly Principal[] = ["none", "revoked", "stranger", "member", "owner", "holding_scope", "lacking_scope"];
 const ADMIN_CALLERS: readonly AdminCaller[] = ["no_token", "wrong_token", "api_key_only", "admin_token", "admin_disabled"];
 const ACCESSES: readonly Access[] = ["open", "restricted"];
+/** Who calls a keyless route: nobody in particular (a key is ignored, scopes play no part). */
+const KEYLESS_CALLERS: readonly Principal[] = ["none", "revoked", "stranger", "owner"];
 
 const ADMIN_TOKEN = "matrix-admin-token-0123456789";
 
@@ -84,6 +91,7 @@ const ACCESS_DENIED = refused(403, "channel_access_denied");
 const FORBIDDEN = refused(403, "forbidden");
 const NOT_IMPLEMENTED = refused(501, "not_implemented");
 const LIMIT_NOT_FOUND = refused(404, "limit_not_found");
+const WAITPOINT_NOT_FOUND = refused(404, "waitpoint_not_found");
 
 /** The gRPC status each refusal maps to (docs/decisions.md#grpc-status). */
 const GRPC_CODE_OF_ERROR: Record<string, Code> = {
@@ -96,6 +104,7 @@ const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   admin_disabled: Code.PermissionDenied,
   not_implemented: Code.Unimplemented,
   limit_not_found: Code.NotFound,
+  waitpoint_not_found: Code.NotFound,
   not_lease_holder: Code.FailedPrecondition,
 };
 
@@ -187,6 +196,8 @@ interface Row {
   rule: Rule;
   /** The error of a call without any key (default unauthorized). */
   missingKey?: "api_key_required";
+  /** Takes no key (AUTH_NONE): every caller, with or without one, gets `rule`'s outcome for the owner. */
+  keyless?: true;
   /**
    * Not implemented yet (a later issue): every authenticated principal gets
    * 501 not_implemented, whatever `rule` says. The issue that implements the
@@ -755,7 +766,78 @@ const rows: Row[] = [
     rule: ownersOnly(204, LIMIT_NOT_FOUND),
     prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.inst.keys.owner) } }),
   },
+
+  // ----- WaitpointService (not channel-scoped: a waitpoint is its creating key's; its token needs no key) -----
+  {
+    rpc: "WaitpointService.CreateWaitpoint",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(201),
+    success: () => ({ rest: { state: "waiting", token: expect.stringMatching(/^wpt_/) }, grpc: { state: WaitpointState.WAITING, token: expect.stringMatching(/^wpt_/) } }),
+    prepare: async () => ({ fields: { timeout_seconds: 600 }, grpc: { timeoutSeconds: 600 } }),
+  },
+  {
+    rpc: "WaitpointService.ListWaitpoints",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async () => ({ fields: {} }),
+  },
+  {
+    rpc: "WaitpointService.GetWaitpoint",
+    variant: "the caller's own waitpoint",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async (env) => ({ fields: { id: (await waitpointOf(env.inst, env.self)).id } }),
+  },
+  {
+    rpc: "WaitpointService.GetWaitpoint",
+    variant: "the owner's waitpoint",
+    scope: "global",
+    mutates: false,
+    rule: ownersOnly(200, WAITPOINT_NOT_FOUND),
+    prepare: async (env) => ({ fields: { id: (await waitpointOf(env.inst, env.inst.keys.owner)).id } }),
+  },
+  {
+    rpc: "WaitpointService.ResolveWaitpoint",
+    variant: "the caller's own waitpoint",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    success: () => ({ rest: { state: "completed" }, grpc: { state: WaitpointState.COMPLETED } }),
+    prepare: async (env) => ({ fields: { id: (await waitpointOf(env.inst, env.self)).id } }),
+  },
+  {
+    rpc: "WaitpointService.ResolveWaitpoint",
+    variant: "the owner's waitpoint",
+    scope: "global",
+    mutates: false,
+    rule: ownersOnly(200, WAITPOINT_NOT_FOUND),
+    prepare: async (env) => ({ fields: { id: (await waitpointOf(env.inst, env.inst.keys.owner)).id } }),
+  },
+  {
+    rpc: "WaitpointService.CompleteWaitpoint",
+    variant: "with its token",
+    scope: "global",
+    mutates: false,
+    keyless: true,
+    rule: anyKey(200),
+    success: () => ({ rest: { state: "completed" }, grpc: { state: WaitpointState.COMPLETED } }),
+    prepare: async (env) => ({ fields: { token: (await waitpointOf(env.inst, env.inst.keys.owner)).token } }),
+  },
 ];
+
+/** A fresh waitpoint of `key` (an hour), straight in the table; its id and token. */
+async function waitpointOf(inst: Instance, key: string): Promise<{ id: string; token: string }> {
+  const id = randomUUID();
+  const secret = randomBytes(32).toString("base64url");
+  await inst.sql.query(
+    "INSERT INTO waitpoints (id, owner_key_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, now(), now() + interval '1 hour')",
+    [id, keyIdOf(key), createHash("sha256").update(secret).digest()],
+  );
+  return { id, token: `wpt_${id.replaceAll("-", "")}_${secret}` };
+}
 
 /** A fresh limit of `key` (max_in_flight 5), straight in the table so the fixtures do not depend on the routes under test; its name. */
 async function limitOf(inst: Instance, key: string): Promise<string> {
@@ -790,7 +872,7 @@ async function finishedMessage(env: Env): Promise<string> {
 // Expectations and cases
 // ---------------------------------------------------------------------------
 
-const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService, LimitService];
+const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService, LimitService, WaitpointService];
 const routeTable = new RestRoutes(SERVICES);
 const methods = new Map<string, DescMethod>(SERVICES.flatMap((s) => s.methods.map((m): [string, DescMethod] => [`${s.name}.${m.name}`, m])));
 
@@ -805,6 +887,7 @@ function expectedOutcome(row: Row, caller: Principal | AdminCaller, access: Acce
         return refused(401, "admin_unauthorized");
     }
   }
+  if (row.keyless) return row.rule("owner", access);
   if (caller === "none") return refused(401, row.missingKey ?? "unauthorized");
   if (caller === "revoked") return UNAUTHORIZED;
   // The scope is checked with the key, before anything about the channel.
@@ -870,7 +953,7 @@ function buildCases(): Case[] {
   for (const row of rows) {
     const method = methods.get(row.rpc);
     if (!method) continue; // reported by the completeness guard
-    const callers = row.scope === "admin" ? ADMIN_CALLERS : PRINCIPALS;
+    const callers = row.scope === "admin" ? ADMIN_CALLERS : row.keyless ? KEYLESS_CALLERS : PRINCIPALS;
     const accesses = row.scope === "global" ? (["open"] as const) : ACCESSES;
     const targets: Array<{ protocol: "REST" | "gRPC"; route?: RestRoute }> = [
       ...routeTable.routes.filter((r) => r.method === method).map((route) => ({ protocol: "REST" as const, route })),

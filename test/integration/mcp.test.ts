@@ -83,7 +83,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const client = await httpClient(alice);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "report_progress", "cancel_task", "wait_for_result", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
+    for (const name of ["find_or_create_channel", "list_my_channels", "post_message", "read_messages", "receive_task", "complete_task", "release_task", "heartbeat_lease", "report_progress", "cancel_task", "wait_for_result", "create_waitpoint", "get_waitpoint", "list_waitpoints", "complete_waitpoint", "follow_channel", "create_invitation", "resolve_invitation", "request_access", "submit_pdf_job", "submit_job_posting_parse", "submit_transcript_job", "get_job"]) {
       expect(names).toContain(name);
     }
     const post = tools.find((t) => t.name === "post_message")!;
@@ -124,6 +124,23 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const waiting = tool(a, "wait_for_result", { message_id: posted.message.id, wait: 10, progress_after: first.message.progress.updated_at });
     await tool(b, "report_progress", { message_id: posted.message.id, lease_token: task!.lease_token, data: { chapter: 2 }, text: "\nchapter 2 done", append: true });
     expect(await waiting).toMatchObject({ state: "in_flight", progress: { data: { chapter: 2 }, text: "chapter 1 done\nchapter 2 done" } });
+  });
+
+  it("lets a worker park a task on a waitpoint that a person completes by its URL, with no key; the task comes back with the answer", async () => {
+    const [a, b] = [await httpClient(alice), await httpClient(bob)];
+    const { channel } = (await tool(a, "find_or_create_channel", { name: `mcp-waitpoint-${Date.now()}` })) as { channel: { id: string } };
+    const posted = (await tool(a, "post_message", { identifier: channel.id, content: "Buy 40 GPU hours" })) as { message: { id: string } };
+    await tool(b, "receive_task", { identifier: channel.id });
+    const w = (await tool(b, "create_waitpoint", { timeout_seconds: 600, description: "Approve 40 GPU hours?" })) as { id: string; complete_url: string; state: string };
+    expect(w.state).toBe("waiting");
+    expect(await tool(b, "release_task", { message_id: posted.message.id, until_waitpoint: w.id })).toMatchObject({ message: { state: "waiting" } });
+    expect(((await tool(b, "list_waitpoints", { state: "waiting" })).data as Array<{ id: string }>).map((x) => x.id)).toContain(w.id);
+    const approved = await fetch(w.complete_url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ data: { approved: true } }) });
+    expect(approved.status).toBe(200);
+    const [back] = (await tool(b, "receive_task", { identifier: channel.id })).data as Array<{ message: { waitpoint: unknown } }>;
+    expect(back!.message.waitpoint).toMatchObject({ id: w.id, data: { approved: true }, timed_out: false });
+    expect(await toolError(b, "complete_waitpoint", { id: w.id, data: { approved: false } })).toMatchObject({ error: "waitpoint_already_completed" });
+    expect(await tool(b, "get_waitpoint", { id: w.id })).toMatchObject({ state: "completed", data: { approved: true } });
   });
 
   it("posts a task that waits for another (depends_on), which receive_task hands out with its parent's result", async () => {

@@ -7,12 +7,20 @@ const S = 1_000_000;
 const message = (over: Partial<MessageRecord> = {}): MessageRecord => ({
   id: "m", channelId: "c", authorKeyId: "k", authorLabel: "a", actor: null, actorLabel: null, content: "x", metadata: {}, mentions: [],
   createdAt: T, expiresAt: T + 3600 * S, availableAt: T, claim: null, acknowledgedBy: [], deliveryCount: 0, result: null,
-  deadLetter: null, groupKey: null, priority: 3, limits: [], maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0, ...over,
+  deadLetter: null, groupKey: null, priority: 3, limits: [], maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0, waitpoint: null, ...over,
 });
 const held = (leaseExpiresAt: number | null) => ({ keyId: "w", actor: { id: "", name: "" }, claimedAt: T, leaseToken: "t", leaseExpiresAt });
 const acked = [{ id: "w", name: "w", occurredAt: T + S, metadata: {} }];
 
 describe("a message's state", () => {
+  it("is waiting while released to wait for a waitpoint that has not completed, until its timeout", () => {
+    const waiting = message({ availableAt: T + 60 * S, waitpoint: { id: "w", completed: false, data: null } });
+    expect(messageState(waiting, T + S)).toBe("waiting");
+    expect(messageState(waiting, T + 60 * S)).toBe("ready");
+  });
+  it("is ready once its waitpoint is completed", () => {
+    expect(messageState(message({ availableAt: T, waitpoint: { id: "w", completed: true, data: {} } }), T + S)).toBe("ready");
+  });
   it("is ready when open and due", () => {
     expect(messageState(message(), T + S)).toBe("ready");
   });

@@ -10,6 +10,7 @@ import { ChannelService } from "../../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
+import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { DISCOVERY_PAGE, TTL_SECONDS } from "../../domain/channels.js";
 import { LEASE_SECONDS, MAX_METADATA_BYTES, MAX_RESULT_BYTES, RECEIVE_MAX_MESSAGES } from "../../domain/message-rules.js";
 import { MAX_MENTIONS } from "../../domain/actors.js";
@@ -309,13 +310,56 @@ export const TOOLS: readonly ToolSpec[] = [
     name: "release_task",
     title: "Release a task",
     description:
-      "Gives a task you received back unfinished, so another worker (or you) can take it, after delay_seconds if given (back-off for a retry). Returns the message.",
+      "Gives a task you received back unfinished, so another worker (or you) can take it, after delay_seconds if given (back-off for a retry), " +
+      "or, with until_waitpoint, once that waitpoint of yours is completed or times out (a person's approval, say: create_waitpoint first). Returns the message.",
     method: MessageService.method.releaseMessage,
     schema: {
-      fields: ["message_id", "delay_seconds", "actor"],
+      fields: ["message_id", "delay_seconds", "until_waitpoint", "actor"],
       required: ["message_id"],
-      docs: { delay_seconds: { ...FIELDS.delay_seconds!, description: `Seconds (fractions allowed) before the task is open work again (back-off for a retry): 0 (default) up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}).` } },
+      docs: {
+        delay_seconds: { ...FIELDS.delay_seconds!, description: `Seconds (fractions allowed) before the task is open work again (back-off for a retry): 0 (default) up to the channel's ttl_seconds (at most ${TTL_SECONDS.max}).` },
+        until_waitpoint: {
+          description:
+            "The id of a waitpoint you created: the task waits (state 'waiting') until it is completed or times out, then is open work again " +
+            "carrying waitpoint {id, data} or {id, timed_out: true}; this delivery is not counted. Not with delay_seconds.",
+        },
+      },
     },
+  },
+  {
+    name: "create_waitpoint",
+    title: "Create a waitpoint (wait for a person or another system)",
+    description:
+      "Creates a waitpoint: something a person or an outside system completes, with no API key, by POSTing to its complete_url " +
+      "(send that URL to whoever must approve). Then release_task with until_waitpoint = its id: the task comes back to a worker when it is " +
+      "completed (with its data, e.g. {approved: true}) or times out. The token in the answer is shown once. Returns the waitpoint.",
+    method: WaitpointService.method.createWaitpoint,
+    schema: { required: ["timeout_seconds"] },
+  },
+  {
+    name: "get_waitpoint",
+    title: "Read a waitpoint",
+    description: "Returns one of your waitpoints: state ('waiting', 'completed', 'timed_out'), data once completed, expires_at, waiting_messages.",
+    method: WaitpointService.method.getWaitpoint,
+    schema: { required: ["id"] },
+    readOnly: true,
+  },
+  {
+    name: "list_waitpoints",
+    title: "List your waitpoints",
+    description: "Lists waitpoints your key created, newest first; state 'waiting' lists the ones still open (the approvals still to give).",
+    method: WaitpointService.method.listWaitpoints,
+    schema: {},
+    readOnly: true,
+  },
+  {
+    name: "complete_waitpoint",
+    title: "Complete one of your waitpoints",
+    description:
+      "Completes a waitpoint you created, by id (no token needed), with data such as {approved: true, by: 'dana'}: the tasks waiting for it " +
+      "are open work again at once. A waitpoint completes once (else waitpoint_already_completed), and not after it timed out.",
+    method: WaitpointService.method.resolveWaitpoint,
+    schema: { required: ["id"] },
   },
   {
     name: "heartbeat_lease",

@@ -77,6 +77,8 @@ export class Idempotency {
   async run(method: DescMethod, request: Message, ctx: HandlerContext, call: () => Promise<object>): Promise<object> {
     const rules = rulesOf(method);
     if (!rules.mutates || rules.auth !== "api_key" || method.methodKind !== "unary") return call();
+    // A stored copy of a secret the service keeps only hashed would undo the hashing.
+    if (rules.secretResponse) return call();
     const idempotencyKey = ctx.requestHeader.get(HEADER);
     // No keyless de-duplication: without the header every request runs.
     if (idempotencyKey === null) return call();

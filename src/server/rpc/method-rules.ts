@@ -25,6 +25,8 @@ export interface MethodRules {
   scope: KeyScope | "any_key" | undefined;
   /** Every scope the key must hold: `scope` and the declared more_scopes (empty for "any_key" and keyless methods). */
   scopes: readonly KeyScope[];
+  /** The response holds a secret kept only hashed: never stored by the Idempotency-Key layer (the method de-duplicates itself). */
+  secretResponse: boolean;
 }
 
 const cache = new WeakMap<DescMethod, MethodRules>();
@@ -52,6 +54,7 @@ export function rulesOf(method: DescMethod): MethodRules {
     mutates: method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
     scope,
     scopes,
+    secretResponse: r?.secretResponse ?? false,
   };
   cache.set(method, found);
   return found;

@@ -98,6 +98,11 @@ export class FakeMessageStore implements MessageStore {
     });
   }
 
+  /** Waitpoints are SQL (store/waitpoints.ts); they are tested against PostgreSQL, not here. */
+  async releaseUntil(): Promise<"waitpoint_not_found"> {
+    return "waitpoint_not_found";
+  }
+
   /** Dead letters are SQL (agentbus_dead_letter); they are tested against PostgreSQL, not here. */
   async deadLetter(): Promise<{ moved: number; deadLetterChannelId: string | null }> {
     return { moved: 0, deadLetterChannelId: null };
@@ -107,7 +112,7 @@ export class FakeMessageStore implements MessageStore {
   async stats(channelId: string, now: Micros): Promise<QueueStats> {
     const channel = this.channels.channels.get(channelId);
     const claimable = channel?.mode === "claimable";
-    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, cancelled: 0, blocked: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
+    const stats: QueueStats = { ready: 0, delayed: 0, inFlight: 0, acknowledged: 0, deadLettered: 0, expired: 0, cancelled: 0, blocked: 0, waiting: 0, oldestReadySince: null, claimToAckP50Ms: null, claimToAckAvgMs: null, live: 0, readyByPriority: [0, 0, 0, 0, 0], groups: claimable ? { count: 0, inFlight: 0, top: [] } : null };
     const spans: number[] = [];
     for (const m of this.messages.values()) {
       if (m.channelId !== channelId) continue;

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentbus/v1/options.proto\x12\x0b\x61gentbus.v1\x1a google/protobuf/descriptor.proto\"\x82\x02\n\x0bMethodRules\x12\x16\n\x0esuccess_status\x18\x01 \x01(\x05\x12\x1f\n\x04\x61uth\x18\x02 \x01(\x0e\x32\x11.agentbus.v1.Auth\x12\x1d\n\x15reject_unknown_fields\x18\x03 \x01(\x08\x12\x19\n\x11missing_key_error\x18\x04 \x01(\t\x12\x16\n\x0emax_body_bytes\x18\x05 \x01(\x05\x12!\n\x05scope\x18\x06 \x01(\x0e\x32\x12.agentbus.v1.Scope\x12\x1c\n\x14missing_key_redirect\x18\x07 \x01(\t\x12\'\n\x0bmore_scopes\x18\x08 \x03(\x0e\x32\x12.agentbus.v1.Scope*A\n\x04\x41uth\x12\x14\n\x10\x41UTH_UNSPECIFIED\x10\x00\x12\r\n\tAUTH_NONE\x10\x01\x12\x14\n\x10\x41UTH_ADMIN_TOKEN\x10\x02*\x95\x02\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\x11\n\rSCOPE_ANY_KEY\x10\x01\x12\x17\n\x13SCOPE_CHANNELS_READ\x10\x02\x12\x18\n\x14SCOPE_CHANNELS_WRITE\x10\x03\x12\x17\n\x13SCOPE_MESSAGES_READ\x10\x04\x12\x18\n\x14SCOPE_MESSAGES_WRITE\x10\x05\x12\x18\n\x14SCOPE_MESSAGES_CLAIM\x10\x06\x12\x18\n\x14SCOPE_MEMBERS_MANAGE\x10\x07\x12\x15\n\x11SCOPE_JOBS_SUBMIT\x10\x08\x12\x17\n\x13SCOPE_SESSIONS_READ\x10\t\x12\x18\n\x14SCOPE_SESSIONS_WRITE\x10\n:I\n\x05rules\x12\x1e.google.protobuf.MethodOptions\x18\xb8\x8e\x03 \x01(\x0b\x32\x18.agentbus.v1.MethodRulesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentbus/v1/options.proto\x12\x0b\x61gentbus.v1\x1a google/protobuf/descriptor.proto\"\x9b\x02\n\x0bMethodRules\x12\x16\n\x0esuccess_status\x18\x01 \x01(\x05\x12\x1f\n\x04\x61uth\x18\x02 \x01(\x0e\x32\x11.agentbus.v1.Auth\x12\x1d\n\x15reject_unknown_fields\x18\x03 \x01(\x08\x12\x19\n\x11missing_key_error\x18\x04 \x01(\t\x12\x16\n\x0emax_body_bytes\x18\x05 \x01(\x05\x12!\n\x05scope\x18\x06 \x01(\x0e\x32\x12.agentbus.v1.Scope\x12\x1c\n\x14missing_key_redirect\x18\x07 \x01(\t\x12\'\n\x0bmore_scopes\x18\x08 \x03(\x0e\x32\x12.agentbus.v1.Scope\x12\x17\n\x0fsecret_response\x18\t \x01(\x08*A\n\x04\x41uth\x12\x14\n\x10\x41UTH_UNSPECIFIED\x10\x00\x12\r\n\tAUTH_NONE\x10\x01\x12\x14\n\x10\x41UTH_ADMIN_TOKEN\x10\x02*\x95\x02\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\x11\n\rSCOPE_ANY_KEY\x10\x01\x12\x17\n\x13SCOPE_CHANNELS_READ\x10\x02\x12\x18\n\x14SCOPE_CHANNELS_WRITE\x10\x03\x12\x17\n\x13SCOPE_MESSAGES_READ\x10\x04\x12\x18\n\x14SCOPE_MESSAGES_WRITE\x10\x05\x12\x18\n\x14SCOPE_MESSAGES_CLAIM\x10\x06\x12\x18\n\x14SCOPE_MEMBERS_MANAGE\x10\x07\x12\x15\n\x11SCOPE_JOBS_SUBMIT\x10\x08\x12\x17\n\x13SCOPE_SESSIONS_READ\x10\t\x12\x18\n\x14SCOPE_SESSIONS_WRITE\x10\n:I\n\x05rules\x12\x1e.google.protobuf.MethodOptions\x18\xb8\x8e\x03 \x01(\x0b\x32\x18.agentbus.v1.MethodRulesb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.options_pb2', globals())
@@ -22,10 +22,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   google_dot_protobuf_dot_descriptor__pb2.MethodOptions.RegisterExtension(rules)
 
   DESCRIPTOR._options = None
-  _AUTH._serialized_start=337
-  _AUTH._serialized_end=402
-  _SCOPE._serialized_start=405
-  _SCOPE._serialized_end=682
+  _AUTH._serialized_start=362
+  _AUTH._serialized_end=427
+  _SCOPE._serialized_start=430
+  _SCOPE._serialized_end=707
   _METHODRULES._serialized_start=77
-  _METHODRULES._serialized_end=335
+  _METHODRULES._serialized_end=360
 # @@protoc_insertion_point(module_scope)
