@@ -84,6 +84,7 @@ from agentbus.v1 import (  # noqa: E402
     message_service_pb2,
     security_service_pb2,
     session_service_pb2,
+    waitpoint_service_pb2,
 )
 
 Metadata = Sequence[Tuple[str, str]]
@@ -168,7 +169,7 @@ class _Service:
 
 
 class AgentbusClient:
-    """One gRPC channel (plaintext h2c unless a channel is passed) and the ten services."""
+    """One gRPC channel (plaintext h2c unless a channel is passed) and the eleven services."""
 
     def __init__(
         self,
@@ -188,6 +189,9 @@ class AgentbusClient:
         self.messages = _Service(self, ch, message_service_pb2.DESCRIPTOR.services_by_name["MessageService"])
         # Shared limits (a model provider's quota) that channels and messages name (docs/decisions.md#shared-limits).
         self.limits = _Service(self, ch, limit_service_pb2.DESCRIPTOR.services_by_name["LimitService"])
+        # Waitpoints a task waits at until a person or another system completes one (docs/decisions.md#waitpoints);
+        # CompleteWaitpoint needs no API key: its token is the capability.
+        self.waitpoints = _Service(self, ch, waitpoint_service_pb2.DESCRIPTOR.services_by_name["WaitpointService"])
         self.actors = _Service(self, ch, actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
         self.jobs = _Service(self, ch, job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
         self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])

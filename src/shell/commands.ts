@@ -27,6 +27,7 @@ import { EXIT, Exit } from "./exit.js";
 import { readAll, readInput, writeOutput } from "./files.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 import { onTerminal, type Io as TerminalIo } from "./terminal.js";
+import { addWaitpointCommands } from "./waitpoint-commands.js";
 import { work } from "./work.js";
 
 export { EXIT } from "./exit.js";
@@ -454,6 +455,8 @@ export function buildProgram(io: Io): Command {
       if (opts.json) io.out(JSON.stringify(message));
       else io.out(message.state === "cancelled" ? `${messageId}: cancelled` : `${messageId}: cancel requested; its worker is told and lets go of it (a result it still sends is kept)`);
     });
+
+  addWaitpointCommands(program, io, api);
 
   program
     .command("result <message-id>")

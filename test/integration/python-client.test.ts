@@ -264,6 +264,41 @@ print(json.dumps(out))
     });
   });
 
+  it("creates a waitpoint, parks a task on it, and completes it with the token and no key", async () => {
+    const script = `
+import json, uuid
+from agentbus_client import AgentbusClient, AgentbusError
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_pb2, message_service_pb2, waitpoint_pb2, waitpoint_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-wp-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    posted = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="task")).message
+    client.messages.ReceiveMessages(message_service_pb2.ReceiveMessagesRequest(identifier=channel.id, max_messages=1))
+    wp = client.waitpoints.CreateWaitpoint(waitpoint_service_pb2.CreateWaitpointRequest(timeout_seconds=600))
+    released = client.messages.ReleaseMessage(message_service_pb2.ReleaseMessageRequest(message_id=posted.id, until_waitpoint=wp.id)).message
+    out["released"] = message_pb2.MessageState.Name(released.state)
+    done = anonymous.waitpoints.CompleteWaitpoint(waitpoint_service_pb2.CompleteWaitpointRequest(token=wp.token))
+    out["completed"] = waitpoint_pb2.WaitpointState.Name(done.state)
+    back = client.messages.ReceiveMessages(message_service_pb2.ReceiveMessagesRequest(identifier=channel.id, max_messages=1)).data[0].message
+    out["back"] = [back.id == posted.id, back.waitpoint.id == wp.id, back.waitpoint.timed_out]
+    try:
+        anonymous.waitpoints.CompleteWaitpoint(waitpoint_service_pb2.CompleteWaitpointRequest(token=wp.token))
+    except AgentbusError as err:
+        out["again"] = err.code
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(out.stdout)).toEqual({
+      released: "MESSAGE_STATE_WAITING",
+      completed: "WAITPOINT_STATE_COMPLETED",
+      back: [true, true, false],
+      again: "waitpoint_already_completed",
+    });
+  });
+
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentbus-py-"));
     try {

@@ -419,6 +419,31 @@ describe("agentbus shell commands", () => {
     expect(result.stderr).toMatch(/no result: the task is cancelled/);
   });
 
+  it("waitpoint create, release --until-waitpoint and waitpoint complete --approve (with the URL and no key) park a task until someone decides", async () => {
+    const ch = await createChannel(server.url, key);
+    const task = await postMessage(server.url, key, ch, { content: "deploy to production" });
+    const leased = await rest<{ data: Array<{ message: { id: string } }> }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    expect(leased.body.data[0]?.message.id).toBe(task.id);
+    const created = await run(["waitpoint", "create", "--timeout", "600", "--description", "Deploy?"]);
+    expect(created.code, created.stderr).toBe(0);
+    const [id, url] = created.stdout.trim().split("\n");
+    expect(url).toMatch(/\/v1\/waitpoints\/wpt_.+:complete$/);
+    const released = await run(["release", task.id, "--until-waitpoint", id!]);
+    expect(released.stdout).toBe(`${task.id}: waiting\n`);
+    const listed = await run(["waitpoint", "list", "--state", "waiting"]);
+    expect(listed.stdout).toMatch(new RegExp(`^${id}  waiting  until .+  1 task\\(s\\) waiting  Deploy\\?$`, "m"));
+    // A person with only the URL: no key anywhere.
+    const done = await run(["waitpoint", "complete", url!, "--approve", "--by", "dana"], { env: { AGENTBUS_API_KEY: "" } });
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toMatch(new RegExp(`^${id}  completed  \\{.*\\}  Deploy\\?\\n$`));
+    expect(JSON.parse(/\{.*\}/.exec(done.stdout)![0])).toEqual({ approved: true, by: "dana" });
+    const again = await rest<{ data: Array<{ message: { waitpoint: unknown } }> }>(server.url, "POST", `/v1/channels/${ch}/messages:receive`, { key, body: {} });
+    expect(again.body.data[0]?.message.waitpoint).toMatchObject({ id, data: { approved: true, by: "dana" } });
+    const twice = await run(["waitpoint", "complete", id!, "--deny"]);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toMatch(/waitpoint_already_completed/);
+  });
+
   it("send --depends-on posts a message that waits for its parents", async () => {
     const ch = await createChannel(server.url, key);
     const parent = await postMessage(server.url, key, ch, { content: "first" });

@@ -16,6 +16,7 @@ import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../../gen/agentbus/v1/security_service_pb.js";
 import { CompatService } from "../../../gen/agentbus/v1/compat_service_pb.js";
 import { SessionService } from "../../../gen/agentbus/v1/session_service_pb.js";
+import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { toAgentbusError } from "./errors.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 
@@ -49,6 +50,8 @@ export interface AgentbusClient {
   messages: Client<typeof MessageService>;
   /** Shared limits (a model provider's quota) that channels and messages name (docs/decisions.md#shared-limits). */
   limits: Client<typeof LimitService>;
+  /** Waitpoints a task waits at until a person or another system completes one (docs/decisions.md#waitpoints); completeWaitpoint needs no API key. */
+  waitpoints: Client<typeof WaitpointService>;
   actors: Client<typeof ActorService>;
   jobs: Client<typeof JobService>;
   admin: Client<typeof AdminService>;
@@ -69,6 +72,7 @@ export function clientOver(transport: Transport): AgentbusClient {
     channels: serviceClient(ChannelService, transport),
     messages: serviceClient(MessageService, transport),
     limits: serviceClient(LimitService, transport),
+    waitpoints: serviceClient(WaitpointService, transport),
     actors: serviceClient(ActorService, transport),
     jobs: serviceClient(JobService, transport),
     admin: serviceClient(AdminService, transport),

@@ -12,6 +12,8 @@ export { MessageState } from "../../../gen/agentbus/v1/message_pb.js";
 export type { Channel } from "../../../gen/agentbus/v1/channel_pb.js";
 export { ChannelAccess, ChannelDispatch, ChannelMode } from "../../../gen/agentbus/v1/channel_pb.js";
 export type { Limit, LimitRate } from "../../../gen/agentbus/v1/limit_pb.js";
+export type { MessageWaitpoint, Waitpoint } from "../../../gen/agentbus/v1/waitpoint_pb.js";
+export { WaitpointState } from "../../../gen/agentbus/v1/waitpoint_pb.js";
 export type { ChannelStats, GroupStats, GroupSummary } from "../../../gen/agentbus/v1/message_service_pb.js";
 export { AckStatus, ClaimStatus, MessageStatus } from "../../../gen/agentbus/v1/message_service_pb.js";
 export { Code } from "@connectrpc/connect";

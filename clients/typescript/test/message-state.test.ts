@@ -1,7 +1,7 @@
 /** Issue 29, items 1 and 2 through the client: a message's state, the stats of every state, and cancelling, over each transport. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../../../test/support/server.js";
-import { ChannelMode, isAgentbusError, MessageState, type TransportKind } from "../src/index.js";
+import { ChannelMode, createClient, isAgentbusError, MessageState, WaitpointState, type TransportKind } from "../src/index.js";
 import { clientWithNewKey } from "./helpers.js";
 
 let server: TestServer;
@@ -41,6 +41,24 @@ describe.each(transports)("over %s", (transport) => {
     expect((await client.messages.getMessage({ messageId: message!.id })).state).toBe(MessageState.CANCELLED);
     const again = await client.messages.cancelMessage({ messageId: message!.id }).catch((err: unknown) => err);
     expect(isAgentbusError(again, "already_finished")).toBe(true);
+  });
+
+  it("parks a task on a waitpoint that a keyless client completes with the token; the task comes back with the answer", async () => {
+    const { client } = await clientWithNewKey(server.url, { transport });
+    const { id: channel } = await client.channels.createChannel({ name: "waitpoints", mode: ChannelMode.CLAIMABLE });
+    const { message } = await client.messages.createMessage({ identifier: channel, content: "spend $40?" });
+    await client.messages.receiveMessages({ identifier: channel, maxMessages: 1 });
+    const waitpoint = await client.waitpoints.createWaitpoint({ timeoutSeconds: 600, description: "approve" });
+    expect(waitpoint).toMatchObject({ state: WaitpointState.WAITING, token: expect.stringMatching(/^wpt_/) });
+    const released = await client.messages.releaseMessage({ messageId: message!.id, untilWaitpoint: waitpoint.id });
+    expect(released.message?.state).toBe(MessageState.WAITING);
+    const anonymous = createClient({ baseUrl: server.url, transport });
+    const completed = await anonymous.waitpoints.completeWaitpoint({ token: waitpoint.token!, data: { approved: true } });
+    expect(completed.state).toBe(WaitpointState.COMPLETED);
+    const [back] = (await client.messages.receiveMessages({ identifier: channel, maxMessages: 1 })).data;
+    expect(back?.message?.waitpoint).toMatchObject({ id: waitpoint.id, data: { approved: true }, timedOut: false });
+    const again = await anonymous.waitpoints.completeWaitpoint({ token: waitpoint.token! }).catch((err: unknown) => err);
+    expect(isAgentbusError(again, "waitpoint_already_completed")).toBe(true);
   });
 
   it("reports progress on a held task and follows the task with watchMessage until its result", async () => {
