@@ -10,6 +10,7 @@ import { ChannelPage } from "./views/channel.js";
 import { Discover, MyChannels } from "./views/channels.js";
 import { InvitationPage } from "./views/invitation.js";
 import { LimitsPage } from "./views/limits.js";
+import { ApprovalsPage } from "./views/approvals.js";
 import { PdfPage } from "./views/pdf.js";
 import { SignIn } from "./views/sign-in.js";
 
@@ -73,6 +74,9 @@ function App() {
           <a href="#/limits" aria-current={route.page === "limits" ? "page" : undefined}>
             Limits
           </a>
+          <a href="#/approvals" aria-current={route.page === "approvals" ? "page" : undefined}>
+            Approvals
+          </a>
           <a href="#/pdf" aria-current={route.page === "pdf" ? "page" : undefined}>
             PDF
           </a>
@@ -109,6 +113,8 @@ function Page({ route }: { route: Route }) {
       return <PdfPage />;
     case "limits":
       return <LimitsPage />;
+    case "approvals":
+      return <ApprovalsPage />;
     case "invitation":
       return <InvitationPage key={route.id} id={route.id} />;
     case "channels":

@@ -10,6 +10,7 @@ export type Route =
   | { page: "discover" }
   | { page: "pdf" }
   | { page: "limits" }
+  | { page: "approvals" }
   | { page: "channel"; id: string; tab: ChannelTab }
   | { page: "invitation"; id: string };
 
@@ -24,6 +25,7 @@ export function parseRoute(hash: string): Route {
   if (first === "discover") return { page: "discover" };
   if (first === "pdf") return { page: "pdf" };
   if (first === "limits") return { page: "limits" };
+  if (first === "approvals") return { page: "approvals" };
   return { page: "channels" };
 }
 

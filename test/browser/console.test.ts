@@ -307,6 +307,30 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("approves a waitpoint on the Approvals page, after which the task waiting for it is ready again with the answer", async () => {
+    const owner = await mintKey(server.url, unique("approver"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "spend", mode: "claimable" } })).body.id;
+    const posted = await rest<{ message: { id: string } }>(server.url, "POST", `/v1/channels/${channel}/messages`, { key: owner, body: { content: "Buy 40 GPU hours" } });
+    const id = posted.body.message.id;
+    await rest(server.url, "POST", `/v1/channels/${channel}/messages:receive`, { key: owner, body: {} });
+    const waitpoint = await rest<{ id: string }>(server.url, "POST", "/v1/waitpoints", { key: owner, body: { timeout_seconds: 3600, description: "Spend $40 on GPUs?" } });
+    await rest(server.url, "POST", `/v1/messages/${id}/release`, { key: owner, body: { until_waitpoint: waitpoint.body.id } });
+    const page = await openConsole(`#/channels/${channel}`);
+    await signIn(page, owner);
+    await page.waitForSelector(`[data-message-id="${id}"].state-waiting`);
+    await page.locator("a ::-p-text(Approvals)").click();
+    await page.waitForSelector(`[data-waitpoint-id="${waitpoint.body.id}"]`);
+    expect(await page.$eval(`[data-waitpoint-id="${waitpoint.body.id}"] .question`, (el) => el.textContent)).toContain("Spend $40 on GPUs?");
+    await page.locator(`[data-waitpoint-id="${waitpoint.body.id}"] button ::-p-text(Approve)`).click();
+    await page.waitForSelector(`[data-waitpoint-id="${waitpoint.body.id}"]`, { hidden: true });
+    await page.goto(`${server.url}/#/channels/${channel}`);
+    await page.waitForSelector(`[data-message-id="${id}"].state-ready`);
+    expect(await page.$eval(`[data-message-id="${id}"] .waitpoint-data`, (el) => el.textContent)).toContain('"approved":true');
+    const message = await rest<{ state: string; waitpoint: { data: Record<string, unknown> } }>(server.url, "GET", `/v1/messages/${id}`, { key: owner });
+    expect(message.body).toMatchObject({ state: "ready", waitpoint: { data: { approved: true } } });
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

@@ -333,6 +333,27 @@ function MessageItem({ message, claimable, claimOne, owner, onChanged }: { messa
             <dd class="dependents">{message.dependentsCount}</dd>
           </>
         ) : null}
+        {message.waitpoint ? (
+          <>
+            <dt>{state === "waiting" ? "Waiting for" : "Waited for"}</dt>
+            <dd class="waitpoint">
+              waitpoint <code title={message.waitpoint.id}>{message.waitpoint.id.slice(0, 8)}</code>
+              {state === "waiting" ? (
+                <>
+                  {" "}
+                  until <Time date={toDate(message.availableAt)} /> at the latest
+                </>
+              ) : message.waitpoint.timedOut ? (
+                " (timed out)"
+              ) : (
+                <>
+                  {": "}
+                  <code class="waitpoint-data">{JSON.stringify(message.waitpoint.data ?? {})}</code>
+                </>
+              )}
+            </dd>
+          </>
+        ) : null}
         {message.progress ? (
           <>
             <dt>Progress</dt>
