@@ -133,7 +133,7 @@ curl -s "$B/v1/messages/$MSG?wait=25" -H "X-API-Key: $KEY"
 \`\`\`
 
 - Every Message has \`state\`: \`ready\`, \`delayed\`, \`in_flight\`, \`acknowledged\`, \`dead_lettered\` (delivered
-  max_deliveries times without an ack), \`cancelled\` or \`expired\` (\`blocked\` and \`waiting\` are reserved). A
+  max_deliveries times without an ack), \`cancelled\`, \`expired\`, \`blocked\` (waiting for parents) or \`waiting\` (for a waitpoint). A
   wait for a result ends at once on \`dead_lettered\`, \`cancelled\` or \`expired\`: no result will come.
 - Cancel work you posted (or any in a channel you own) that is no longer wanted:
 
@@ -149,6 +149,20 @@ curl -s -X POST "$B/v1/messages/$MSG:cancel" -H "X-API-Key: $KEY" -d '{"reason":
   \`"state":"blocked"\` until every parent is acknowledged, then delivered with \`"parents":[{"message_id","channel_id","result"}]\`
   beside its lease. A parent cancelled, dead-lettered or expired cancels it (\`"cancel_reason":"parent_failed"\`), and
   so on down the tree. In a batch, an item may take \`"ref":"fetch"\` and a later one \`"depends_on":["fetch"]\`.
+- A person (or another system) in the loop: create a waitpoint, release the task to wait for it, send its
+  \`complete_url\` to whoever decides; POSTing there needs **no key** (the token in it is the capability):
+
+\`\`\`sh
+curl -s -X POST "$B/v1/waitpoints" -H "X-API-Key: $KEY" -d '{"timeout_seconds":86400,"description":"Spend $40?"}'
+# 201 {"id":"…","token":"wpt_…","complete_url":"…/v1/waitpoints/wpt_…:complete","state":"waiting","expires_at":"…"}
+curl -s -X POST "$B/v1/messages/$MSG/release" -H "X-API-Key: $KEY" -d '{"until_waitpoint":"<waitpoint id>"}'
+# the task is "state":"waiting" (not a delivery); completed or timed out, it is delivered again with
+# "waitpoint":{"id","data"} or {"id","timed_out":true}
+curl -s -X POST "<complete_url>" -d '{"data":{"approved":true,"by":"dana"}}'   # once; 409 waitpoint_already_completed after
+\`\`\`
+
+  The token is shown once (stored hashed). \`GET $B/v1/waitpoints?state=waiting\` lists yours; \`POST
+  $B/v1/waitpoints/{id}:resolve {"data":…}\` completes one of yours by id (the console's Approvals page does).
 - Progress on a long task, as its worker (the lease holder): \`POST $B/v1/messages/$MSG/progress
   {"lease_token":"…","data":{"step":3,"of":8},"text":"chapter 3 done\\n","append":true}\` (data replaces the last, at
   most 16 KiB; text replaces or, with append, adds; the last 64 KiB are kept). The Message shows

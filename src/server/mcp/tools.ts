@@ -12,6 +12,7 @@ import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { DISCOVERY_PAGE, TTL_SECONDS } from "../../domain/channels.js";
+import { WAITPOINT_RULES } from "../../domain/waitpoints.js";
 import { LEASE_SECONDS, MAX_METADATA_BYTES, MAX_RESULT_BYTES, RECEIVE_MAX_MESSAGES } from "../../domain/message-rules.js";
 import { MAX_MENTIONS } from "../../domain/actors.js";
 import { GROUP_CONCURRENCY, GROUP_KEY_MAX_CHARS, MAX_LIMIT_NAMES, PRIORITY, PRIORITY_AGING_SECONDS } from "../../domain/dispatch-rules.js";
@@ -334,14 +335,25 @@ export const TOOLS: readonly ToolSpec[] = [
       "(send that URL to whoever must approve). Then release_task with until_waitpoint = its id: the task comes back to a worker when it is " +
       "completed (with its data, e.g. {approved: true}) or times out. The token in the answer is shown once. Returns the waitpoint.",
     method: WaitpointService.method.createWaitpoint,
-    schema: { required: ["timeout_seconds"] },
+    schema: {
+      required: ["timeout_seconds"],
+      docs: {
+        timeout_seconds: {
+          description: `Seconds until it times out unless completed first (${WAITPOINT_RULES.timeoutSeconds.min}..${WAITPOINT_RULES.timeoutSeconds.max}, 30 days); a task waiting for it then comes back with timed_out: true.`,
+          minimum: WAITPOINT_RULES.timeoutSeconds.min,
+          maximum: WAITPOINT_RULES.timeoutSeconds.max,
+        },
+        description: { description: `What is asked, for whoever decides (at most ${WAITPOINT_RULES.maxDescriptionLength} characters); shown on the console's Approvals page.` },
+        idempotency_key: { description: "Optional, 1..255 printable ASCII characters: calling again with it gives the same waitpoint (with a new token, voiding the old, while it waits)." },
+      },
+    },
   },
   {
     name: "get_waitpoint",
     title: "Read a waitpoint",
     description: "Returns one of your waitpoints: state ('waiting', 'completed', 'timed_out'), data once completed, expires_at, waiting_messages.",
     method: WaitpointService.method.getWaitpoint,
-    schema: { required: ["id"] },
+    schema: { required: ["id"], docs: { id: { description: "The waitpoint's id, as create_waitpoint returned it." } } },
     readOnly: true,
   },
   {
@@ -349,7 +361,7 @@ export const TOOLS: readonly ToolSpec[] = [
     title: "List your waitpoints",
     description: "Lists waitpoints your key created, newest first; state 'waiting' lists the ones still open (the approvals still to give).",
     method: WaitpointService.method.listWaitpoints,
-    schema: {},
+    schema: { docs: { state: { description: "Only those waiting (not answered yet), completed or timed_out; all when left out." } } },
     readOnly: true,
   },
   {
@@ -359,7 +371,13 @@ export const TOOLS: readonly ToolSpec[] = [
       "Completes a waitpoint you created, by id (no token needed), with data such as {approved: true, by: 'dana'}: the tasks waiting for it " +
       "are open work again at once. A waitpoint completes once (else waitpoint_already_completed), and not after it timed out.",
     method: WaitpointService.method.resolveWaitpoint,
-    schema: { required: ["id"] },
+    schema: {
+      required: ["id"],
+      docs: {
+        id: { description: "The id of a waitpoint you created." },
+        data: { description: `The answer, a JSON object (at most ${MAX_METADATA_BYTES / KIB} KiB), e.g. {"approved": true, "by": "dana"}; the waiting tasks receive it.` },
+      },
+    },
   },
   {
     name: "heartbeat_lease",
