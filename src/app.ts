@@ -23,6 +23,8 @@ import { SecurityAudit } from "./domain/audit.js";
 import { keyChangeTopic, Keys } from "./domain/keys.js";
 import { Limits } from "./domain/limits.js";
 import { Waitpoints } from "./domain/waitpoints.js";
+import { Schedules } from "./domain/schedules.js";
+import { ScheduleTicker } from "./domain/schedule-ticks.js";
 import { Sessions } from "./domain/sessions.js";
 import { TaskVerbs } from "./domain/task-verbs.js";
 import { ensureSandbox, SANDBOX_ALIAS } from "./domain/sandbox.js";
@@ -65,6 +67,7 @@ import { PgAuditLog } from "./store/audit.js";
 import { PgKeyStore } from "./store/keys.js";
 import { PgLimitStore } from "./store/limits.js";
 import { PgWaitpointStore } from "./store/waitpoints.js";
+import { PgScheduleStore } from "./store/schedules.js";
 import { PgSessionStore } from "./store/sessions.js";
 import { PgUsageMetricsStore } from "./store/usage-metrics.js";
 import { PgSandboxStore } from "./store/sandbox.js";
@@ -199,6 +202,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     minting: new PublicMinting(new PgSettingsStore(db), audit, config.publicMinting),
     sessions: new Sessions(new PgSessionStore(db), audit, { clock }),
     limits: new Limits(new PgLimitStore(db, forget), { clock }),
+    schedules: new Schedules(new PgScheduleStore(db), channelStore, { clock, maxContentBytes: config.maxContentBytes }),
     waitpoints: new Waitpoints(new PgWaitpointStore(db), { clock, announce: (channelId) => db.afterCommit(() => bus.publish(channelId)) }),
     audit,
     quotas,
@@ -311,6 +315,10 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     // Marks this process's own calls for MCP tools (CallPipeline.authenticate); never leaves the process.
     const internalCallToken = randomBytes(24).toString("base64url");
     const domain = createDomain({ db, bus, clock, config, keys, audit, meter: metrics });
+    if (config.scheduler) {
+      const ticker = startScheduleTicker(db, domain, clock, outageLog);
+      cleanups.push(() => ticker.stop());
+    }
     if (config.sandbox && (await ensureSandbox(new PgSandboxStore(db))) === "alias_taken") {
       logger.warn({ alias: SANDBOX_ALIAS }, "another channel holds the alias 'sandbox': no sandbox channel this time (set AGENTBUS_SANDBOX=false to stop trying)");
     }
@@ -472,6 +480,32 @@ async function startBackgroundWork(
   });
   cleanups.push(() => jobs.stop());
   return { webhooks, jobs };
+}
+
+/**
+ * This process's share of running schedules' ticks (docs/decisions.md#schedules):
+ * each posts as the schedule's creating key through the same use case as any post.
+ */
+function startScheduleTicker(db: Db, domain: Domain, clock: Clock, outageLog: LogLimiter): ScheduleTicker {
+  const log = outageLog.child({ component: "schedules" });
+  const ticker = new ScheduleTicker(new PgScheduleStore(db), {
+    clock,
+    post: async (caller, channelId, m) => {
+      const posted = await domain.messages.create(caller, channelId, {
+        content: m.content,
+        metadata: m.metadata,
+        groupKey: m.groupKey ?? undefined,
+        priority: m.priority ?? undefined,
+        actor: undefined,
+        actorLabel: undefined,
+        mentions: [],
+      });
+      return posted.message.id;
+    },
+    onError: (err) => log.warn("schedule ticks failed; retried within a second", err),
+  });
+  ticker.start();
+  return ticker;
 }
 
 /** The webhook dispatcher over the outbox, woken by NOTIFY on its own connection, sending with the guarded outbound client. */

@@ -100,6 +100,8 @@ const schema = z.object({
   // One process runs everything by default; API replicas set false when
   // separate `agentbus worker` processes run the jobs.
   AGENTBUS_WORKERS: bool.default(true),
+  // Every API process runs schedules' ticks (each runs once whichever takes it); false leaves them to the others.
+  AGENTBUS_SCHEDULER: bool.default(true),
   // Outbound requests (webhooks, fetched URLs) may not reach loopback,
   // private, link-local or metadata addresses unless this is set (docs/decisions.md#outbound-addresses).
   AGENTBUS_ALLOW_PRIVATE_TARGETS: bool.default(false),
@@ -244,6 +246,8 @@ export interface Config {
   maxContentBytes: number;
   /** `agentbus serve` also runs the job workers (purge, webhooks, and later the async jobs). */
   workers: boolean;
+  /** Whether this process runs schedules' ticks (AGENTBUS_SCHEDULER). */
+  scheduler: boolean;
   redisUrl: string | undefined;
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
@@ -342,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultDiscoverable: c.AGENTBUS_DEFAULT_DISCOVERABLE,
     maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,
     workers: c.AGENTBUS_WORKERS,
+    scheduler: c.AGENTBUS_SCHEDULER,
     redisUrl: c.REDIS_URL,
     longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,

@@ -32,6 +32,8 @@ export interface PurgeCounts {
   deletedIdleGroups: number;
   /** Waitpoints finished more than a week ago. */
   deletedWaitpoints: number;
+  /** Schedules' ticks recorded more than a week ago. */
+  deletedScheduleRuns: number;
 }
 
 export interface PurgeOptions {

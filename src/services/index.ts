@@ -17,6 +17,7 @@ import type { Messages } from "../domain/messages.js";
 import type { Keys } from "../domain/keys.js";
 import type { Limits } from "../domain/limits.js";
 import type { Waitpoints } from "../domain/waitpoints.js";
+import type { Schedules } from "../domain/schedules.js";
 import type { PublicMinting } from "../domain/minting.js";
 import type { Sessions } from "../domain/sessions.js";
 import type { Quotas } from "../domain/quotas.js";
@@ -36,6 +37,7 @@ import { jobService, type PdfAvailability } from "./job-service.js";
 import { keyService } from "./key-service.js";
 import { limitService } from "./limit-service.js";
 import { waitpointService } from "./waitpoint-service.js";
+import { scheduleService } from "./schedule-service.js";
 import { membershipHandlers } from "./membership-service.js";
 import { messageService } from "./message-service.js";
 import { securityService } from "./security-service.js";
@@ -58,6 +60,7 @@ export interface Domain {
   sessions: Sessions;
   limits: Limits;
   waitpoints: Waitpoints;
+  schedules: Schedules;
   audit: SecurityAudit;
   quotas: Quotas;
   taskVerbs: TaskVerbs;
@@ -90,6 +93,7 @@ export function createServices({ domain, clock, config, mintLimiter, pdfAvailabl
     adminService(domain.channelAdmin, domain.keys, domain.minting, domain.audit, domain.quotas),
     sessionService(domain.sessions),
     limitService(domain.limits),
+    scheduleService(domain.schedules),
     waitpointService(domain.waitpoints, { clock, wrongTokenLimiter: new FixedWindowLimiter(WRONG_WAITPOINT_TOKENS_PER_MINUTE, 60_000, clock) }),
     securityService(domain.audit),
     jobService(domain.jobs, { config, pdfAvailable }),

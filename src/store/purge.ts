@@ -194,6 +194,13 @@ export const OLD_WAITPOINTS_SQL = `DELETE FROM waitpoints w WHERE w.id = ANY (AR
     LIMIT $2 FOR UPDATE SKIP LOCKED
   )) AND coalesce(w.completed_at, w.expires_at) <= $1::timestamptz - interval '${WAITPOINT_RETENTION_DAYS} days'`;
 
+/** A schedule's ticks are kept this long (their key guards a tick against a second run only while it could be retried). */
+export const SCHEDULE_RUN_RETENTION_DAYS = 7;
+
+export const OLD_SCHEDULE_RUNS_SQL = `DELETE FROM schedule_runs r WHERE r.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM schedule_runs x WHERE x.ran_at <= $1::timestamptz - interval '${SCHEDULE_RUN_RETENTION_DAYS} days' LIMIT $2
+  ))`;
+
 /** AGENTBUS_AUDIT_RETENTION_DAYS's default. */
 export const DEFAULT_AUDIT_RETENTION_DAYS = 90;
 
@@ -240,6 +247,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedAuditEvents: 0,
     deletedIdleGroups: 0,
     deletedWaitpoints: 0,
+    deletedScheduleRuns: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -277,6 +285,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedAuditEvents = await loop(() => deleteBatch(OLD_AUDIT_EVENTS_SQL, options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS));
   counts.deletedIdleGroups = await loop(() => deleteBatch(IDLE_GROUPS_SQL));
   counts.deletedWaitpoints = await loop(() => deleteBatch(OLD_WAITPOINTS_SQL));
+  counts.deletedScheduleRuns = await loop(() => deleteBatch(OLD_SCHEDULE_RUNS_SQL));
   return counts;
 }
 
