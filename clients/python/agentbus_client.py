@@ -85,6 +85,7 @@ from agentbus.v1 import (  # noqa: E402
     security_service_pb2,
     session_service_pb2,
     waitpoint_service_pb2,
+    schedule_service_pb2,
 )
 
 Metadata = Sequence[Tuple[str, str]]
@@ -169,7 +170,7 @@ class _Service:
 
 
 class AgentbusClient:
-    """One gRPC channel (plaintext h2c unless a channel is passed) and the eleven services."""
+    """One gRPC channel (plaintext h2c unless a channel is passed) and the twelve services."""
 
     def __init__(
         self,
@@ -192,6 +193,8 @@ class AgentbusClient:
         # Waitpoints a task waits at until a person or another system completes one (docs/decisions.md#waitpoints);
         # CompleteWaitpoint needs no API key: its token is the capability.
         self.waitpoints = _Service(self, ch, waitpoint_service_pb2.DESCRIPTOR.services_by_name["WaitpointService"])
+        # Messages posted on a cron schedule, once per tick (docs/decisions.md#schedules).
+        self.schedules = _Service(self, ch, schedule_service_pb2.DESCRIPTOR.services_by_name["ScheduleService"])
         self.actors = _Service(self, ch, actor_service_pb2.DESCRIPTOR.services_by_name["ActorService"])
         self.jobs = _Service(self, ch, job_service_pb2.DESCRIPTOR.services_by_name["JobService"])
         self.admin = _Service(self, ch, admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"])

@@ -27,6 +27,7 @@ import { EXIT, Exit } from "./exit.js";
 import { readAll, readInput, writeOutput } from "./files.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 import { onTerminal, type Io as TerminalIo } from "./terminal.js";
+import { addScheduleCommands } from "./schedule-commands.js";
 import { addWaitpointCommands } from "./waitpoint-commands.js";
 import { work } from "./work.js";
 
@@ -457,6 +458,7 @@ export function buildProgram(io: Io): Command {
     });
 
   addWaitpointCommands(program, io, api);
+  addScheduleCommands(program, io, api);
 
   program
     .command("result <message-id>")

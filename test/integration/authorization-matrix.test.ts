@@ -25,7 +25,10 @@
  *   - a shared limit is its creating key's: any other key is told 404
  *     limit_not_found, as for a missing one (#shared-limits);
  *   - a waitpoint likewise (404 waitpoint_not_found), except that its token
- *     completes it with no key at all, whatever key comes along (#waitpoints).
+ *     completes it with no key at all, whatever key comes along (#waitpoints);
+ *   - a schedule is created and read by the channel's users, changed and
+ *     deleted by its creator or the channel owner (else 403 forbidden); to a
+ *     stranger of a restricted channel it does not exist (404, #schedules).
  *
  * The suite fails when an RPC of those services has no row, or when a REST
  * route of theirs is not exercised, so a route added later cannot ship
@@ -46,6 +49,7 @@ import { AccessRequestStatus, ChannelMode } from "../../gen/agentbus/v1/channel_
 import { AccessRequestOutcome, ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/agentbus/v1/errors_pb.js";
 import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
+import { ScheduleService } from "../../gen/agentbus/v1/schedule_service_pb.js";
 import { WaitpointState } from "../../gen/agentbus/v1/waitpoint_pb.js";
 import { WaitpointService } from "../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { AckStatus, ClaimStatus, MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
@@ -92,6 +96,7 @@ const FORBIDDEN = refused(403, "forbidden");
 const NOT_IMPLEMENTED = refused(501, "not_implemented");
 const LIMIT_NOT_FOUND = refused(404, "limit_not_found");
 const WAITPOINT_NOT_FOUND = refused(404, "waitpoint_not_found");
+const SCHEDULE_NOT_FOUND = refused(404, "schedule_not_found");
 
 /** The gRPC status each refusal maps to (docs/decisions.md#grpc-status). */
 const GRPC_CODE_OF_ERROR: Record<string, Code> = {
@@ -105,6 +110,7 @@ const GRPC_CODE_OF_ERROR: Record<string, Code> = {
   not_implemented: Code.Unimplemented,
   limit_not_found: Code.NotFound,
   waitpoint_not_found: Code.NotFound,
+  schedule_not_found: Code.NotFound,
   not_lease_holder: Code.FailedPrecondition,
 };
 
@@ -149,6 +155,18 @@ const ownersOnly =
  * invitation): allowed. A stranger to a restricted channel cannot have made
  * anything there, so that case does not exist.
  */
+/** A schedule on the channel: its channel's users see it; to a stranger of a restricted channel it does not exist. */
+const scheduleReaders =
+  (status: number): Rule =>
+  (who, access) =>
+    access === "restricted" && who === "stranger" ? SCHEDULE_NOT_FOUND : ok(status);
+
+/** Another key's schedule: the channel owner may change it, other users are refused, a restricted channel's stranger does not see it. */
+const scheduleOwnerOnly =
+  (status: number): Rule =>
+  (who, access) =>
+    access === "restricted" && who === "stranger" ? SCHEDULE_NOT_FOUND : who === "owner" ? ok(status) : FORBIDDEN;
+
 const ownResource =
   (status: number): Rule =>
   (who, access) =>
@@ -767,6 +785,64 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { name: await limitOf(env.inst, env.inst.keys.owner) } }),
   },
 
+  // ----- ScheduleService (channel-scoped) -----
+  {
+    rpc: "ScheduleService.CreateSchedule",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(201),
+    success: () => sameBody({ cron: "0 0 * * *", paused: false }),
+    prepare: async (env) => ({ fields: { channel: await env.channel(), cron: "0 0 * * *", message: { content: "nightly" } } }),
+  },
+  {
+    rpc: "ScheduleService.ListSchedules",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(200),
+    prepare: async (env) => ({ fields: { channel: await env.channel() } }),
+  },
+  {
+    rpc: "ScheduleService.GetSchedule",
+    variant: "the worker's schedule",
+    scope: "channel",
+    mutates: false,
+    rule: scheduleReaders(200),
+    prepare: async (env) => ({ fields: { id: await scheduleOf(env.inst, env.inst.keys.worker, await env.channel()) } }),
+  },
+  {
+    rpc: "ScheduleService.UpdateSchedule",
+    variant: "the worker's schedule",
+    scope: "channel",
+    mutates: false,
+    rule: scheduleOwnerOnly(200),
+    success: () => sameBody({ paused: true }),
+    prepare: async (env) => ({ fields: { id: await scheduleOf(env.inst, env.inst.keys.worker, await env.channel()), update: { paused: true } } }),
+  },
+  {
+    rpc: "ScheduleService.UpdateSchedule",
+    variant: "the caller's own schedule",
+    scope: "channel",
+    mutates: false,
+    rule: ownResource(200),
+    prepare: async (env) => ({ fields: { id: await scheduleOf(env.inst, env.self, await env.channel()), update: { paused: true } } }),
+  },
+  {
+    rpc: "ScheduleService.DeleteSchedule",
+    variant: "the worker's schedule",
+    scope: "channel",
+    mutates: false,
+    rule: scheduleOwnerOnly(204),
+    prepare: async (env) => ({ fields: { id: await scheduleOf(env.inst, env.inst.keys.worker, await env.channel()) } }),
+  },
+  {
+    rpc: "ScheduleService.DeleteSchedule",
+    variant: "the caller's own schedule",
+    scope: "channel",
+    mutates: false,
+    rule: ownResource(204),
+    prepare: async (env) => ({ fields: { id: await scheduleOf(env.inst, env.self, await env.channel()) } }),
+  },
+
   // ----- WaitpointService (not channel-scoped: a waitpoint is its creating key's; its token needs no key) -----
   {
     rpc: "WaitpointService.CreateWaitpoint",
@@ -828,6 +904,17 @@ const rows: Row[] = [
   },
 ];
 
+/** A fresh paused schedule of `key` on `channel`, straight in the table; its id. */
+async function scheduleOf(inst: Instance, key: string, channel: string): Promise<string> {
+  const id = randomUUID();
+  await inst.sql.query(
+    `INSERT INTO schedules (id, channel_id, created_by_key_id, cron, timezone, message, paused, created_at, updated_at)
+     VALUES ($1, $2, $3, '0 0 * * *', 'UTC', '{"content": "nightly"}', true, now(), now())`,
+    [id, channel, keyIdOf(key)],
+  );
+  return id;
+}
+
 /** A fresh waitpoint of `key` (an hour), straight in the table; its id and token. */
 async function waitpointOf(inst: Instance, key: string): Promise<{ id: string; token: string }> {
   const id = randomUUID();
@@ -872,7 +959,7 @@ async function finishedMessage(env: Env): Promise<string> {
 // Expectations and cases
 // ---------------------------------------------------------------------------
 
-const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService, LimitService, WaitpointService];
+const SERVICES: readonly DescService[] = [ChannelService, MessageService, AdminService, LimitService, WaitpointService, ScheduleService];
 const routeTable = new RestRoutes(SERVICES);
 const methods = new Map<string, DescMethod>(SERVICES.flatMap((s) => s.methods.map((m): [string, DescMethod] => [`${s.name}.${m.name}`, m])));
 

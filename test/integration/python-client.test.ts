@@ -299,6 +299,29 @@ print(json.dumps(out))
     });
   });
 
+  it("creates a schedule and reads its next tick", async () => {
+    const script = `
+import json, uuid
+from agentbus_client import AgentbusClient, AgentbusError
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, schedule_pb2, schedule_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-sched-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    s = client.schedules.CreateSchedule(schedule_service_pb2.CreateScheduleRequest(channel=channel.id, cron="0 0 * * *", message=schedule_pb2.ScheduledMessage(content="nightly")))
+    out["created"] = [s.timezone, s.paused, s.next_run_at.ToDatetime().hour]
+    try:
+        client.schedules.CreateSchedule(schedule_service_pb2.CreateScheduleRequest(channel=channel.id, cron="0 0 * * *", timezone="Nowhere/Atlantis", message=schedule_pb2.ScheduledMessage(content="x")))
+    except AgentbusError as err:
+        out["bad_zone"] = err.code
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(out.stdout)).toEqual({ created: ["UTC", false, 0], bad_zone: "invalid_timezone" });
+  });
+
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentbus-py-"));
     try {

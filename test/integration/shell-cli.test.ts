@@ -444,6 +444,21 @@ describe("agentbus shell commands", () => {
     expect(twice.stderr).toMatch(/waitpoint_already_completed/);
   });
 
+  it("schedule create, list, pause, resume and delete manage a channel's schedules", async () => {
+    const ch = await createChannel(server.url, key);
+    const created = await run(["schedule", "create", ch, "0 9 * * 1-5", "standup notes", "--timezone", "Europe/Berlin", "--group", "daily", "--json"]);
+    expect(created.code, created.stderr).toBe(0);
+    const s = JSON.parse(created.stdout) as { id: string; timezone: string; message: { group_key: string } };
+    expect(s).toMatchObject({ timezone: "Europe/Berlin", message: { group_key: "daily" } });
+    expect((await run(["schedule", "list", "--channel", ch])).stdout).toMatch(new RegExp(`^${s.id}  0 9 \\* \\* 1-5 \\(Europe/Berlin\\)  next .+  runs 0\\n$`));
+    expect((await run(["schedule", "pause", s.id])).stdout).toContain("  paused  ");
+    expect((await run(["schedule", "resume", s.id])).stdout).toContain("  next ");
+    const bad = await run(["schedule", "create", ch, "61 * * * *", "x"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_cron/);
+    expect((await run(["schedule", "delete", s.id])).stdout).toBe(`${s.id}  deleted\n`);
+  });
+
   it("send --depends-on posts a message that waits for its parents", async () => {
     const ch = await createChannel(server.url, key);
     const parent = await postMessage(server.url, key, ch, { content: "first" });

@@ -10,6 +10,7 @@ import { ChannelService } from "../../gen/agentbus/v1/channel_service_pb.js";
 import { JobService } from "../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
+import { ScheduleService } from "../../gen/agentbus/v1/schedule_service_pb.js";
 import { WaitpointService } from "../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../gen/agentbus/v1/security_service_pb.js";
@@ -22,7 +23,7 @@ import type { JsonObject } from "../../src/model/json.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 
-const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, LimitService, SecurityService, WaitpointService];
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, LimitService, SecurityService, WaitpointService, ScheduleService];
 const routes = new RestRoutes(services).routes;
 const doc: OpenApiDocument = buildOpenApiDocument(services);
 const methods = new Map<string, DescMethod>(services.flatMap((s) => s.methods.map((m) => [`${s.typeName}.${m.name}`, m] as const)));

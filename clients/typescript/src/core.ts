@@ -17,6 +17,7 @@ import { SecurityService } from "../../../gen/agentbus/v1/security_service_pb.js
 import { CompatService } from "../../../gen/agentbus/v1/compat_service_pb.js";
 import { SessionService } from "../../../gen/agentbus/v1/session_service_pb.js";
 import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
+import { ScheduleService } from "../../../gen/agentbus/v1/schedule_service_pb.js";
 import { toAgentbusError } from "./errors.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 
@@ -52,6 +53,8 @@ export interface AgentbusClient {
   limits: Client<typeof LimitService>;
   /** Waitpoints a task waits at until a person or another system completes one (docs/decisions.md#waitpoints); completeWaitpoint needs no API key. */
   waitpoints: Client<typeof WaitpointService>;
+  /** Messages posted on a cron schedule, once per tick (docs/decisions.md#schedules). */
+  schedules: Client<typeof ScheduleService>;
   actors: Client<typeof ActorService>;
   jobs: Client<typeof JobService>;
   admin: Client<typeof AdminService>;
@@ -73,6 +76,7 @@ export function clientOver(transport: Transport): AgentbusClient {
     messages: serviceClient(MessageService, transport),
     limits: serviceClient(LimitService, transport),
     waitpoints: serviceClient(WaitpointService, transport),
+    schedules: serviceClient(ScheduleService, transport),
     actors: serviceClient(ActorService, transport),
     jobs: serviceClient(JobService, transport),
     admin: serviceClient(AdminService, transport),

@@ -14,6 +14,7 @@ export { ChannelAccess, ChannelDispatch, ChannelMode } from "../../../gen/agentb
 export type { Limit, LimitRate } from "../../../gen/agentbus/v1/limit_pb.js";
 export type { MessageWaitpoint, Waitpoint } from "../../../gen/agentbus/v1/waitpoint_pb.js";
 export { WaitpointState } from "../../../gen/agentbus/v1/waitpoint_pb.js";
+export type { Schedule, ScheduledMessage } from "../../../gen/agentbus/v1/schedule_pb.js";
 export type { ChannelStats, GroupStats, GroupSummary } from "../../../gen/agentbus/v1/message_service_pb.js";
 export { AckStatus, ClaimStatus, MessageStatus } from "../../../gen/agentbus/v1/message_service_pb.js";
 export { Code } from "@connectrpc/connect";

@@ -61,6 +61,23 @@ describe.each(transports)("over %s", (transport) => {
     expect(isAgentbusError(again, "waitpoint_already_completed")).toBe(true);
   });
 
+  it("creates, pauses and deletes a schedule", async () => {
+    const { client } = await clientWithNewKey(server.url, { transport });
+    const { id: channel } = await client.channels.createChannel({ name: "schedules", mode: ChannelMode.CLAIMABLE });
+    const created = await client.schedules.createSchedule({ channel, cron: "0 9 * * *", timezone: "Europe/Berlin", message: { content: "standup" } });
+    expect(created).toMatchObject({ channelId: channel, timezone: "Europe/Berlin", paused: false, message: { content: "standup" } });
+    expect(created.nextRunAt).toBeDefined();
+    const paused = await client.schedules.updateSchedule({ id: created.id, update: { paused: true }, updateMask: { paths: ["paused"] } });
+    expect(paused).toMatchObject({ paused: true });
+    expect(paused.nextRunAt).toBeUndefined();
+    expect((await client.schedules.listSchedules({ channel })).data.map((s) => s.id)).toEqual([created.id]);
+    await client.schedules.deleteSchedule({ id: created.id });
+    const gone = await client.schedules.getSchedule({ id: created.id }).catch((err: unknown) => err);
+    expect(isAgentbusError(gone, "schedule_not_found")).toBe(true);
+    const bad = await client.schedules.createSchedule({ channel, cron: "nope", message: { content: "x" } }).catch((err: unknown) => err);
+    expect(isAgentbusError(bad, "invalid_cron")).toBe(true);
+  });
+
   it("reports progress on a held task and follows the task with watchMessage until its result", async () => {
     const { client } = await clientWithNewKey(server.url, { transport });
     const { id: channel } = await client.channels.createChannel({ name: "progress", mode: ChannelMode.CLAIMABLE });

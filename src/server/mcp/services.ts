@@ -6,5 +6,6 @@ import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { LimitService } from "../../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
+import { ScheduleService } from "../../../gen/agentbus/v1/schedule_service_pb.js";
 
-export const MCP_SERVICES: readonly DescService[] = [MessageService, ChannelService, JobService, KeyService, LimitService, WaitpointService];
+export const MCP_SERVICES: readonly DescService[] = [MessageService, ChannelService, JobService, KeyService, LimitService, WaitpointService, ScheduleService];

@@ -47,6 +47,8 @@ export const MCP_SUGGESTIONS: Readonly<Partial<Record<ErrorCode, string>>> = {
   message_delayed: "Take it at or after available_at (in retry_after seconds), or call receive_task (identifier), which hands out due tasks only.",
   not_claimed: "Take the task with receive_task (identifier) first: only a task you received can be completed or released.",
   already_acknowledged: "A completed task is final and is not handed out again: post new work with post_message, or read its result with wait_for_result (message_id).",
+  schedule_not_found: "Use a schedule id from create_schedule or list_schedules (channel); schedules of channels you cannot use are not shown.",
+  too_many_schedules: "Delete schedules you no longer need (delete_schedule; list_schedules lists yours), then create again.",
   waitpoint_not_found: "Use the id of a waitpoint your key created (list_waitpoints lists them); create one with create_waitpoint.",
   waitpoint_already_completed: "The waitpoint was completed already: get_waitpoint (id) shows its data.",
   waitpoint_timed_out: "The waitpoint timed out before anyone completed it: create a new one with create_waitpoint if the question still stands.",

@@ -11,6 +11,7 @@ import { JobService } from "../../../gen/agentbus/v1/job_service_pb.js";
 import { KeyService } from "../../../gen/agentbus/v1/key_service_pb.js";
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.js";
+import { ScheduleService } from "../../../gen/agentbus/v1/schedule_service_pb.js";
 import { DISCOVERY_PAGE, TTL_SECONDS } from "../../domain/channels.js";
 import { WAITPOINT_RULES } from "../../domain/waitpoints.js";
 import { LEASE_SECONDS, MAX_METADATA_BYTES, MAX_RESULT_BYTES, RECEIVE_MAX_MESSAGES } from "../../domain/message-rules.js";
@@ -98,6 +99,10 @@ const FIELDS: FieldDocs = {
     maximum: MAX_WAIT_SECONDS,
   },
   content: { description: "The message text (up to the channel's max_content_bytes)." },
+  cron: { description: "Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5') or six with seconds first ('*/30 * * * * *')." },
+  timezone: { description: "An IANA time zone name the cron is read in, e.g. 'Europe/Berlin'; default 'UTC'." },
+  message: { description: "What each tick of a schedule posts: {content, metadata?, group_key?, priority? (1..5)}." },
+  paused: { description: "true pauses a schedule (no tick runs), false resumes it (the next tick is taken from now)." },
   metadata: { description: `Structured data to keep with it: a JSON object, at most ${MAX_METADATA_BYTES / KIB} KiB (checked against the channel's metadata_schema when it has one).` },
   mentions: { description: `Actors (ids or aliases, up to ${MAX_MENTIONS}) to notify of the message.` },
   delay_seconds: {
@@ -413,6 +418,55 @@ export const TOOLS: readonly ToolSpec[] = [
       "a result it still completes with is kept. Returns the message (state 'cancelled', or 'in_flight' with cancel_requested).",
     method: MessageService.method.cancelMessage,
     schema: { required: ["message_id"] },
+  },
+  {
+    name: "create_schedule",
+    title: "Post a message on a schedule",
+    description:
+      "Posts a message to a channel at each tick of a cron expression, as your key (a daily report, a nightly clean-up task). " +
+      "Exactly one message per tick, however many service processes run; ticks missed while the service was down post once. Returns the schedule with next_run_at.",
+    method: ScheduleService.method.createSchedule,
+    schema: {
+      required: ["channel", "cron", "message"],
+      docs: {
+        channel: { description: "The channel: its id, an alias, or the name of a channel you created. You must be able to post to it." },
+        cron: { description: "Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5' for 09:00 on weekdays) or six with seconds first ('*/30 * * * * *')." },
+        timezone: { description: "An IANA time zone name the cron is read in, e.g. 'Europe/Berlin'; default 'UTC'." },
+        message: { description: "What each tick posts: {content, metadata?, group_key?, priority? (1..5)}." },
+        paused: { description: "true: created paused (no tick runs until update_schedule resumes it)." },
+      },
+    },
+  },
+  {
+    name: "list_schedules",
+    title: "List schedules",
+    description: "Lists a channel's schedules (channel given; you must be able to use it) or, without one, the schedules your key created.",
+    method: ScheduleService.method.listSchedules,
+    schema: { docs: { channel: { description: "A channel id, alias or your channel's name; leave out for your own schedules." } } },
+    readOnly: true,
+  },
+  {
+    name: "update_schedule",
+    title: "Change, pause or resume a schedule",
+    description:
+      "Changes a schedule you created (or one on a channel you own): update.paused true pauses it, false resumes it (the next tick is taken from now); " +
+      "update.cron, update.timezone and update.message replace those. Only the fields given change.",
+    method: ScheduleService.method.updateSchedule,
+    schema: {
+      fields: ["id", "update"],
+      required: ["id", "update"],
+      docs: {
+        id: { description: "The schedule's id." },
+        update: { description: "The fields to change: {cron?, timezone?, message?, paused?}." },
+      },
+    },
+  },
+  {
+    name: "delete_schedule",
+    title: "Delete a schedule",
+    description: "Deletes a schedule you created (or one on a channel you own); messages it posted stay.",
+    method: ScheduleService.method.deleteSchedule,
+    schema: { required: ["id"], docs: { id: { description: "The schedule's id." } } },
   },
   {
     name: "wait_for_result",
