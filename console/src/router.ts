@@ -14,8 +14,8 @@ export type Route =
   | { page: "channel"; id: string; tab: ChannelTab }
   | { page: "invitation"; id: string };
 
-export type ChannelTab = "messages" | "settings" | "people" | "deliveries";
-const TABS: readonly ChannelTab[] = ["messages", "settings", "people", "deliveries"];
+export type ChannelTab = "messages" | "settings" | "people" | "deliveries" | "schedules";
+const TABS: readonly ChannelTab[] = ["messages", "settings", "people", "deliveries", "schedules"];
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "").map(decodeURIComponent);

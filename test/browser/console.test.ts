@@ -331,6 +331,27 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("creates a schedule on a channel's Schedules page and pauses it", async () => {
+    const owner = await mintKey(server.url, unique("scheduler"));
+    const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "reports", mode: "claimable" } })).body.id;
+    const page = await openConsole(`#/channels/${channel}/schedules`);
+    await signIn(page, owner);
+    await page.waitForSelector('form[aria-label="New schedule"]');
+    await page.type('input[name="schedule-cron"]', "0 9 * * 1-5");
+    await page.$eval('input[name="schedule-timezone"]', (el) => ((el as HTMLInputElement).value = ""));
+    await page.type('input[name="schedule-timezone"]', "Europe/Berlin");
+    await page.type('input[name="schedule-content"]', "Write the standup notes");
+    await page.locator("button ::-p-text(Create schedule)").click();
+    await page.waitForSelector("[data-schedule-id]");
+    const listed = await rest<{ data: Array<{ id: string; cron: string; timezone: string; paused: boolean }> }>(server.url, "GET", `/v1/schedules?channel=${channel}`, { key: owner });
+    expect(listed.body.data).toMatchObject([{ cron: "0 9 * * 1-5", timezone: "Europe/Berlin", paused: false }]);
+    const id = listed.body.data[0]!.id;
+    await page.locator(`[data-schedule-id="${id}"] button ::-p-text(Pause)`).click();
+    await page.waitForSelector(`[data-schedule-id="${id}"] button ::-p-text(Resume)`);
+    expect((await rest<{ paused: boolean }>(server.url, "GET", `/v1/schedules/${id}`, { key: owner })).body.paused).toBe(true);
+    expectNoPageErrors(page);
+  });
+
   it("lets the owner approve an access request, after which the requester is a member", async () => {
     const owner = await mintKey(server.url, unique("owner"));
     const requesterLabel = unique("asker");

@@ -17,6 +17,7 @@ import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
 import { Deliveries } from "./deliveries.js";
+import { Schedules } from "./schedules.js";
 import { People } from "./people.js";
 
 /** Messages kept on the page; older ones fall off as new ones arrive. */
@@ -56,8 +57,12 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         ["settings", "Settings"],
         ["people", "Members and invitations"],
         ["deliveries", "Webhook deliveries"],
+        ["schedules", "Schedules"],
       ]
-    : [["messages", "Messages"]];
+    : [
+        ["messages", "Messages"],
+        ["schedules", "Schedules"],
+      ];
   return (
     <main>
       <header class="channel-head">
@@ -89,6 +94,8 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         <People channel={c} />
       ) : tab === "deliveries" && owner ? (
         <Deliveries channel={c} />
+      ) : tab === "schedules" ? (
+        <Schedules channel={c} owner={owner} />
       ) : (
         <Messages channel={c} owner={owner} />
       )}

@@ -163,6 +163,18 @@ curl -s -X POST "<complete_url>" -d '{"data":{"approved":true,"by":"dana"}}'   #
 
   The token is shown once (stored hashed). \`GET $B/v1/waitpoints?state=waiting\` lists yours; \`POST
   $B/v1/waitpoints/{id}:resolve {"data":…}\` completes one of yours by id (the console's Approvals page does).
+- Recurring work: a schedule posts its message at each tick of a cron expression (five fields, or six with seconds
+  first), exactly once per tick however many service processes run:
+
+\`\`\`sh
+curl -s -X POST "$B/v1/schedules" -H "X-API-Key: $KEY" \\
+  -d '{"channel":"reports","cron":"0 9 * * 1-5","timezone":"Europe/Berlin","message":{"content":"write the standup notes"}}'
+# 201 {"id":"…","channel_id":"…","cron":"0 9 * * 1-5","timezone":"Europe/Berlin","next_run_at":"…","paused":false,…}
+# 422 invalid_cron / invalid_timezone. PATCH $B/v1/schedules/{id} {"paused":true} pauses; DELETE removes (204).
+\`\`\`
+
+  Ticks missed while the service was down post once. \`last_error\` says why a tick posted nothing (the channel
+  refused it, the creating key was revoked).
 - Progress on a long task, as its worker (the lease holder): \`POST $B/v1/messages/$MSG/progress
   {"lease_token":"…","data":{"step":3,"of":8},"text":"chapter 3 done\\n","append":true}\` (data replaces the last, at
   most 16 KiB; text replaces or, with append, adds; the last 64 KiB are kept). The Message shows
