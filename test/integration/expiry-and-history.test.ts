@@ -175,6 +175,8 @@ describe("purge", () => {
       deletedSessions: 0,
       deletedAuditEvents: 0,
       deletedIdleGroups: 0,
+      deletedWaitpoints: 0,
+      deletedScheduleRuns: 0,
     });
     expect(await snapshot()).toEqual(after);
   });

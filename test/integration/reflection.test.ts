@@ -4,7 +4,7 @@
  * (a generic reflection client) discovering and calling the API.
  */
 import { create, createFileRegistry, fromBinary, getOption, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -106,8 +106,20 @@ describe("grpc.reflection.v1", () => {
     expect(new Set(names).size).toBe(names.length);
 
     // Self-contained: the files build a registry, with the REST mapping readable as an option.
+    // Dependencies first, as a FileDescriptorSet must list them. (createFileRegistry's resolver form orders
+    // them itself, but wrongly when a file is both a direct import and an import of an import:
+    // message_service.proto imports struct.proto, and so does waitpoint.proto through message.proto.)
     const byName = new Map(protos.map((p) => [p.name, p]));
-    const registry = createFileRegistry(protos[0]!, (name) => byName.get(name));
+    const ordered: FileDescriptorProto[] = [];
+    const place = (name: string): void => {
+      const file = byName.get(name);
+      if (file === undefined || ordered.includes(file)) return;
+      for (const dep of file.dependency) place(dep);
+      ordered.push(file);
+    };
+    place(protos[0]!.name);
+    expect(ordered).toHaveLength(protos.length);
+    const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: ordered }));
     const claim = registry.getService("agentbus.v1.MessageService")?.methods.find((m) => m.name === "ClaimMessage");
     expect(claim?.methodKind).toBe("unary");
     expect(claim?.input.typeName).toBe("agentbus.v1.ClaimMessageRequest");
