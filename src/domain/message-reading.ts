@@ -162,6 +162,16 @@ export class MessageReading {
   }
 
   /**
+   * A message's live dependents (docs/decisions.md#dependencies), for anyone
+   * who may read it: those of channels the caller may read, oldest first.
+   */
+  async dependents(caller: Caller, messageId: string): Promise<MessageRecord[]> {
+    assertMessageId(messageId);
+    const found = await this.ctx.findReadable(caller, messageId);
+    return this.ctx.store.dependentsOf(found.message.id, caller.keyId);
+  }
+
+  /**
    * One message by id, for anyone who may read its channel: live, or its
    * archived copy once it moved to history (docs/decisions.md#results). With
    * `wait`, waits until the message is acknowledged (or stops being live),

@@ -124,6 +124,11 @@ export class Messages {
     return this.store.parentsOf(messageIds);
   }
 
+  /** A message's live dependents (docs/decisions.md#dependencies), for a caller who may read the message; those of channels it may read. */
+  dependents(caller: Caller, messageId: string): Promise<MessageRecord[]> {
+    return this.reading.dependents(caller, messageId);
+  }
+
   reportProgress(caller: Caller, messageId: string, input: ProgressInput): Promise<MessageRecord> {
     return this.progressing.report(caller, messageId, input);
   }

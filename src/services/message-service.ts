@@ -210,6 +210,11 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return renderFoundMessage(found, clock.now());
     },
 
+    async listMessageDependents(req, ctx) {
+      const now = clock.now();
+      return { data: (await messages.dependents(callerOf(ctx), req.messageId)).map((m) => renderMessage(m, now)) };
+    },
+
     async getChannelStats(req, ctx) {
       const stats = await messages.stats(callerOf(ctx), req.identifier);
       const now = clock.now();

@@ -8,7 +8,7 @@ import type { MessageParent, MessageRecord } from "../model/messages.js";
 import { formatTimestamp, type Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { EXPIRED_BY_CANCEL } from "./message-cancel.js";
-import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
+import { accessible, COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 
 /**
  * $1 parent ids, $2 now: each parent, live or archived, with its channel's
@@ -67,6 +67,14 @@ export const PARENT_RESULTS_SQL = `SELECT x.child, p.id, p.channel_id, p.result 
     LIMIT 1
   ) p`;
 
+/**
+ * $1 parent, $2 the reading key: its live dependents (message_dependencies_parent)
+ * of channels the key may read, oldest first, at most 100.
+ */
+export const DEPENDENTS_SQL = `SELECT ${COLUMNS} FROM message_dependencies d JOIN messages m ON m.id = d.message_id
+  WHERE d.parent_id = $1 AND ${accessible("$2")}
+  ORDER BY m.created_at, m.id LIMIT 100`;
+
 /** $1 parent ids: the channels of the messages that depend on them. */
 export const DEPENDENT_CHANNELS_SQL = `SELECT DISTINCT m.channel_id FROM message_dependencies d JOIN messages m ON m.id = d.message_id
   WHERE d.parent_id = ANY ($1::uuid[])`;
@@ -94,6 +102,12 @@ export async function linkParents(db: Db, messageId: string, parentIds: readonly
   await db.query(LINK_PARENTS_SQL, [messageId, parentIds, pending, at, parents.some((p) => p.failed)], "link_parents");
   const { rows } = await db.query<MessageRow>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = $1`, [messageId]);
   return toRecord(rows[0]!);
+}
+
+/** A message's live dependents the key may read (DEPENDENTS_SQL). */
+export async function dependentsOf(db: Db, parentId: string, keyId: string): Promise<MessageRecord[]> {
+  const { rows } = await db.query<MessageRow>(DEPENDENTS_SQL, [parentId, keyId], "dependents");
+  return rows.map(toRecord);
 }
 
 /** Each message's parents with their results (PARENT_RESULTS_SQL), by message id. */

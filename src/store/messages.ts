@@ -46,7 +46,7 @@ import { freshLifecycle } from "../model/messages.js";
 import { CANCEL_SQL } from "./message-cancel.js";
 import { releaseUntilWaitpoint } from "./waitpoints.js";
 import { reportProgress } from "./message-progress.js";
-import { dependentChannels, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
+import { dependentChannels, dependentsOf, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
 import { findMessage, inspectMessage, queueStats } from "./message-reads.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL } from "./message-reads-sql.js";
@@ -169,6 +169,10 @@ export class PgMessageStore implements MessageStore {
 
   dependentChannels(parentIds: readonly string[]): Promise<string[]> {
     return dependentChannels(this.db, parentIds);
+  }
+
+  dependentsOf(parentId: string, keyId: string): Promise<MessageRecord[]> {
+    return dependentsOf(this.db, parentId, keyId);
   }
 
   failDependents(parentIds: readonly string[], now: Micros): Promise<number> {

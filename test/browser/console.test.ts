@@ -304,6 +304,15 @@ describe("the console", () => {
     await page.waitForSelector(`[data-message-id="${child.body.message.id}"].state-blocked`);
     expect(await page.$eval(`[data-message-id="${child.body.message.id}"] .depends-on code`, (el) => el.getAttribute("title"))).toBe(parent.body.message.id);
     expect(await page.$eval(`[data-message-id="${parent.body.message.id}"] .dependents`, (el) => el.textContent)).toBe("1");
+    // The small tree: opened on the parent, it shows the task waiting for it, with its state.
+    await page.locator(`[data-message-id="${parent.body.message.id}"] .message-tree summary`).click();
+    const dependent = `[data-message-id="${parent.body.message.id}"] .tree-dependents [data-tree-message-id="${child.body.message.id}"]`;
+    await page.waitForSelector(dependent);
+    expect(await page.$eval(dependent, (el) => el.textContent)).toMatch(/blocked.*Plot the data/);
+    await page.locator(`[data-message-id="${child.body.message.id}"] .message-tree summary`).click();
+    const parentLine = `[data-message-id="${child.body.message.id}"] .tree-parents [data-tree-message-id="${parent.body.message.id}"]`;
+    await page.waitForSelector(parentLine);
+    expect(await page.$eval(parentLine, (el) => el.textContent)).toMatch(/ready.*Fetch the data/);
     expectNoPageErrors(page);
   });
 
@@ -338,7 +347,7 @@ describe("the console", () => {
     await signIn(page, owner);
     await page.waitForSelector('form[aria-label="New schedule"]');
     await page.type('input[name="schedule-cron"]', "0 9 * * 1-5");
-    await page.$eval('input[name="schedule-timezone"]', (el) => ((el as HTMLInputElement).value = ""));
+    await page.$eval('input[name="schedule-timezone"]', (el) => ((el as unknown as { value: string }).value = ""));
     await page.type('input[name="schedule-timezone"]', "Europe/Berlin");
     await page.type('input[name="schedule-content"]', "Write the standup notes");
     await page.locator("button ::-p-text(Create schedule)").click();

@@ -619,6 +619,14 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
   },
   {
+    rpc: "MessageService.ListMessageDependents",
+    scope: "channel",
+    mutates: false,
+    rule: channelUsers(200),
+    success: () => sameBody({ data: [] }),
+    prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
+  },
+  {
     // Posted by the worker: the channel owner may retract it, another member may not.
     rpc: "MessageService.RetractMessage",
     variant: "a member's message",

@@ -95,6 +95,39 @@ describe("a message with parents", () => {
   });
 });
 
+describe("a message's dependents", () => {
+  it("are listed, oldest first, by GET /v1/messages/{id}/dependents, also after the parent was acknowledged", async () => {
+    const ch = await createChannel(url(), owner);
+    const parent = (await postMessage(url(), owner, ch, { content: "fetch" })).id;
+    const first = (await post(ch, "summarise", { depends_on: [parent] })).body.message.id;
+    const second = (await post(ch, "translate", { depends_on: [parent] })).body.message.id;
+    const listed = await rest<{ data: Array<MessageJson & { state: string }> }>(url(), "GET", `/v1/messages/${parent}/dependents`, { key: owner });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((m) => [m.id, m.state])).toEqual([
+      [first, "blocked"],
+      [second, "blocked"],
+    ]);
+    await receive(ch);
+    await ack(parent, "done");
+    const after = await rest<{ data: Array<MessageJson & { state: string }> }>(url(), "GET", `/v1/messages/${parent}/dependents`, { key: owner });
+    expect(after.body.data.map((m) => [m.id, m.state])).toEqual([
+      [first, "ready"],
+      [second, "ready"],
+    ]);
+  });
+
+  it("are not shown from a restricted channel the caller cannot read", async () => {
+    const open = await createChannel(url(), owner);
+    const closed = await createChannel(url(), owner, { access: "restricted" });
+    const parent = (await postMessage(url(), owner, open, { content: "fetch" })).id;
+    await post(closed, "secret step", { depends_on: [parent] });
+    const seen = await rest<{ data: MessageJson[] }>(url(), "GET", `/v1/messages/${parent}/dependents`, { key: stranger });
+    expect(seen.status).toBe(200);
+    expect(seen.body.data).toEqual([]);
+    expect((await rest<{ data: MessageJson[] }>(url(), "GET", `/v1/messages/${parent}/dependents`, { key: owner })).body.data).toHaveLength(1);
+  });
+});
+
 describe("a parent that ends without an acknowledgement", () => {
   it("cancels every descendant, three levels down, with cancel_reason parent_failed", async () => {
     const ch = await createChannel(url(), owner);

@@ -17,6 +17,7 @@ import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
 import { Deliveries } from "./deliveries.js";
+import { MessageTree } from "./message-tree.js";
 import { Schedules } from "./schedules.js";
 import { People } from "./people.js";
 
@@ -386,6 +387,7 @@ function MessageItem({ message, claimable, claimOne, owner, onChanged }: { messa
           </>
         ) : null}
       </dl>
+      <MessageTree message={message} />
       {claimable ? <MessageActions message={message} claimOne={claimOne} mayCancel={owner || message.authorKeyId === me.keyId} onChanged={onChanged} /> : null}
     </li>
   );

@@ -98,6 +98,11 @@ export class FakeMessageStore implements MessageStore {
     });
   }
 
+  /** Dependencies are SQL (store/message-dependencies.ts); they are tested against PostgreSQL, not here. */
+  async dependentsOf(): Promise<MessageRecord[]> {
+    return [];
+  }
+
   /** Waitpoints are SQL (store/waitpoints.ts); they are tested against PostgreSQL, not here. */
   async releaseUntil(): Promise<"waitpoint_not_found"> {
     return "waitpoint_not_found";
