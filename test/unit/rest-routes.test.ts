@@ -8,11 +8,13 @@ import { KeyService } from "../../gen/agentbus/v1/key_service_pb.js";
 import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import { SecurityService } from "../../gen/agentbus/v1/security_service_pb.js";
+import { ScheduleService } from "../../gen/agentbus/v1/schedule_service_pb.js";
 import { SessionService } from "../../gen/agentbus/v1/session_service_pb.js";
+import { WaitpointService } from "../../gen/agentbus/v1/waitpoint_service_pb.js";
 import { rulesOf } from "../../src/server/rpc/method-rules.js";
 import { RestRoutes } from "../../src/server/rest/routes.js";
 
-const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, LimitService, SecurityService, CompatService];
+const services = [KeyService, ChannelService, MessageService, ActorService, AdminService, JobService, SessionService, LimitService, SecurityService, CompatService, WaitpointService, ScheduleService];
 const routes = new RestRoutes(services);
 
 /** Every REST route the API offers, with the RPC that serves it. */
@@ -89,6 +91,17 @@ const expected: Array<[string, string, string]> = [
   ["GET", "/v1/limits/openai:gpt-4o", "GetLimit"],
   ["PATCH", "/v1/limits/openai:gpt-4o", "UpdateLimit"],
   ["DELETE", "/v1/limits/openai:gpt-4o", "DeleteLimit"],
+  ["GET", "/v1/messages/m1/dependents", "ListMessageDependents"],
+  ["POST", "/v1/waitpoints", "CreateWaitpoint"],
+  ["GET", "/v1/waitpoints", "ListWaitpoints"],
+  ["GET", "/v1/waitpoints/w1", "GetWaitpoint"],
+  ["POST", "/v1/waitpoints/wpt_abc_def:complete", "CompleteWaitpoint"],
+  ["POST", "/v1/waitpoints/w1:resolve", "ResolveWaitpoint"],
+  ["POST", "/v1/schedules", "CreateSchedule"],
+  ["GET", "/v1/schedules", "ListSchedules"],
+  ["GET", "/v1/schedules/s1", "GetSchedule"],
+  ["PATCH", "/v1/schedules/s1", "UpdateSchedule"],
+  ["DELETE", "/v1/schedules/s1", "DeleteSchedule"],
   ["GET", "/v1/security/audit", "ListSecurityAudit"],
   ["POST", "/v1/pdf/generate", "CreatePdfJob"],
   ["POST", "/v1/jobs/parse", "CreateJobPostingParseJob"],
@@ -159,7 +172,7 @@ describe("method rules from the proto", () => {
 
   it("protects every method with an API key unless the proto says otherwise", () => {
     const open = services.flatMap((s) => s.methods).filter((m) => rulesOf(m).auth !== "api_key").map((m) => `${m.name}:${rulesOf(m).auth}`);
-    expect(open.sort()).toEqual(["CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "ListAuditEvents:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetKeyQuotas:admin_token", "SetPublicMinting:admin_token"]);
+    expect(open.sort()).toEqual(["CompleteWaitpoint:none", "CreateKey:admin_token", "CreateKey:none", "GetPublicMinting:admin_token", "ListAuditEvents:admin_token", "PauseChannel:admin_token", "ResumeChannel:admin_token", "SetKeyQuotas:admin_token", "SetPublicMinting:admin_token"]);
   });
 
   it("treats reads as side-effect free and everything else as a mutation", () => {
