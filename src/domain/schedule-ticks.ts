@@ -83,8 +83,12 @@ export class ScheduleTicker {
     const poll = this.options.pollMs ?? DEFAULT_POLL_MS;
     let wait = poll;
     try {
-      await this.runDue();
-      const next = await this.store.nextDue();
+      // One indexed read while nothing is due; the locking transaction only when something is.
+      let next = await this.store.nextDue();
+      if (next !== null && next <= this.options.clock.now()) {
+        await this.runDue();
+        next = await this.store.nextDue();
+      }
       if (next !== null) wait = Math.min(poll, Math.max(0, Math.ceil((next - this.options.clock.now()) / 1000)));
     } catch (err) {
       this.options.onError(err);

@@ -125,7 +125,7 @@ export class PgScheduleStore implements ScheduleStore {
   }
 
   async nextDue(): Promise<Micros | null> {
-    const { rows } = await this.db.query<{ next: Micros | null }>("SELECT min(next_run_at) AS next FROM schedules WHERE NOT paused", [], "schedules_next_due");
+    const { rows } = await this.db.query<{ next: Micros | null }>("SELECT min(next_run_at) AS next FROM schedules WHERE next_run_at IS NOT NULL", [], "schedules_next_due");
     return rows[0]?.next ?? null;
   }
 }
