@@ -103,6 +103,8 @@ export class ScheduleTicker {
     let messageId: string | null = null;
     let error: string | null = null;
     if (schedule.creatorLabel === null) error = "key_revoked";
+    // Its key gave up posting (narrowed its scopes): the schedule posts only what the key itself may.
+    else if (!schedule.creatorMayPost) error = "insufficient_scope";
     else {
       const caller: Caller = { keyId: schedule.createdByKeyId, agentLabel: schedule.creatorLabel, ownerId: schedule.creatorLabel };
       try {

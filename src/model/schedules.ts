@@ -32,4 +32,6 @@ export interface ScheduleRecord {
 export interface DueSchedule extends ScheduleRecord {
   /** The creating key's agent label; null when the key was revoked. */
   creatorLabel: string | null;
+  /** Whether the creating key still holds messages:write (a key may narrow its scopes after it made the schedule). */
+  creatorMayPost: boolean;
 }

@@ -21,6 +21,7 @@ interface ScheduleRow {
   created_at: Micros;
   updated_at: Micros;
   creator_label?: string | null;
+  creator_may_post?: boolean;
 }
 
 const FIELDS = `s.id, s.channel_id, s.created_by_key_id, s.cron, s.timezone, s.message, s.paused, s.next_run_at, s.last_run_at,
@@ -99,13 +100,14 @@ export class PgScheduleStore implements ScheduleStore {
 
   async takeDue(now: Micros, limit: number): Promise<DueSchedule[]> {
     const { rows } = await this.db.query<ScheduleRow>(
-      `SELECT ${FIELDS}, (SELECT k.agent_label FROM api_keys k WHERE k.key_id = s.created_by_key_id AND k.revoked_at IS NULL) AS creator_label
-       FROM schedules s WHERE s.next_run_at <= $1 AND NOT s.paused
+      `SELECT ${FIELDS}, k.agent_label AS creator_label, (k.scopes IS NULL OR 'messages:write' = ANY (k.scopes)) AS creator_may_post
+       FROM schedules s LEFT JOIN api_keys k ON k.key_id = s.created_by_key_id AND k.revoked_at IS NULL
+       WHERE s.next_run_at <= $1 AND NOT s.paused
        ORDER BY s.next_run_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
       [formatTimestamp(now), limit],
       "schedules_due",
     );
-    return rows.map((r) => ({ ...toRecord(r), creatorLabel: r.creator_label ?? null }));
+    return rows.map((r) => ({ ...toRecord(r), creatorLabel: r.creator_label ?? null, creatorMayPost: r.creator_may_post === true }));
   }
 
   async recordRun(run: { scheduleId: string; scheduledFor: Micros; ranAt: Micros; messageId: string | null; error: string | null; nextRunAt: Micros | null }): Promise<boolean> {

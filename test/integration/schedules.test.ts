@@ -155,6 +155,17 @@ describe("ticks", () => {
     expect(rows[0]).toEqual({ last_error: "key_revoked", last_message_id: null, n: "0" });
   });
 
+  it("record insufficient_scope when the creating key gave up messages:write, and post nothing", async () => {
+    const narrowing = await mintKey(url(), "sched-narrowed");
+    const ch = await createChannel(url(), narrowing);
+    const s = (await create({ channel: ch, cron: "* * * * *", message: { content: "x" } }, narrowing)).body;
+    expect((await rest(url(), "PUT", "/v1/keys/me/scopes", { key: narrowing, body: { scopes: ["messages:read", "channels:read"] } })).status).toBe(200);
+    clock.advanceSeconds(61);
+    await eventually(async () => (await sql.query<{ runs: number }>("SELECT runs FROM schedules WHERE id = $1", [s.id])).rows[0]?.runs === 1);
+    const { rows } = await sql.query<{ last_error: string; n: string }>("SELECT last_error, (SELECT count(*) FROM messages WHERE channel_id = $2) AS n FROM schedules WHERE id = $1", [s.id, ch]);
+    expect(rows[0]).toEqual({ last_error: "insufficient_scope", n: "0" });
+  });
+
   it("end with their channel: deleting a channel deletes its schedules", async () => {
     const ch = await createChannel(url(), owner);
     const s = (await every("* * * * *", ch)).body;
