@@ -141,6 +141,14 @@ describe("completing a waitpoint", () => {
     expect((await getWaitpoint(w.id)).body.data).toEqual({ approved: true, by: "dana" });
   });
 
+  it("never writes the token to the service's log (the request line is logged by its route template)", async () => {
+    const w = await newWaitpoint();
+    expect((await complete(w.token, { data: { ok: true } })).status).toBe(200);
+    const secret = w.token.slice(37);
+    expect(server.rawLogs.some((line) => line.includes("waitpoints/{token}:complete"))).toBe(true);
+    expect(server.rawLogs.some((line) => line.includes(secret))).toBe(false);
+  });
+
   it.each([
     ["a wrong secret", (t: string) => `${t.slice(0, -1)}${t.endsWith("A") ? "B" : "A"}`],
     ["another id", (t: string) => `wpt_${"0".repeat(32)}_${t.slice(37)}`],
