@@ -264,6 +264,38 @@ print(json.dumps(out))
     });
   });
 
+  it("reports progress on a held task and posts a task that waits for it, handed out with its result", async () => {
+    const script = `
+import json, uuid
+from agentbus_client import AgentbusClient
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_pb2, message_service_pb2
+
+out = {}
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-" + uuid.uuid4().hex[:8])).key)
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-deps-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    parent = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="fetch")).message
+    child = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="plot", depends_on=[parent.id])).message
+    out["child"] = [message_pb2.MessageState.Name(child.state), list(child.depends_on)== [parent.id]]
+    lease = client.messages.ReceiveMessages(message_service_pb2.ReceiveMessagesRequest(identifier=channel.id, max_messages=5)).data
+    out["received"] = [l.message.id == parent.id for l in lease]
+    reported = client.messages.ReportProgress(message_service_pb2.ReportProgressRequest(message_id=parent.id, lease_token=lease[0].lease_token, text="half")).message
+    out["progress"] = reported.progress.text
+    client.messages.AckMessage(message_service_pb2.AckMessageRequest(message_id=parent.id, result="data.csv"))
+    got = client.messages.ReceiveMessages(message_service_pb2.ReceiveMessagesRequest(identifier=channel.id, max_messages=5)).data
+    out["dependent"] = [[g.message.id == child.id, [p.result for p in g.parents]] for g in got]
+print(json.dumps(out))
+`;
+    const out = await runPython(["-c", script]);
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(out.stdout)).toEqual({
+      child: ["MESSAGE_STATE_BLOCKED", true],
+      received: [true],
+      progress: "half",
+      dependent: [[true, ["data.csv"]]],
+    });
+  });
+
   it("creates a waitpoint, parks a task on it, and completes it with the token and no key", async () => {
     const script = `
 import json, uuid
