@@ -118,7 +118,13 @@ export class MessageClaims {
     if (released === "waitpoint_not_found") throw waitpointNotFound();
     if (released === undefined) return this.refuseRelease(caller, messageId, now);
     // Waiting wakes nobody now, but a receive sleeping until the channel's next due work must re-read it.
+    return this.afterRelease(released, now);
+  }
+
+  /** What follows any release that took: wake the channel's waiters; one given back after a cancel fails what depends on it. */
+  private async afterRelease(released: MessageRecord, now: Micros): Promise<MessageRecord> {
     this.ctx.announce(released.channelId);
+    // Given back after a cancel, it is cancelled: what depends on it will never run (docs/decisions.md#dependencies).
     if (released.cancelRequestedAt !== null && released.dependentsCount > 0) await this.ctx.store.failDependents([released.id], now);
     return released;
   }
@@ -157,13 +163,8 @@ export class MessageClaims {
       availableAt = now + Math.round(delaySeconds * MICROS_PER_SECOND);
     }
     const released = await this.ctx.store.release(messageId, caller.keyId, actor, now, availableAt, priority);
-    if (released) {
-      // Open work again: wake whoever waits for unclaimed messages.
-      this.ctx.announce(released.channelId);
-      // Given back after a cancel, it is cancelled: what depends on it will never run (docs/decisions.md#dependencies).
-      if (released.cancelRequestedAt !== null && released.dependentsCount > 0) await this.ctx.store.failDependents([released.id], now);
-      return released;
-    }
+    // Open work again: wake whoever waits for unclaimed messages.
+    if (released) return this.afterRelease(released, now);
     return this.refuseRelease(caller, messageId, now);
   }
 

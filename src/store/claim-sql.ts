@@ -51,22 +51,36 @@ export const ACK_SQL = `UPDATE messages m SET acknowledged_by = m.acknowledged_b
   RETURNING a.ord, ${COLUMNS}`;
 
 /**
+ * The SET items of every statement that gives a claim back (release, a
+ * receive's undelivered leases, a release to wait for a waitpoint), `now`
+ * their time: nobody holds it, and a cancelled message is cancelled now,
+ * not open work (docs/decisions.md#cancel). One list, so a claim column
+ * added later is cleared by all of them.
+ */
+export const GIVEN_BACK = (now: string) => `claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
+    claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
+    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at ELSE ${EXPIRED_BY_CANCEL(now)} END`;
+
+/**
+ * The conditions of a release of message m ($1) by key $2 and actor $3 at
+ * $4: they hold its live claim, and its channel, which the key may use, is
+ * a work queue.
+ */
+export const RELEASABLE = `m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
+    AND ${NOT_ACKNOWLEDGED}
+    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
+    AND ${accessible("$2")}`;
+
+/**
  * $1 message, $2 key, $3 actor id, $4 now, $5 available_at (null: as it was),
  * $6 priority (null: as it was): clears the claim when this key and actor
  * hold it; a cancelled message expires with it.
  */
-export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-    claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
+export const RELEASE_SQL = `UPDATE messages m SET ${GIVEN_BACK("$4")},
     available_at = coalesce($5::timestamptz, m.available_at), priority = coalesce($6::smallint, m.priority),
     -- Its holder has seen how a waitpoint it waited for ended: a plain release ends the wait (docs/decisions.md#waitpoints).
-    waitpoint_id = NULL, waitpoint_outcome = NULL,
-    -- A cancelled message given back is cancelled now, not open work (docs/decisions.md#cancel).
-    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
-      ELSE ${EXPIRED_BY_CANCEL("$4")} END
-  WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
-    AND ${NOT_ACKNOWLEDGED}
-    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
-    AND ${accessible("$2")}
+    waitpoint_id = NULL, waitpoint_outcome = NULL
+  WHERE ${RELEASABLE}
   RETURNING ${COLUMNS}`;
 
 /**
@@ -74,11 +88,8 @@ export const RELEASE_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, clai
  * their receive never delivered (the delivery is not counted); one cancelled
  * meanwhile is cancelled now, as on a release.
  */
-export const RELEASE_UNSEEN_SQL = `UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-    claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
-    delivery_count = greatest(m.delivery_count - 1, 0),
-    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at
-      ELSE ${EXPIRED_BY_CANCEL("$4")} END
+export const RELEASE_UNSEEN_SQL = `UPDATE messages m SET ${GIVEN_BACK("$4")},
+    delivery_count = greatest(m.delivery_count - 1, 0)
   FROM unnest($1::uuid[], $2::text[]) AS l(id, token)
   WHERE m.id = l.id AND m.lease_token = l.token AND m.claimed_by_key_id = $3 AND m.expires_at > $4 AND ${NOT_ACKNOWLEDGED}`;
 

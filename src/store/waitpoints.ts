@@ -12,8 +12,8 @@ import type {
   WaitpointStore,
 } from "../ports/waitpoints.js";
 import type { Db } from "./db.js";
-import { EXPIRED_BY_CANCEL } from "./message-cancel.js";
-import { COLUMNS, LAPSED, NOT_ACKNOWLEDGED, accessible, toRecord, type MessageRow } from "./message-rows.js";
+import { GIVEN_BACK, RELEASABLE } from "./claim-sql.js";
+import { COLUMNS, toRecord, type MessageRow } from "./message-rows.js";
 
 interface WaitpointRow {
   id: string;
@@ -62,18 +62,13 @@ const STATE_CONDITION = {
 const RELEASE_UNTIL_SQL = `WITH w AS (
     SELECT w.id, w.completed_at, w.data, w.expires_at FROM waitpoints w WHERE w.id = $5 AND w.owner_key_id = $2 FOR SHARE
   )
-  UPDATE messages m SET claimed_by_key_id = NULL, claimed_by_actor_id = NULL, claimed_by_actor_name = NULL,
-    claimed_at = NULL, claim_metadata = NULL, lease_token = NULL, lease_expires_at = NULL, held_limit_ids = NULL,
+  UPDATE messages m SET ${GIVEN_BACK("$4")},
     delivery_count = greatest(m.delivery_count - 1, 0),
     waitpoint_id = w.id,
     waitpoint_outcome = CASE WHEN w.completed_at IS NOT NULL THEN jsonb_build_object('data', coalesce(w.data, '{}'::jsonb)) END,
-    available_at = CASE WHEN w.completed_at IS NOT NULL THEN $4::timestamptz ELSE greatest(w.expires_at, $4::timestamptz) END,
-    expires_at = CASE WHEN m.cancel_requested_at IS NULL THEN m.expires_at ELSE ${EXPIRED_BY_CANCEL("$4")} END
+    available_at = CASE WHEN w.completed_at IS NOT NULL THEN $4::timestamptz ELSE greatest(w.expires_at, $4::timestamptz) END
   FROM w
-  WHERE m.id = $1 AND m.claimed_by_key_id = $2 AND m.claimed_by_actor_id = $3 AND m.expires_at > $4 AND NOT ${LAPSED("$4")}
-    AND ${NOT_ACKNOWLEDGED}
-    AND EXISTS (SELECT 1 FROM channels k WHERE k.id = m.channel_id AND k.mode = 'claimable')
-    AND ${accessible("$2")}
+  WHERE ${RELEASABLE}
   RETURNING ${COLUMNS}`;
 
 /** A release to wait for a waitpoint (RELEASE_UNTIL_SQL), for the message store: see MessageStore.releaseUntil. */
