@@ -50,6 +50,7 @@ import type { RequestLimiter } from "./ports/rate-limit.js";
 import { SERVICE_VERSION } from "./platform/version.js";
 import { databaseState } from "./server/health.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
+import { A2aHttpEndpoint } from "./server/a2a/http.js";
 import { BodyBudget } from "./server/http/body-budget.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
@@ -381,6 +382,15 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       idleMs: config.mcpSessionIdleSeconds * 1000,
     });
     cleanups.push(() => mcp.close());
+    const a2a = new A2aHttpEndpoint({
+      selfUrl: () => selfUrl,
+      trustProxy: config.trustProxy,
+      maxBodyBytes: config.maxBodyBytes,
+      admit: (key, headers) => pipeline.authenticate(key, { requestHeader: headers, responseHeader: new Headers(), values: createContextValues() }),
+      internalCallHeaders: { [INTERNAL_CALL_HEADER]: internalCallToken },
+      budget,
+      published: (id) => domain.channels.publishedAgent(id),
+    });
     const listener: Listener = await listen({
       host: config.host,
       port: config.port,
@@ -405,6 +415,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
           publicMinting: () => domain.minting.enabled(),
         },
         mcp,
+        a2a,
         status: {
           version: SERVICE_VERSION,
           startedAt: clock.now(),

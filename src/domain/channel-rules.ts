@@ -3,7 +3,8 @@
  * the pure checks of a create, taking plain values (the services map proto
  * requests to them) and throwing ApiError with the contract's 422 codes.
  */
-import type { ChannelAccess, ChannelMode, NewChannel } from "../model/channels.js";
+import type { ChannelA2a, ChannelAccess, ChannelMode, NewChannel } from "../model/channels.js";
+import { checkA2aMode, validateChannelA2a, type ChannelA2aInput } from "./a2a-rules.js";
 import { ApiError } from "../model/errors.js";
 import { validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
@@ -269,6 +270,8 @@ export interface CreateChannelInput {
   priorityAgingSeconds?: number | undefined;
   /** Names of the caller's shared limits. */
   limits?: readonly string[] | undefined;
+  /** Publishes a claimable channel as an A2A agent. */
+  a2a?: ChannelA2aInput | undefined;
 }
 
 /** A create request naming only `fields`, every other field left out as a client leaving it out would: for use cases that create channels themselves. */
@@ -327,8 +330,14 @@ export function validateCreateChannel(input: CreateChannelInput, defaults: Chann
     priorityAgingSeconds: validatePriorityAging(input.priorityAgingSeconds),
     limits: validateLimitNames(input.limits),
     limitIds: [],
+    a2a: checkedA2a(validateChannelA2a(input.a2a), mode),
   };
 }
+
+const checkedA2a = (a2a: ChannelA2a | null, mode: ChannelMode) => {
+  checkA2aMode(a2a, mode);
+  return a2a;
+};
 
 // ---------------------------------------------------------------------------
 // Update

@@ -7,6 +7,7 @@ import type { ChannelChanges, ChannelPatch, ChannelRecord } from "../model/chann
 import { camel, updateMaskParser } from "./update-mask.js";
 import { ApiError } from "../model/errors.js";
 import { validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
+import { validateChannelA2a } from "./a2a-rules.js";
 import type { JsonValue } from "../model/json.js";
 import {
   RETENTION_DAYS,
@@ -47,6 +48,7 @@ export const UPDATABLE_FIELDS = [
   "dispatch",
   "priority_aging_seconds",
   "limits",
+  "a2a",
 ] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
 
@@ -148,6 +150,9 @@ export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly stri
       case "limits":
         patch.limits = validateLimitNames(input.limits);
         break;
+      case "a2a":
+        patch.a2a = validateChannelA2a(input.a2a);
+        break;
     }
   }
   return patch;
@@ -188,6 +193,7 @@ export function changedColumns(current: ChannelRecord, patch: ChannelPatch, dead
   differs("dispatch", patch.dispatch, current.dispatch);
   differs("priorityAgingSeconds", patch.priorityAgingSeconds, current.priorityAgingSeconds);
   if (limitIds !== undefined && !sameSet(limitIds, current.limitIds)) changes.limitIds = limitIds;
+  if (patch.a2a !== undefined && !sameJson(patch.a2a, current.a2a)) changes.a2a = patch.a2a;
   if (patch.metadataSchema !== undefined && !sameJson(patch.metadataSchema, current.metadataSchema)) {
     changes.metadataSchema = patch.metadataSchema;
   }

@@ -11,6 +11,16 @@ import { nameKey } from "./labels.js";
 import { ApiError } from "../model/errors.js";
 import { quotaExceeded } from "./quotas.js";
 import { limitIdsNamed } from "./dispatch-rules.js";
+import { checkA2aMode } from "./a2a-rules.js";
+import type { ChannelA2a } from "../model/channels.js";
+
+/** What an A2A agent card is made of. */
+export interface PublishedAgent {
+  id: string;
+  name: string;
+  description: string;
+  a2a: ChannelA2a;
+}
 import { formatTimestamp, parseTimestamp, type Micros } from "../model/time.js";
 import type { ChannelStore } from "../ports/channels.js";
 import { checkMetadataSchema, DISCOVERY_PAGE, validateAlias, validateCreateChannel, type ChannelDefaults, type CreateChannelInput } from "./channel-rules.js";
@@ -96,6 +106,17 @@ export class Channels {
     return found;
   }
 
+  /**
+   * A claimable channel its owner published as an A2A agent, by id, for
+   * anyone: its card is public (docs/decisions.md#a2a). Undefined for any
+   * other id, so the answer tells nothing of channels that are not agents.
+   */
+  async publishedAgent(id: string): Promise<PublishedAgent | undefined> {
+    const found = await this.store.findView(id, "");
+    if (found === undefined || found.id !== id || found.mode !== "claimable" || found.a2a?.enabled !== true) return undefined;
+    return { id: found.id, name: found.name, description: found.description, a2a: found.a2a };
+  }
+
   /** Discoverable channels of any access, newest first, paged by created_at (unique). */
   async discover(caller: Caller, query: DiscoveryQuery): Promise<DiscoveryPage> {
     return summaryPage(query, (before, limit) => this.store.discover(caller.keyId, before, limit));
@@ -116,10 +137,13 @@ export class Channels {
     const deadLetterChannelId =
       patch.deadLetterChannel === undefined ? undefined : patch.deadLetterChannel === null ? null : await this.resolveDeadLetterChannel(caller, patch.deadLetterChannel, view.id);
     const limitIds = patch.limits === undefined ? undefined : await limitIdsNamed(patch.limits, (names) => this.store.limitIds(caller.keyId, names));
-    const updated = await this.store.update(view.id, (current) => ({
+    const updated = await this.store.update(view.id, (current) => {
+      checkA2aMode(patch.a2a === undefined ? current.record.a2a : patch.a2a, patch.mode ?? current.record.mode);
+      return {
       changes: changedColumns(current.record, patch, deadLetterChannelId, limitIds),
       relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,
-    }));
+      };
+    });
     if (!updated) throw channelNotFound(identifier);
     return updated;
   }

@@ -18,6 +18,23 @@ export interface DispatchSettings {
   limitIds: string[];
 }
 
+/** A skill an A2A agent card lists (docs/decisions.md#a2a). */
+export type A2aSkill = {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  examples: string[];
+};
+
+/** A claimable channel published as an A2A agent (docs/decisions.md#a2a); name and description default to the channel's. */
+export type ChannelA2a = {
+  enabled: boolean;
+  name: string | null;
+  description: string | null;
+  skills: A2aSkill[];
+};
+
 export interface ChannelRecord {
   id: string;
   name: string;
@@ -51,6 +68,8 @@ export interface ChannelRecord {
   limits: string[];
   /** A message of the channel named limits of its own: its receives check limits. */
   limitedMessages: boolean;
+  /** Published as an A2A agent; null: never set. */
+  a2a: ChannelA2a | null;
 }
 
 /** A channel looked up on behalf of a caller, with the caller's standing in it. */
@@ -90,6 +109,7 @@ export interface NewChannel {
   /** Limit names as given; the use case resolves them to limitIds. */
   limits: string[];
   limitIds: string[];
+  a2a: ChannelA2a | null;
 }
 
 /** What an update changes; a key that is present is applied (null = clear). */
@@ -117,6 +137,7 @@ export interface ChannelPatch {
   priorityAgingSeconds?: number | null;
   /** Limit names; replaces the list. */
   limits?: string[];
+  a2a?: ChannelA2a | null;
 }
 
 /** Column changes of an update (only the keys present are written): the patch but the related channels, which have their own table. */

@@ -31,6 +31,7 @@ import type { CallPipeline } from "./rpc/pipeline.js";
 import { RestRoutes } from "./rest/routes.js";
 import { registerReflection } from "./reflection.js";
 import { MCP_PATH, type McpHttpEndpoint } from "./mcp/http.js";
+import { A2aHttpEndpoint } from "./a2a/http.js";
 import { renderStatusHtml, sharedStatus, withOperatorDetails, type StatusSources } from "./status.js";
 import { RestTranscoder, sendError, sendJson, type NodeRequest, type NodeResponse } from "./rest/transcoder.js";
 
@@ -57,6 +58,8 @@ export interface HttpHandlerOptions {
   health?: Pick<HealthOptions, "database" | "components" | "publicMinting">;
   /** The MCP endpoint at /mcp (Streamable HTTP). */
   mcp?: McpHttpEndpoint;
+  /** A2A at /a2a/{channel_id}: published channels' agent cards and JSON-RPC. */
+  a2a?: A2aHttpEndpoint;
   /** What GET /status and /status.html report; without it they are not served. */
   status?: StatusSources & { operatorDetails?: () => Promise<Record<string, ComponentReport>> };
   /** The operator's token: /status with it names each component's hosts, paths and versions. */
@@ -326,6 +329,13 @@ export function createHttpHandler(options: HttpHandlerOptions) {
         route = MCP_PATH;
         protocol = "mcp";
         options.mcp.handle(req, res, requestId).catch(fail);
+        return;
+      }
+
+      if (options.a2a !== undefined && A2aHttpEndpoint.owns(path)) {
+        route = "/a2a/{channel_id}";
+        protocol = "a2a";
+        options.a2a.handle(req, res, requestId, path).catch(fail);
         return;
       }
 

@@ -32,6 +32,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         dispatch: dispatchFromProto(request.dispatch),
         priorityAgingSeconds: request.priorityAgingSeconds,
         limits: request.limits,
+        a2a: request.a2a,
       });
       return renderChannel(channel, callerOf(ctx).keyId);
     },
@@ -82,6 +83,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
           dispatch: update ? dispatchFromProto(update.dispatch) : undefined,
           priorityAgingSeconds: update?.priorityAgingSeconds,
           limits: update?.limits ?? [],
+          a2a: update?.a2a,
         },
         mask,
       );

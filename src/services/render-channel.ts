@@ -101,6 +101,7 @@ export function renderChannel(c: ChannelResource, viewerKeyId?: string): Message
     dispatch: dispatchToProto(c.dispatch),
     priorityAgingSeconds: c.priorityAgingSeconds ?? undefined,
     limits: c.limits,
+    a2a: c.a2a === null ? undefined : { enabled: c.a2a.enabled, name: c.a2a.name ?? undefined, description: c.a2a.description ?? undefined, skills: c.a2a.skills },
   };
 }
 

@@ -1,6 +1,7 @@
 /** SQL for channels: lookup by id, alias or owned name on behalf of a caller, create, discovery, update, delete, aliases, pause. */
 import type { Caller } from "../model/caller.js";
 import {
+  type ChannelA2a,
   type ChannelChanges,
   type ChannelLookup,
   type ChannelRecord,
@@ -49,12 +50,13 @@ export interface ChannelRow {
   limit_ids: string[];
   limit_names: string[];
   limited_messages: boolean;
+  a2a: ChannelA2a | null;
 }
 
 export const CHANNEL_COLUMNS = `c.id, c.name, c.mode, c.access, c.discoverable, c.description, c.owner_id, c.created_by_key_id,
   c.metadata_schema, c.pinned_message, c.webhook_url, c.webhook_secret, c.ttl_seconds, c.retention_days,
   c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at,
-  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages,
+  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages, c.a2a,
   ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (c.limit_ids) ORDER BY l.name) AS limit_names`;
 
 export function toChannelRecord(row: ChannelRow): ChannelRecord {
@@ -86,6 +88,7 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     limitIds: row.limit_ids,
     limits: row.limit_names,
     limitedMessages: row.limited_messages,
+    a2a: row.a2a,
   };
 }
 
@@ -192,9 +195,9 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
        INSERT INTO channels (name, mode, access, discoverable, description, owner_id, created_by_key_id, metadata_schema,
                              pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
                              max_writes_per_minute, max_deliveries, dead_letter_channel_id, created_at, updated_at,
-                             group_concurrency, dispatch, priority_aging_seconds, limit_ids)
+                             group_concurrency, dispatch, priority_aging_seconds, limit_ids, a2a)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $17, $18, stamp.at, stamp.at,
-         $19, $20, $21, $22::uuid[] FROM stamp
+         $19, $20, $21, $22::uuid[], $23::jsonb FROM stamp
        RETURNING id, created_at
      ), member AS (
        -- The owner's membership dates from the channel's creation, so it lists first.
@@ -227,6 +230,7 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
       channel.dispatch,
       channel.priorityAgingSeconds,
       channel.limitIds,
+      channel.a2a === null ? null : JSON.stringify(channel.a2a),
     ],
   );
   const id = rows[0]?.id;
@@ -360,7 +364,11 @@ const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
   dispatch: "dispatch",
   priorityAgingSeconds: "priority_aging_seconds",
   limitIds: "limit_ids",
+  a2a: "a2a",
 };
+
+/** Columns written as JSON text and cast. */
+const JSONB_CHANGES = new Set<keyof ChannelChanges>(["metadataSchema", "a2a"]);
 
 /**
  * Writes the changed columns and, when given, replaces the related channels;
@@ -371,8 +379,9 @@ export async function updateChannel(db: Db, id: string, changes: ChannelChanges,
   const values: unknown[] = [id];
   for (const [key, value] of Object.entries(changes) as Array<[keyof ChannelChanges, unknown]>) {
     const column = CHANGE_COLUMNS[key];
-    values.push(key === "metadataSchema" ? JSON.stringify(value) : value);
-    sets.push(`${column} = $${values.length}${key === "metadataSchema" ? "::jsonb" : key === "limitIds" ? "::uuid[]" : ""}`);
+    const json = JSONB_CHANGES.has(key);
+    values.push(json && value !== null ? JSON.stringify(value) : value);
+    sets.push(`${column} = $${values.length}${json ? "::jsonb" : key === "limitIds" ? "::uuid[]" : ""}`);
   }
   sets.push("updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')");
   await db.query(`UPDATE channels SET ${sets.join(", ")} WHERE id = $1`, values);

@@ -90,7 +90,7 @@ describe("POST /v1/channels", () => {
       "id", "name", "mode", "access", "discoverable", "description", "owner_id", "created_by_key_id", "metadata_schema",
       "pinned_message", "ttl_seconds", "retention_days", "max_messages", "max_writes_per_minute", "paused", "aliases",
       "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id", "webhook_url",
-      "group_concurrency", "dispatch", "priority_aging_seconds", "limits",
+      "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a",
     ]);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -119,6 +119,7 @@ describe("POST /v1/channels", () => {
       dispatch: "fifo",
       priority_aging_seconds: null,
       limits: [],
+      a2a: null,
     });
     expect(res.body.updated_at).toBe(res.body.created_at);
   });

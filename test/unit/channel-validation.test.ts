@@ -37,6 +37,7 @@ describe("validateCreateChannel defaults", () => {
       priorityAgingSeconds: null,
       limits: [],
       limitIds: [],
+      a2a: null,
     });
   });
 
@@ -299,6 +300,7 @@ describe("changedColumns", () => {
     limitIds: [],
     limits: [],
     limitedMessages: false,
+    a2a: null,
   };
 
   it("reports nothing when every patched value equals the current one", () => {

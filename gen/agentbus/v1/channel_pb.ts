@@ -12,7 +12,100 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentbus/v1/channel.proto.
  */
 export const file_agentbus_v1_channel: GenFile = /*@__PURE__*/
-  fileDesc("ChlhZ2VudGJ1cy92MS9jaGFubmVsLnByb3RvEgthZ2VudGJ1cy52MSJSCg5SZWxhdGVkQ2hhbm5lbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBG1vZGUYAyABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZSLQBwoHQ2hhbm5lbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBG1vZGUYAyABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZRIqCgZhY2Nlc3MYBCABKA4yGi5hZ2VudGJ1cy52MS5DaGFubmVsQWNjZXNzEhQKDGRpc2NvdmVyYWJsZRgFIAEoCBITCgtkZXNjcmlwdGlvbhgGIAEoCRIQCghvd25lcl9pZBgHIAEoCRIZChFjcmVhdGVkX2J5X2tleV9pZBgIIAEoCRIwCg9tZXRhZGF0YV9zY2hlbWEYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhsKDnBpbm5lZF9tZXNzYWdlGAogASgJSACIAQESEwoLdHRsX3NlY29uZHMYCyABKAUSFgoOcmV0ZW50aW9uX2RheXMYDCABKAUSGQoMbWF4X21lc3NhZ2VzGA0gASgFSAGIAQESIgoVbWF4X3dyaXRlc19wZXJfbWludXRlGA4gASgFSAKIAQESDgoGcGF1c2VkGA8gASgIEg8KB2FsaWFzZXMYECADKAkSNQoQcmVsYXRlZF9jaGFubmVscxgRIAMoCzIbLmFnZW50YnVzLnYxLlJlbGF0ZWRDaGFubmVsEi4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKDm1heF9kZWxpdmVyaWVzGBQgASgFSAOIAQESIwoWZGVhZF9sZXR0ZXJfY2hhbm5lbF9pZBgVIAEoCUgEiAEBEhgKC3dlYmhvb2tfdXJsGBYgASgJSAWIAQESHgoRZ3JvdXBfY29uY3VycmVuY3kYFyABKAVIBogBARIuCghkaXNwYXRjaBgYIAEoDjIcLmFnZW50YnVzLnYxLkNoYW5uZWxEaXNwYXRjaBIjChZwcmlvcml0eV9hZ2luZ19zZWNvbmRzGBkgASgFSAeIAQESDgoGbGltaXRzGBogAygJQhEKD19waW5uZWRfbWVzc2FnZUIPCg1fbWF4X21lc3NhZ2VzQhgKFl9tYXhfd3JpdGVzX3Blcl9taW51dGVCEQoPX21heF9kZWxpdmVyaWVzQhkKF19kZWFkX2xldHRlcl9jaGFubmVsX2lkQg4KDF93ZWJob29rX3VybEIUChJfZ3JvdXBfY29uY3VycmVuY3lCGQoXX3ByaW9yaXR5X2FnaW5nX3NlY29uZHMihQcKDUNoYW5uZWxVcGRhdGUSEQoEbmFtZRgBIAEoCUgAiAEBEiYKBG1vZGUYAiABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZRIqCgZhY2Nlc3MYAyABKA4yGi5hZ2VudGJ1cy52MS5DaGFubmVsQWNjZXNzEhkKDGRpc2NvdmVyYWJsZRgEIAEoCEgBiAEBEhgKC2Rlc2NyaXB0aW9uGAUgASgJSAKIAQESMAoPbWV0YWRhdGFfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIbCg5waW5uZWRfbWVzc2FnZRgHIAEoCUgDiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCCADKAkSGwoOcmV0ZW50aW9uX2RheXMYCSABKAVIBIgBARIZCgxtYXhfbWVzc2FnZXMYCiABKAVIBYgBARIiChVtYXhfd3JpdGVzX3Blcl9taW51dGUYCyABKAVIBogBARITCgZwYXVzZWQYDCABKAhIB4gBARIYCgt3ZWJob29rX3VybBgNIAEoCUgIiAEBEhsKDndlYmhvb2tfc2VjcmV0GA4gASgJSAmIAQESGwoObWF4X2RlbGl2ZXJpZXMYDyABKAVICogBARIgChNkZWFkX2xldHRlcl9jaGFubmVsGBAgASgJSAuIAQESHgoRZ3JvdXBfY29uY3VycmVuY3kYESABKAVIDIgBARIuCghkaXNwYXRjaBgSIAEoDjIcLmFnZW50YnVzLnYxLkNoYW5uZWxEaXNwYXRjaBIjChZwcmlvcml0eV9hZ2luZ19zZWNvbmRzGBMgASgFSA2IAQESDgoGbGltaXRzGBQgAygJQgcKBV9uYW1lQg8KDV9kaXNjb3ZlcmFibGVCDgoMX2Rlc2NyaXB0aW9uQhEKD19waW5uZWRfbWVzc2FnZUIRCg9fcmV0ZW50aW9uX2RheXNCDwoNX21heF9tZXNzYWdlc0IYChZfbWF4X3dyaXRlc19wZXJfbWludXRlQgkKB19wYXVzZWRCDgoMX3dlYmhvb2tfdXJsQhEKD193ZWJob29rX3NlY3JldEIRCg9fbWF4X2RlbGl2ZXJpZXNCFgoUX2RlYWRfbGV0dGVyX2NoYW5uZWxCFAoSX2dyb3VwX2NvbmN1cnJlbmN5QhkKF19wcmlvcml0eV9hZ2luZ19zZWNvbmRzIpYCCg5DaGFubmVsU3VtbWFyeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBG1vZGUYAyABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZRIqCgZhY2Nlc3MYBCABKA4yGi5hZ2VudGJ1cy52MS5DaGFubmVsQWNjZXNzEhMKC2Rlc2NyaXB0aW9uGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWlzX21lbWJlchgHIAEoCBIQCghvd25lcl9pZBgIIAEoCRIVCg1saXZlX21lc3NhZ2VzGAkgASgFEhUKDW9wZW5fbWVzc2FnZXMYCiABKAUiwwEKBk1lbWJlchIKCgJpZBgBIAEoCRISCgpjaGFubmVsX2lkGAIgASgJEg4KBmtleV9pZBgDIAEoCRIuCgpncmFudGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImChlncmFudGVkX3ZpYV9pbnZpdGF0aW9uX2lkGAUgASgJSACIAQESEwoLYWdlbnRfbGFiZWwYBiABKAlCHAoaX2dyYW50ZWRfdmlhX2ludml0YXRpb25faWQiagoRSW52aXRhdGlvbkNoYW5uZWwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRImCgRtb2RlGAMgASgOMhguYWdlbnRidXMudjEuQ2hhbm5lbE1vZGUSEwoLZGVzY3JpcHRpb24YBCABKAki0QIKCkludml0YXRpb24SCgoCaWQYASABKAkSEAoIb3duZXJfaWQYAiABKAkSGQoRY3JlYXRlZF9ieV9rZXlfaWQYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aXZlGAcgASgIEi8KB2NoYW5uZWwYCCABKAsyHi5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uQ2hhbm5lbBIrCgVzdGF0ZRgJIAEoDjIcLmFnZW50YnVzLnYxLkludml0YXRpb25TdGF0ZRIMCgR1c2VzGAogASgFItQBCg1BY2Nlc3NSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSGAoQcmVxdWVzdGVyX2tleV9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkSMAoGc3RhdHVzGAUgASgOMiAuYWdlbnRidXMudjEuQWNjZXNzUmVxdWVzdFN0YXR1cxIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9yZXF1ZXN0ZXJfbGFiZWwYByABKAkioQEKEUludml0YXRpb25QcmV2aWV3Ei8KB2NoYW5uZWwYASABKAsyHi5hZ2VudGJ1cy52MS5JbnZpdGF0aW9uQ2hhbm5lbBIrCgVzdGF0ZRgCIAEoDjIcLmFnZW50YnVzLnYxLkludml0YXRpb25TdGF0ZRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLgAgoMQ2hhbm5lbEV2ZW50EgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSMQoKZXZlbnRfdHlwZRgDIAEoDjIdLmFnZW50YnVzLnYxLkNoYW5uZWxFdmVudFR5cGUSFAoMYWN0b3Jfa2V5X2lkGAQgASgJEhsKDnN1YmplY3Rfa2V5X2lkGAUgASgJSACIAQESGgoNaW52aXRhdGlvbl9pZBgGIAEoCUgBiAEBEikKCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIRCg9fc3ViamVjdF9rZXlfaWRCEAoOX2ludml0YXRpb25faWQijgMKD1dlYmhvb2tEZWxpdmVyeRIKCgJpZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRISCgpjaGFubmVsX2lkGAMgASgJEg0KBWV2ZW50GAQgASgJEhcKCm1lc3NhZ2VfaWQYBSABKAlIAIgBARIPCgdhdHRlbXB0GAYgASgFEjIKBnN0YXR1cxgHIAEoDjIiLmFnZW50YnVzLnYxLldlYmhvb2tEZWxpdmVyeVN0YXR1cxIcCg9yZXNwb25zZV9zdGF0dXMYCCABKAVIAYgBARISCgVlcnJvchgJIAEoCUgCiAEBEhMKC2R1cmF0aW9uX21zGAogASgFEjAKDGF0dGVtcHRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPbmV4dF9hdHRlbXB0X2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEINCgtfbWVzc2FnZV9pZEISChBfcmVzcG9uc2Vfc3RhdHVzQggKBl9lcnJvcipjCgtDaGFubmVsTW9kZRIcChhDSEFOTkVMX01PREVfVU5TUEVDSUZJRUQQABIaChZDSEFOTkVMX01PREVfQlJPQURDQVNUEAESGgoWQ0hBTk5FTF9NT0RFX0NMQUlNQUJMRRACKmkKD0NoYW5uZWxEaXNwYXRjaBIgChxDSEFOTkVMX0RJU1BBVENIX1VOU1BFQ0lGSUVEEAASGQoVQ0hBTk5FTF9ESVNQQVRDSF9GSUZPEAESGQoVQ0hBTk5FTF9ESVNQQVRDSF9GQUlSEAIqZwoNQ2hhbm5lbEFjY2VzcxIeChpDSEFOTkVMX0FDQ0VTU19VTlNQRUNJRklFRBAAEhcKE0NIQU5ORUxfQUNDRVNTX09QRU4QARIdChlDSEFOTkVMX0FDQ0VTU19SRVNUUklDVEVEEAIqrgEKD0ludml0YXRpb25TdGF0ZRIgChxJTlZJVEFUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGwoXSU5WSVRBVElPTl9TVEFURV9BQ1RJVkUQARIcChhJTlZJVEFUSU9OX1NUQVRFX1JFVk9LRUQQAhIcChhJTlZJVEFUSU9OX1NUQVRFX0VYUElSRUQQAxIgChxJTlZJVEFUSU9OX1NUQVRFX0lOVkFMSURBVEVEEAQqpQEKE0FjY2Vzc1JlcXVlc3RTdGF0dXMSJQohQUNDRVNTX1JFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASIQodQUNDRVNTX1JFUVVFU1RfU1RBVFVTX1BFTkRJTkcQARIiCh5BQ0NFU1NfUkVRVUVTVF9TVEFUVVNfQVBQUk9WRUQQAhIgChxBQ0NFU1NfUkVRVUVTVF9TVEFUVVNfREVOSUVEEAMq2QEKEENoYW5uZWxFdmVudFR5cGUSIgoeQ0hBTk5FTF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASIwofQ0hBTk5FTF9FVkVOVF9UWVBFX01FTUJFUl9BRERFRBABEiUKIUNIQU5ORUxfRVZFTlRfVFlQRV9NRU1CRVJfUkVNT1ZFRBACEioKJkNIQU5ORUxfRVZFTlRfVFlQRV9JTlZJVEFUSU9OX1JFU09MVkVEEAMSKQolQ0hBTk5FTF9FVkVOVF9UWVBFX0lOVklUQVRJT05fUkVWT0tFRBAEKrEBChVXZWJob29rRGVsaXZlcnlTdGF0dXMSJwojV0VCSE9PS19ERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIlCiFXRUJIT09LX0RFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQARIiCh5XRUJIT09LX0RFTElWRVJZX1NUQVRVU19GQUlMRUQQAhIkCiBXRUJIT09LX0RFTElWRVJZX1NUQVRVU19ERUZFUlJFRBADYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlhZ2VudGJ1cy92MS9jaGFubmVsLnByb3RvEgthZ2VudGJ1cy52MSKKAQoKQ2hhbm5lbEEyYRIPCgdlbmFibGVkGAEgASgIEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEiUKBnNraWxscxgEIAMoCzIVLmFnZW50YnVzLnYxLkEyYVNraWxsQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiJZCghBMmFTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkSEAoIZXhhbXBsZXMYBSADKAkiUgoOUmVsYXRlZENoYW5uZWwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRImCgRtb2RlGAMgASgOMhguYWdlbnRidXMudjEuQ2hhbm5lbE1vZGUi9gcKB0NoYW5uZWwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRImCgRtb2RlGAMgASgOMhguYWdlbnRidXMudjEuQ2hhbm5lbE1vZGUSKgoGYWNjZXNzGAQgASgOMhouYWdlbnRidXMudjEuQ2hhbm5lbEFjY2VzcxIUCgxkaXNjb3ZlcmFibGUYBSABKAgSEwoLZGVzY3JpcHRpb24YBiABKAkSEAoIb3duZXJfaWQYByABKAkSGQoRY3JlYXRlZF9ieV9rZXlfaWQYCCABKAkSMAoPbWV0YWRhdGFfc2NoZW1hGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIbCg5waW5uZWRfbWVzc2FnZRgKIAEoCUgAiAEBEhMKC3R0bF9zZWNvbmRzGAsgASgFEhYKDnJldGVudGlvbl9kYXlzGAwgASgFEhkKDG1heF9tZXNzYWdlcxgNIAEoBUgBiAEBEiIKFW1heF93cml0ZXNfcGVyX21pbnV0ZRgOIAEoBUgCiAEBEg4KBnBhdXNlZBgPIAEoCBIPCgdhbGlhc2VzGBAgAygJEjUKEHJlbGF0ZWRfY2hhbm5lbHMYESADKAsyGy5hZ2VudGJ1cy52MS5SZWxhdGVkQ2hhbm5lbBIuCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5tYXhfZGVsaXZlcmllcxgUIAEoBUgDiAEBEiMKFmRlYWRfbGV0dGVyX2NoYW5uZWxfaWQYFSABKAlIBIgBARIYCgt3ZWJob29rX3VybBgWIAEoCUgFiAEBEh4KEWdyb3VwX2NvbmN1cnJlbmN5GBcgASgFSAaIAQESLgoIZGlzcGF0Y2gYGCABKA4yHC5hZ2VudGJ1cy52MS5DaGFubmVsRGlzcGF0Y2gSIwoWcHJpb3JpdHlfYWdpbmdfc2Vjb25kcxgZIAEoBUgHiAEBEg4KBmxpbWl0cxgaIAMoCRIkCgNhMmEYGyABKAsyFy5hZ2VudGJ1cy52MS5DaGFubmVsQTJhQhEKD19waW5uZWRfbWVzc2FnZUIPCg1fbWF4X21lc3NhZ2VzQhgKFl9tYXhfd3JpdGVzX3Blcl9taW51dGVCEQoPX21heF9kZWxpdmVyaWVzQhkKF19kZWFkX2xldHRlcl9jaGFubmVsX2lkQg4KDF93ZWJob29rX3VybEIUChJfZ3JvdXBfY29uY3VycmVuY3lCGQoXX3ByaW9yaXR5X2FnaW5nX3NlY29uZHMiqwcKDUNoYW5uZWxVcGRhdGUSEQoEbmFtZRgBIAEoCUgAiAEBEiYKBG1vZGUYAiABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZRIqCgZhY2Nlc3MYAyABKA4yGi5hZ2VudGJ1cy52MS5DaGFubmVsQWNjZXNzEhkKDGRpc2NvdmVyYWJsZRgEIAEoCEgBiAEBEhgKC2Rlc2NyaXB0aW9uGAUgASgJSAKIAQESMAoPbWV0YWRhdGFfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIbCg5waW5uZWRfbWVzc2FnZRgHIAEoCUgDiAEBEhgKEHJlbGF0ZWRfY2hhbm5lbHMYCCADKAkSGwoOcmV0ZW50aW9uX2RheXMYCSABKAVIBIgBARIZCgxtYXhfbWVzc2FnZXMYCiABKAVIBYgBARIiChVtYXhfd3JpdGVzX3Blcl9taW51dGUYCyABKAVIBogBARITCgZwYXVzZWQYDCABKAhIB4gBARIYCgt3ZWJob29rX3VybBgNIAEoCUgIiAEBEhsKDndlYmhvb2tfc2VjcmV0GA4gASgJSAmIAQESGwoObWF4X2RlbGl2ZXJpZXMYDyABKAVICogBARIgChNkZWFkX2xldHRlcl9jaGFubmVsGBAgASgJSAuIAQESHgoRZ3JvdXBfY29uY3VycmVuY3kYESABKAVIDIgBARIuCghkaXNwYXRjaBgSIAEoDjIcLmFnZW50YnVzLnYxLkNoYW5uZWxEaXNwYXRjaBIjChZwcmlvcml0eV9hZ2luZ19zZWNvbmRzGBMgASgFSA2IAQESDgoGbGltaXRzGBQgAygJEiQKA2EyYRgVIAEoCzIXLmFnZW50YnVzLnYxLkNoYW5uZWxBMmFCBwoFX25hbWVCDwoNX2Rpc2NvdmVyYWJsZUIOCgxfZGVzY3JpcHRpb25CEQoPX3Bpbm5lZF9tZXNzYWdlQhEKD19yZXRlbnRpb25fZGF5c0IPCg1fbWF4X21lc3NhZ2VzQhgKFl9tYXhfd3JpdGVzX3Blcl9taW51dGVCCQoHX3BhdXNlZEIOCgxfd2ViaG9va191cmxCEQoPX3dlYmhvb2tfc2VjcmV0QhEKD19tYXhfZGVsaXZlcmllc0IWChRfZGVhZF9sZXR0ZXJfY2hhbm5lbEIUChJfZ3JvdXBfY29uY3VycmVuY3lCGQoXX3ByaW9yaXR5X2FnaW5nX3NlY29uZHMilgIKDkNoYW5uZWxTdW1tYXJ5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSJgoEbW9kZRgDIAEoDjIYLmFnZW50YnVzLnYxLkNoYW5uZWxNb2RlEioKBmFjY2VzcxgEIAEoDjIaLmFnZW50YnVzLnYxLkNoYW5uZWxBY2Nlc3MSEwoLZGVzY3JpcHRpb24YBSABKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJaXNfbWVtYmVyGAcgASgIEhAKCG93bmVyX2lkGAggASgJEhUKDWxpdmVfbWVzc2FnZXMYCSABKAUSFQoNb3Blbl9tZXNzYWdlcxgKIAEoBSLDAQoGTWVtYmVyEgoKAmlkGAEgASgJEhIKCmNoYW5uZWxfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJEi4KCmdyYW50ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKGWdyYW50ZWRfdmlhX2ludml0YXRpb25faWQYBSABKAlIAIgBARITCgthZ2VudF9sYWJlbBgGIAEoCUIcChpfZ3JhbnRlZF92aWFfaW52aXRhdGlvbl9pZCJqChFJbnZpdGF0aW9uQ2hhbm5lbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiYKBG1vZGUYAyABKA4yGC5hZ2VudGJ1cy52MS5DaGFubmVsTW9kZRITCgtkZXNjcmlwdGlvbhgEIAEoCSLRAgoKSW52aXRhdGlvbhIKCgJpZBgBIAEoCRIQCghvd25lcl9pZBgCIAEoCRIZChFjcmVhdGVkX2J5X2tleV9pZBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZhY3RpdmUYByABKAgSLwoHY2hhbm5lbBgIIAEoCzIeLmFnZW50YnVzLnYxLkludml0YXRpb25DaGFubmVsEisKBXN0YXRlGAkgASgOMhwuYWdlbnRidXMudjEuSW52aXRhdGlvblN0YXRlEgwKBHVzZXMYCiABKAUi1AEKDUFjY2Vzc1JlcXVlc3QSCgoCaWQYASABKAkSEgoKY2hhbm5lbF9pZBgCIAEoCRIYChByZXF1ZXN0ZXJfa2V5X2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC5hZ2VudGJ1cy52MS5BY2Nlc3NSZXF1ZXN0U3RhdHVzEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD3JlcXVlc3Rlcl9sYWJlbBgHIAEoCSKhAQoRSW52aXRhdGlvblByZXZpZXcSLwoHY2hhbm5lbBgBIAEoCzIeLmFnZW50YnVzLnYxLkludml0YXRpb25DaGFubmVsEisKBXN0YXRlGAIgASgOMhwuYWdlbnRidXMudjEuSW52aXRhdGlvblN0YXRlEi4KCmV4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuACCgxDaGFubmVsRXZlbnQSCgoCaWQYASABKAkSEgoKY2hhbm5lbF9pZBgCIAEoCRIxCgpldmVudF90eXBlGAMgASgOMh0uYWdlbnRidXMudjEuQ2hhbm5lbEV2ZW50VHlwZRIUCgxhY3Rvcl9rZXlfaWQYBCABKAkSGwoOc3ViamVjdF9rZXlfaWQYBSABKAlIAIgBARIaCg1pbnZpdGF0aW9uX2lkGAYgASgJSAGIAQESKQoIbWV0YWRhdGEYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhEKD19zdWJqZWN0X2tleV9pZEIQCg5faW52aXRhdGlvbl9pZCKOAwoPV2ViaG9va0RlbGl2ZXJ5EgoKAmlkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhIKCmNoYW5uZWxfaWQYAyABKAkSDQoFZXZlbnQYBCABKAkSFwoKbWVzc2FnZV9pZBgFIAEoCUgAiAEBEg8KB2F0dGVtcHQYBiABKAUSMgoGc3RhdHVzGAcgASgOMiIuYWdlbnRidXMudjEuV2ViaG9va0RlbGl2ZXJ5U3RhdHVzEhwKD3Jlc3BvbnNlX3N0YXR1cxgIIAEoBUgBiAEBEhIKBWVycm9yGAkgASgJSAKIAQESEwoLZHVyYXRpb25fbXMYCiABKAUSMAoMYXR0ZW1wdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9uZXh0X2F0dGVtcHRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19tZXNzYWdlX2lkQhIKEF9yZXNwb25zZV9zdGF0dXNCCAoGX2Vycm9yKmMKC0NoYW5uZWxNb2RlEhwKGENIQU5ORUxfTU9ERV9VTlNQRUNJRklFRBAAEhoKFkNIQU5ORUxfTU9ERV9CUk9BRENBU1QQARIaChZDSEFOTkVMX01PREVfQ0xBSU1BQkxFEAIqaQoPQ2hhbm5lbERpc3BhdGNoEiAKHENIQU5ORUxfRElTUEFUQ0hfVU5TUEVDSUZJRUQQABIZChVDSEFOTkVMX0RJU1BBVENIX0ZJRk8QARIZChVDSEFOTkVMX0RJU1BBVENIX0ZBSVIQAipnCg1DaGFubmVsQWNjZXNzEh4KGkNIQU5ORUxfQUNDRVNTX1VOU1BFQ0lGSUVEEAASFwoTQ0hBTk5FTF9BQ0NFU1NfT1BFThABEh0KGUNIQU5ORUxfQUNDRVNTX1JFU1RSSUNURUQQAiquAQoPSW52aXRhdGlvblN0YXRlEiAKHElOVklUQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIbChdJTlZJVEFUSU9OX1NUQVRFX0FDVElWRRABEhwKGElOVklUQVRJT05fU1RBVEVfUkVWT0tFRBACEhwKGElOVklUQVRJT05fU1RBVEVfRVhQSVJFRBADEiAKHElOVklUQVRJT05fU1RBVEVfSU5WQUxJREFURUQQBCqlAQoTQWNjZXNzUmVxdWVzdFN0YXR1cxIlCiFBQ0NFU1NfUkVRVUVTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIhCh1BQ0NFU1NfUkVRVUVTVF9TVEFUVVNfUEVORElORxABEiIKHkFDQ0VTU19SRVFVRVNUX1NUQVRVU19BUFBST1ZFRBACEiAKHEFDQ0VTU19SRVFVRVNUX1NUQVRVU19ERU5JRUQQAyrZAQoQQ2hhbm5lbEV2ZW50VHlwZRIiCh5DSEFOTkVMX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIjCh9DSEFOTkVMX0VWRU5UX1RZUEVfTUVNQkVSX0FEREVEEAESJQohQ0hBTk5FTF9FVkVOVF9UWVBFX01FTUJFUl9SRU1PVkVEEAISKgomQ0hBTk5FTF9FVkVOVF9UWVBFX0lOVklUQVRJT05fUkVTT0xWRUQQAxIpCiVDSEFOTkVMX0VWRU5UX1RZUEVfSU5WSVRBVElPTl9SRVZPS0VEEAQqsQEKFVdlYmhvb2tEZWxpdmVyeVN0YXR1cxInCiNXRUJIT09LX0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEiUKIVdFQkhPT0tfREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBABEiIKHldFQkhPT0tfREVMSVZFUllfU1RBVFVTX0ZBSUxFRBACEiQKIFdFQkhPT0tfREVMSVZFUllfU1RBVFVTX0RFRkVSUkVEEANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * A claimable channel published as an A2A agent (docs/decisions.md#a2a):
+ * GET /a2a/{channel_id}/.well-known/agent-card.json serves its card and
+ * POST /a2a/{channel_id} speaks A2A's JSON-RPC binding.
+ *
+ * @generated from message agentbus.v1.ChannelA2a
+ */
+export type ChannelA2a = Message<"agentbus.v1.ChannelA2a"> & {
+  /**
+   * Whether the card and the endpoint answer; false keeps the settings.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * The agent's name on its card (at most 100 characters); default: the channel's.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * At most 2000 characters; default: the channel's description.
+   *
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * At most 32; their ids unique.
+   *
+   * @generated from field: repeated agentbus.v1.A2aSkill skills = 4;
+   */
+  skills: A2aSkill[];
+};
+
+/**
+ * Describes the message agentbus.v1.ChannelA2a.
+ * Use `create(ChannelA2aSchema)` to create a new message.
+ */
+export const ChannelA2aSchema: GenMessage<ChannelA2a> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel, 0);
+
+/**
+ * One skill of an A2A agent card.
+ *
+ * @generated from message agentbus.v1.A2aSkill
+ */
+export type A2aSkill = Message<"agentbus.v1.A2aSkill"> & {
+  /**
+   * 1..64 letters, digits, '.', '_' or '-'.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * 1..100 characters.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * At most 1000 characters.
+   *
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * At most 16, each 1..64 characters.
+   *
+   * @generated from field: repeated string tags = 4;
+   */
+  tags: string[];
+
+  /**
+   * At most 8, each 1..500 characters.
+   *
+   * @generated from field: repeated string examples = 5;
+   */
+  examples: string[];
+};
+
+/**
+ * Describes the message agentbus.v1.A2aSkill.
+ * Use `create(A2aSkillSchema)` to create a new message.
+ */
+export const A2aSkillSchema: GenMessage<A2aSkill> = /*@__PURE__*/
+  messageDesc(file_agentbus_v1_channel, 1);
 
 /**
  * @generated from message agentbus.v1.RelatedChannel
@@ -39,7 +132,7 @@ export type RelatedChannel = Message<"agentbus.v1.RelatedChannel"> & {
  * Use `create(RelatedChannelSchema)` to create a new message.
  */
 export const RelatedChannelSchema: GenMessage<RelatedChannel> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 0);
+  messageDesc(file_agentbus_v1_channel, 2);
 
 /**
  * @generated from message agentbus.v1.Channel
@@ -206,6 +299,13 @@ export type Channel = Message<"agentbus.v1.Channel"> & {
    * @generated from field: repeated string limits = 26;
    */
   limits: string[];
+
+  /**
+   * Published as an A2A agent; unset when never set.
+   *
+   * @generated from field: agentbus.v1.ChannelA2a a2a = 27;
+   */
+  a2a?: ChannelA2a | undefined;
 };
 
 /**
@@ -213,7 +313,7 @@ export type Channel = Message<"agentbus.v1.Channel"> & {
  * Use `create(ChannelSchema)` to create a new message.
  */
 export const ChannelSchema: GenMessage<Channel> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 1);
+  messageDesc(file_agentbus_v1_channel, 3);
 
 /**
  * The fields of a channel that can be changed. Only fields named in the
@@ -333,6 +433,13 @@ export type ChannelUpdate = Message<"agentbus.v1.ChannelUpdate"> & {
    * @generated from field: repeated string limits = 20;
    */
   limits: string[];
+
+  /**
+   * Claimable channels: publish as an A2A agent; null removes the settings.
+   *
+   * @generated from field: agentbus.v1.ChannelA2a a2a = 21;
+   */
+  a2a?: ChannelA2a | undefined;
 };
 
 /**
@@ -340,7 +447,7 @@ export type ChannelUpdate = Message<"agentbus.v1.ChannelUpdate"> & {
  * Use `create(ChannelUpdateSchema)` to create a new message.
  */
 export const ChannelUpdateSchema: GenMessage<ChannelUpdate> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 2);
+  messageDesc(file_agentbus_v1_channel, 4);
 
 /**
  * A channel as discovery lists it: metadata only, never messages.
@@ -413,7 +520,7 @@ export type ChannelSummary = Message<"agentbus.v1.ChannelSummary"> & {
  * Use `create(ChannelSummarySchema)` to create a new message.
  */
 export const ChannelSummarySchema: GenMessage<ChannelSummary> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 3);
+  messageDesc(file_agentbus_v1_channel, 5);
 
 /**
  * @generated from message agentbus.v1.Member
@@ -457,7 +564,7 @@ export type Member = Message<"agentbus.v1.Member"> & {
  * Use `create(MemberSchema)` to create a new message.
  */
 export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 4);
+  messageDesc(file_agentbus_v1_channel, 6);
 
 /**
  * @generated from message agentbus.v1.InvitationChannel
@@ -489,7 +596,7 @@ export type InvitationChannel = Message<"agentbus.v1.InvitationChannel"> & {
  * Use `create(InvitationChannelSchema)` to create a new message.
  */
 export const InvitationChannelSchema: GenMessage<InvitationChannel> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 5);
+  messageDesc(file_agentbus_v1_channel, 7);
 
 /**
  * A multi-use link that grants membership to whoever resolves it, for 24 hours.
@@ -557,7 +664,7 @@ export type Invitation = Message<"agentbus.v1.Invitation"> & {
  * Use `create(InvitationSchema)` to create a new message.
  */
 export const InvitationSchema: GenMessage<Invitation> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 6);
+  messageDesc(file_agentbus_v1_channel, 8);
 
 /**
  * @generated from message agentbus.v1.AccessRequest
@@ -606,7 +713,7 @@ export type AccessRequest = Message<"agentbus.v1.AccessRequest"> & {
  * Use `create(AccessRequestSchema)` to create a new message.
  */
 export const AccessRequestSchema: GenMessage<AccessRequest> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 7);
+  messageDesc(file_agentbus_v1_channel, 9);
 
 /**
  * What an invitation link leads to, before anyone follows it.
@@ -635,7 +742,7 @@ export type InvitationPreview = Message<"agentbus.v1.InvitationPreview"> & {
  * Use `create(InvitationPreviewSchema)` to create a new message.
  */
 export const InvitationPreviewSchema: GenMessage<InvitationPreview> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 8);
+  messageDesc(file_agentbus_v1_channel, 10);
 
 /**
  * @generated from message agentbus.v1.ChannelEvent
@@ -696,7 +803,7 @@ export type ChannelEvent = Message<"agentbus.v1.ChannelEvent"> & {
  * Use `create(ChannelEventSchema)` to create a new message.
  */
 export const ChannelEventSchema: GenMessage<ChannelEvent> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 9);
+  messageDesc(file_agentbus_v1_channel, 11);
 
 /**
  * One attempt to deliver one webhook event.
@@ -779,7 +886,7 @@ export type WebhookDelivery = Message<"agentbus.v1.WebhookDelivery"> & {
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_agentbus_v1_channel, 10);
+  messageDesc(file_agentbus_v1_channel, 12);
 
 /**
  * How a channel hands out its messages.

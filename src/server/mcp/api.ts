@@ -40,6 +40,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Added to the request's time limit: how long the call may long-poll. */
   waitSeconds?: number;
+  /** A stream (server-sent events): no time limit but the signal's. */
+  stream?: boolean;
 }
 
 /** A binary answer (HttpBody), or only its size when it is larger than the caller takes. */
@@ -98,6 +100,11 @@ export class AgentbusApi {
     return { bytes: Buffer.concat(chunks), contentType: res.headers.get("content-type") ?? "application/octet-stream" };
   }
 
+  /** Opens a streaming method (its REST form: server-sent events); the caller reads the body and ends it with the signal. */
+  async open(method: DescMethod, args: JsonObject, signal: AbortSignal): Promise<Response> {
+    return this.send(method, args, { signal, stream: true });
+  }
+
   /** The path `method` is called at with `args` (e.g. a download route, to link to). */
   pathOf(method: DescMethod, args: JsonObject): string {
     return this.route(method, { ...args }).path;
@@ -137,7 +144,7 @@ export class AgentbusApi {
       body = JSON.stringify(route.bodyField === "*" ? rest : (rest[route.bodyField] ?? {}));
     }
     const timeout = AbortSignal.timeout(CALL_TIMEOUT_MS + (options.waitSeconds ?? 0) * 1000);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const signal = options.stream === true && options.signal ? options.signal : options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     const res = await fetch(url, { method: route.httpMethod, headers, body, signal });
     if (res.ok) return res;
     const parsed = parseJson(await res.text());

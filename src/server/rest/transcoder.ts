@@ -93,7 +93,7 @@ export class ClientGone extends Error {
  * arrives; 413 beyond the limit and the budget's refusal beyond it, both
  * without buffering the excess.
  */
-async function readBody(req: NodeRequest, limit: number, account: BodyAccount): Promise<Buffer> {
+export async function readBody(req: NodeRequest, limit: number, account: BodyAccount): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? "0");
   const tooLarge = () =>
     new ApiError("payload_too_large", `The request body exceeds ${limit} bytes`, { details: { max_body_bytes: limit } });
