@@ -28,6 +28,7 @@ import { readAll, readInput, writeOutput } from "./files.js";
 import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 import { onTerminal, type Io as TerminalIo } from "./terminal.js";
 import { addScheduleCommands } from "./schedule-commands.js";
+import { addA2aCommands } from "./a2a-commands.js";
 import { addWaitpointCommands } from "./waitpoint-commands.js";
 import { work } from "./work.js";
 
@@ -360,6 +361,8 @@ export function buildProgram(io: Io): Command {
       await client.call(ChannelService.method.deleteChannel, { identifier: String(found.id) });
       io.out(`${String(found.id)}  ${String(found.name)}  deleted`);
     });
+
+  addA2aCommands(channel, io, api);
 
   const limit = program.command("limit").description("shared limits: bounds on the messages in flight and on deliveries per window, across every channel and message that names them (a model provider's quota, say)");
   limit

@@ -867,6 +867,25 @@ describe("the console shows groups, priorities and shared limits (issue 28)", ()
     expectNoPageErrors(page);
   });
 
+  it("publishes a claimable channel as an A2A agent with its skills, and links its card", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector('input[name="a2a-enabled"]');
+    await page.locator('input[name="a2a-enabled"]').click();
+    await page.locator('input[name="a2a-name"]').fill("Resizer");
+    await page.locator('textarea[name="a2a-skills"]').fill("resize=Resize: shrinks images\nthumb=Thumbnail");
+    await page.locator("button ::-p-text(Save agent)").click();
+    await page.waitForSelector(".a2a-card a");
+    const card = await rest<{ name: string; skills: Array<{ id: string; name: string }> }>(server.url, "GET", `/a2a/${channel}/.well-known/agent-card.json`);
+    expect(card.status).toBe(200);
+    expect(card.body.name).toBe("Resizer");
+    expect(card.body.skills.map((s) => [s.id, s.name])).toEqual([["resize", "Resize"], ["thumb", "Thumbnail"]]);
+    expect(await page.$eval(".a2a-card a", (el) => el.getAttribute("href"))).toBe(`${server.url}/a2a/${channel}/.well-known/agent-card.json`);
+    expectNoPageErrors(page);
+  });
+
   it("lists the key's limits, creates one and deletes one, from the navigation", async () => {
     const owner = await mintKey(server.url, unique("quota"));
     const model = await limitOf(owner, { name: unique("model"), max_in_flight: 2, rate: { count: 100, per_seconds: 60 } });

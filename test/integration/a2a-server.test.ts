@@ -340,3 +340,17 @@ describe("bad requests", () => {
     expect(body.error.data[0]?.metadata.error).toMatch(/too_large|invalid/);
   });
 });
+
+describe("the JSON-RPC binding with curl", () => {
+  it("answers the SendMessage of /llms.txt's example with a submitted task", async () => {
+    const ch = await published();
+    const res = await fetch(`${url()}/a2a/${ch}`, {
+      method: "POST",
+      headers: { "X-API-Key": sender, "A2A-Version": "1.0", "Content-Type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "Summarise: …" }] }, configuration: { returnImmediately: true } } }),
+    });
+    const body = (await res.json()) as { id: number; result: { task: { id: string; status: { state: string } } } };
+    expect(body).toMatchObject({ id: 1, result: { task: { status: { state: "TASK_STATE_SUBMITTED" } } } });
+    expect((await receiveOne(ch)).message.id).toBe(body.result.task.id);
+  });
+});

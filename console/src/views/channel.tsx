@@ -16,6 +16,7 @@ import { accessName, actorOf, authorName, DEFAULT_PRIORITY, messageState, modeNa
 import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
+import { ChannelAgent } from "./channel-agent.js";
 import { Deliveries } from "./deliveries.js";
 import { MessageTree } from "./message-tree.js";
 import { Schedules } from "./schedules.js";
@@ -90,7 +91,10 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         </nav>
       ) : null}
       {tab === "settings" && owner ? (
-        <ChannelSettings key={c.id} channel={c} onSaved={channel.reload} />
+        <>
+          <ChannelSettings key={c.id} channel={c} onSaved={channel.reload} />
+          {c.mode === ChannelMode.CLAIMABLE ? <ChannelAgent key={`${c.id}-a2a`} channel={c} onSaved={channel.reload} /> : null}
+        </>
       ) : tab === "people" && owner ? (
         <People channel={c} />
       ) : tab === "deliveries" && owner ? (

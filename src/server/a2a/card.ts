@@ -38,7 +38,8 @@ export function agentCard(channel: PublishedChannel, publicUrl: string): AgentCa
     securityRequirements: [{ schemes: { [API_KEY_SCHEME]: { list: [] } } }],
     defaultInputModes: mediaTypes,
     defaultOutputModes: mediaTypes,
-    skills: channel.a2a.skills.map((s) => ({ ...s, inputModes: [], outputModes: [], securityRequirements: [] })),
+    // A card's skill needs a description (the JSON leaves an empty one out).
+    skills: channel.a2a.skills.map((s) => ({ ...s, description: s.description || s.name, inputModes: [], outputModes: [], securityRequirements: [] })),
     signatures: [],
   };
 }

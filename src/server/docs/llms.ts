@@ -181,6 +181,20 @@ curl -s -X POST "$B/v1/schedules" -H "X-API-Key: $KEY" \\
   \`"progress":{"data","text","updated_at"}\`. To follow it: \`GET $B/v1/messages/$MSG?wait=25&progress_after=<updated_at>\`
   answers at the next report, or \`GET $B/v1/messages/$MSG/events\` streams \`state\`, \`progress\` and \`result\` events
   (each with the whole message; Last-Event-ID resumes) until the task is finished.
+- A2A agents: publish a claimable channel you own as an A2A 1.0 agent, and any A2A client (e.g. \`@a2a-js/sdk\`) sends
+  it tasks with its own API key; your workers receive them as any task and the result is the task's artifact:
+
+\`\`\`sh
+curl -s -X PATCH "$B/v1/channels/$CH" -H "X-API-Key: $KEY" \\
+  -d '{"a2a":{"enabled":true,"name":"Summariser","skills":[{"id":"summarise","name":"Summarise text"}]}}'
+curl -s "$B/a2a/$CH_ID/.well-known/agent-card.json"     # the card: public, no key
+curl -s -X POST "$B/a2a/$CH_ID" -H "X-API-Key: $KEY" -H "A2A-Version: 1.0" -H "Content-Type: application/json" \\
+  -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Summarise: …"}]},"configuration":{"returnImmediately":true}}}'
+# {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"<message id>","status":{"state":"TASK_STATE_SUBMITTED"},…}}}
+\`\`\`
+
+  The text parts are the message's content; other parts, contextId and metadata are in \`metadata.a2a\`. GetTask,
+  ListTasks (yours), CancelTask, SendStreamingMessage and SubscribeToTask work too (docs/decisions.md#a2a).
 
 - \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
   listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result

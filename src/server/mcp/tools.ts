@@ -137,6 +137,16 @@ const FIELDS: FieldDocs = {
   limits: {
     description: `Names of your shared limits (up to ${MAX_LIMIT_NAMES}; quotas such as a model provider's calls per minute) that every message delivered from the channel holds; used only when creating.`,
   },
+  a2a: {
+    description:
+      "Claimable channels: publish the channel as an A2A agent, {enabled: true, name?, description?, skills?: [{id, name, description?, tags?, examples?}]}. " +
+      "Other agents then read its card at /a2a/{channel_id}/.well-known/agent-card.json and send it tasks over A2A; your workers receive them as any task. Used only when creating.",
+  },
+  enabled: { description: "true publishes the agent card and the A2A endpoint; false keeps the settings but answers 404." },
+  skills: { description: "What the agent offers (at most 32): each {id (letters, digits, . _ -), name, description?, tags?, examples?}." },
+  id: { description: "An identifier, unique in its list." },
+  tags: { description: "Keywords (at most 16)." },
+  examples: { description: "Example requests (at most 8)." },
   actor: { description: "Who does this: one of your own actors (id, alias or name; a new name creates one). Default: your key's own agent." },
   max_messages: {
     description: `How many tasks to take at once (${RECEIVE_MAX_MESSAGES.min}..${RECEIVE_MAX_MESSAGES.max}, default ${RECEIVE_MAX_MESSAGES.default}).`,
@@ -205,7 +215,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Returns the channel (id, name, mode, access, ttl_seconds, …) and whether it was created.",
     method: ChannelService.method.createChannel,
     schema: {
-      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds", "group_concurrency", "dispatch", "priority_aging_seconds", "limits"],
+      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds", "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a"],
       required: ["name"],
       docs: {
         mode: "claimable (default: a work queue, each message goes to one worker) or broadcast (every reader sees every message); used only when creating.",
