@@ -19,6 +19,7 @@ import type { JsonValue } from "../model/json.js";
 import type { JobKindName, JobRecord } from "../model/jobs.js";
 import type { Clock } from "../model/time.js";
 import type { JobStore } from "../ports/jobs.js";
+import { newTrace, type TraceContext } from "../model/trace.js";
 
 /** Job ids are positive integers below 2^53 (a sequence); anything else cannot exist. */
 function jobIdOf(id: bigint | number): number | undefined {
@@ -48,8 +49,9 @@ export class AsyncJobs {
    * the job id. 429 job_limit_exceeded when the key already has
    * maxUnfinishedPerKey unfinished jobs: one key cannot fill the queue.
    */
-  async submit(caller: Caller, kind: JobKindName, input: JsonValue): Promise<number> {
-    return this.store.submit({ kind, ownerKeyId: caller.keyId, input, now: this.clock.now() }, (unfinished) => {
+  async submit(caller: Caller, kind: JobKindName, input: JsonValue, trace?: TraceContext): Promise<number> {
+    // A job submitted without a trace context starts a trace (docs/decisions.md#trace-context).
+    return this.store.submit({ kind, ownerKeyId: caller.keyId, input, now: this.clock.now(), trace: trace ?? newTrace() }, (unfinished) => {
       if (unfinished >= this.maxUnfinishedPerKey) {
         throw new ApiError("job_limit_exceeded", `This key has ${unfinished} unfinished jobs; at most ${this.maxUnfinishedPerKey} may be queued or running at once`, {
           details: { retry_after: JOB_LIMIT_RETRY_AFTER_SECONDS, max_unfinished_jobs: this.maxUnfinishedPerKey },

@@ -10,6 +10,7 @@ import { isUuid } from "../model/ids.js";
 import type { JsonValue } from "../model/json.js";
 import type { BatchParents, MessageRecord, NewMessage } from "../model/messages.js";
 import { formatTimestamp } from "../model/time.js";
+import { newTrace, type TraceContext } from "../model/trace.js";
 import { violationsOffThread } from "./json-schema-thread.js";
 import { limitIdsNamed, validateGroupKey, validateLimitNames, validateMessageTtl, validatePriority } from "./dispatch-rules.js";
 import type { MessageContext } from "./message-context.js";
@@ -35,6 +36,8 @@ export interface NewMessageInput {
   dependsOn?: readonly string[] | undefined;
   /** In a batch: this item's name, for a later item's dependsOn. */
   ref?: string | undefined;
+  /** The poster's trace context (docs/decisions.md#trace-context); absent: the message starts a new trace. */
+  trace?: TraceContext | undefined;
 }
 
 /** A message body that passed the checks needing no channel. */
@@ -52,7 +55,7 @@ export class MessagePosting {
     const body = this.checkBody(input);
     const channel = await this.ctx.usableChannel(caller, identifier);
     const parents = checkDependsOn(input.dependsOn);
-    const draft = await this.prepare(caller, channel, input, body);
+    const draft = await this.prepare(caller, channel, input, body, input.trace ?? newTrace());
     await this.ctx.options.quotas?.admitMessages(caller, 1, storedBytes(draft));
     const result =
       parents.length === 0 ? await this.ctx.store.create(draft) : await this.ctx.store.createWithParents(draft, parents, channel.createdByKeyId, this.ctx.clock.now());
@@ -75,8 +78,10 @@ export class MessagePosting {
     const bodies = inputs.map((input, index) => atIndex(index, () => this.checkBody(input)));
     const channel = await this.ctx.usableChannel(caller, identifier);
     const drafts: NewMessage[] = [];
+    // A batch posted without a trace is one new trace: one poster's one act.
+    const started = newTrace();
     for (const [index, input] of inputs.entries()) {
-      drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!)));
+      drafts.push(await atIndexAsync(index, () => this.prepare(caller, channel, input, bodies[index]!, input.trace ?? started)));
     }
     const parents = batchParents(inputs);
     await this.ctx.options.quotas?.admitMessages(caller, drafts.length, drafts.reduce((sum, d) => sum + storedBytes(d), 0));
@@ -110,7 +115,7 @@ export class MessagePosting {
   }
 
   /** The checks against the channel (metadata schema), then the message to store with its actor and mentions resolved. */
-  private async prepare(caller: Caller, channel: ChannelView, input: NewMessageInput, { content, metadata }: CheckedBody): Promise<NewMessage> {
+  private async prepare(caller: Caller, channel: ChannelView, input: NewMessageInput, { content, metadata }: CheckedBody, trace: TraceContext): Promise<NewMessage> {
     const problems = await violationsOffThread(caller.keyId, channel.metadataSchema, metadata);
     if (problems.length > 0) {
       throw new ApiError("metadata_validation_failed", `'metadata' does not match the channel's metadata_schema (${problems.length} problem(s))`, {
@@ -141,6 +146,7 @@ export class MessagePosting {
       content,
       metadata,
       mentions,
+      trace,
     };
   }
 }

@@ -4,6 +4,7 @@
  */
 import type { JsonValue } from "./json.js";
 import { MICROS_PER_SECOND, type Micros } from "./time.js";
+import type { TraceContext } from "./trace.js";
 
 export const JOB_KINDS = ["pdf", "job_posting", "transcript"] as const;
 export type JobKindName = (typeof JOB_KINDS)[number];
@@ -26,6 +27,8 @@ export interface JobRecord {
   updatedAt: Micros;
   completedAt: Micros | null;
   expiresAt: Micros | null;
+  /** The trace it was submitted in (docs/decisions.md#trace-context); null for jobs from before traces were kept. */
+  trace: TraceContext | null;
 }
 
 export interface PdfDownloadRow {
@@ -52,6 +55,8 @@ export interface NewJob {
   ownerKeyId: string;
   input: JsonValue;
   now: Micros;
+  /** The use case sets it; absent: stored without. */
+  trace?: TraceContext;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ActorRef } from "./actors.js";
 import type { ChannelAccess, ChannelMode } from "./channels.js";
 import type { JsonValue } from "./json.js";
 import type { Micros } from "./time.js";
+import type { TraceContext } from "./trace.js";
 
 export interface Acknowledgement extends ActorRef {
   occurredAt: Micros;
@@ -69,6 +70,8 @@ export interface MessageRecord {
   dependentsCount: number;
   /** The waitpoint its last holder released it to wait for (docs/decisions.md#waitpoints); null when none. */
   waitpoint: MessageWaitpointRef | null;
+  /** The trace it belongs to (docs/decisions.md#trace-context); null for a message stored before traces were kept. */
+  trace: TraceContext | null;
 }
 
 /** A message's waitpoint: while not completed, the message waits until its available_at (the waitpoint's timeout). */
@@ -125,6 +128,8 @@ export type NewMessage = Pick<MessageRecord, "channelId" | "authorKeyId" | "auth
   /** Ids of the limits the message adds (names resolved by the use case), and their names. */
   limitIds?: string[];
   limitNames?: string[];
+  /** The poster's trace, or a new one (the use case sets it; absent: stored without). */
+  trace?: TraceContext;
 };
 
 export type CreateRefusal = "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded";

@@ -6,6 +6,7 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
+import { traceFrom, type TraceContext } from "../model/trace.js";
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
 /** A key's request budget in the current window. */
@@ -57,4 +58,9 @@ export function callerOf(ctx: HandlerContext): Caller {
   // The pipeline authenticates before any handler runs; reaching this is a wiring bug.
   if (!caller) throw new ApiError("unauthorized");
   return caller;
+}
+
+/** The W3C trace context the request carries (headers or gRPC metadata), if any valid one (docs/decisions.md#trace-context). */
+export function traceOf(ctx: HandlerContext): TraceContext | undefined {
+  return traceFrom(ctx.requestHeader.get("traceparent"), ctx.requestHeader.get("tracestate"));
 }

@@ -62,6 +62,7 @@ export function renderMessage(message: MessageRecord, now: Micros, archived: Arc
             // Open work again with no completion: its timeout did it (docs/decisions.md#waitpoints).
             timedOut: !message.waitpoint.completed && message.availableAt <= now,
           },
+    trace: message.trace === null ? undefined : { traceparent: message.trace.traceparent, tracestate: message.trace.tracestate ?? undefined },
   };
 }
 

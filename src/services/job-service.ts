@@ -15,7 +15,7 @@ import { toProtoTimestamp } from "../model/time.js";
 import { RESULT_SCHEMAS } from "../protocol/job-results.js";
 import { validatePdfRequest } from "../pdf/input.js";
 import { chromiumInstalled } from "../pdf/chromium.js";
-import { callerOf } from "../protocol/context.js";
+import { traceOf, callerOf } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import type { JobKindName, JobRecord, JobStatusName } from "../model/jobs.js";
 import type { JobHandlers } from "./handlers.js";
@@ -57,6 +57,7 @@ export function renderJob(job: JobRecord): MessageInitShape<typeof JobSchema> {
     updatedAt: toProtoTimestamp(job.updatedAt),
     completedAt: job.completedAt === null ? undefined : toProtoTimestamp(job.completedAt),
     expiresAt: job.expiresAt === null ? undefined : toProtoTimestamp(job.expiresAt),
+    trace: job.trace === null ? undefined : { traceparent: job.trace.traceparent, tracestate: job.trace.tracestate ?? undefined },
   };
 }
 
@@ -92,7 +93,7 @@ export function pdfJobHandlers(jobs: AsyncJobs, options: { pdfAvailable: PdfAvai
       if (!(await options.pdfAvailable())) {
         throw new ApiError("pdf_renderer_unavailable");
       }
-      const jobId = await jobs.submit(callerOf(ctx), "pdf", { ...input });
+      const jobId = await jobs.submit(callerOf(ctx), "pdf", { ...input }, traceOf(ctx));
       return { jobId: BigInt(jobId) };
     },
   };

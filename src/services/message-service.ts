@@ -12,7 +12,7 @@ import type { ApiError } from "../model/errors.js";
 import type { MessageRecord } from "../model/messages.js";
 import type { AckStatus as DomainAckStatus, BatchItemResult, Messages, Page } from "../domain/messages.js";
 import { formatTimestamp, MICROS_PER_SECOND, toProtoTimestamp, type Clock, type Micros } from "../model/time.js";
-import { callerOf, callSignal, streamOpenKey } from "../protocol/context.js";
+import { callerOf, callSignal, streamOpenKey, traceOf } from "../protocol/context.js";
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
 import { renderFoundMessage, renderMessage } from "../protocol/render-message.js";
@@ -56,11 +56,13 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         ttlSeconds: req.ttlSeconds,
         limits: req.limits,
         dependsOn: req.dependsOn,
+        trace: traceOf(ctx),
       });
       return { message: renderMessage(message, clock.now()), nextCursor };
     },
 
     async batchCreateMessages(req, ctx) {
+      const trace = traceOf(ctx);
       const drafts = req.messages.map((m) => ({
         content: m.content,
         actor: m.actor,
@@ -74,6 +76,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         limits: m.limits,
         ref: m.ref,
         dependsOn: m.dependsOn,
+        trace,
       }));
       const { messages: created, nextCursor } = await messages.createBatch(callerOf(ctx), req.identifier, drafts);
       const now = clock.now();

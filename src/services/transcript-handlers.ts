@@ -1,6 +1,6 @@
 /** POST /v1/video/transcript and /v1/youtube/transcript (docs/decisions.md#transcript-jobs): the video id and language checked, then queued. */
 import type { AsyncJobs } from "../domain/jobs.js";
-import { callerOf } from "../protocol/context.js";
+import { traceOf, callerOf } from "../protocol/context.js";
 import { validateTranscriptRequest } from "../transcripts/input.js";
 import type { JobHandlers } from "./handlers.js";
 
@@ -8,7 +8,7 @@ export function transcriptJobHandlers(jobs: AsyncJobs, options: { videoBaseUrl: 
   return {
     async createTranscriptJob(request, ctx) {
       const input = validateTranscriptRequest(request, options);
-      const jobId = await jobs.submit(callerOf(ctx), "transcript", { ...input });
+      const jobId = await jobs.submit(callerOf(ctx), "transcript", { ...input }, traceOf(ctx));
       return { jobId: BigInt(jobId) };
     },
   };

@@ -22,6 +22,7 @@ import { LimitService } from "../../gen/agentbus/v1/limit_service_pb.js";
 import { MessageService } from "../../gen/agentbus/v1/message_service_pb.js";
 import type { JsonObject } from "../model/json.js";
 import { AgentbusApi, ApiCallError, notSpinning, pause } from "../server/mcp/api.js";
+import { traceFrom, traceHeaders } from "../model/trace.js";
 import { MCP_SERVICES } from "../server/mcp/services.js";
 import { EXIT, Exit } from "./exit.js";
 import { readAll, readInput, writeOutput } from "./files.js";
@@ -220,7 +221,8 @@ export function buildProgram(io: Io): Command {
   const api = async (needsKey = true): Promise<AgentbusApi> => {
     const p = await profile();
     if (needsKey && p.key === undefined) throw new Exit(EXIT.usage, "no API key: pass --key, set AGENTBUS_API_KEY, or run `agentbus login`");
-    return new AgentbusApi(MCP_SERVICES, () => p.url, p.key);
+    // A command run by `agentbus work` (or under any tracer that sets TRACEPARENT) continues its task's trace.
+    return new AgentbusApi(MCP_SERVICES, () => p.url, p.key, traceHeaders(traceFrom(io.env.TRACEPARENT, io.env.TRACESTATE)));
   };
 
   program

@@ -168,7 +168,7 @@ export async function work(client: AgentbusApi, io: Io, identifier: string, comm
           .catch(() => undefined);
       };
       const progress = options.progress ? progressReporter(client, id, task.lease_token) : undefined;
-      const outcome = await runTask(command, String(task.message.content ?? ""), options.env, {
+      const outcome = await runTask(command, String(task.message.content ?? ""), { ...options.env, ...traceEnv(task.message) }, {
         heartbeat,
         everyMs: (options.lease * 1000) / 3,
         stop: AbortSignal.any([stop.now, cancelled.signal]),
@@ -301,6 +301,17 @@ interface RunControls {
   stop: AbortSignal;
   /** Aborted: SIGKILL to the command's group at once. */
   kill: AbortSignal;
+}
+
+/**
+ * The task's trace context for the command, as the OpenTelemetry SDKs read it
+ * from the environment (TRACEPARENT, TRACESTATE): whatever the command does
+ * joins the trace of the hand-off (docs/decisions.md#trace-context).
+ */
+export function traceEnv(message: JsonObject): Record<string, string> {
+  const trace = message.trace as JsonObject | null | undefined;
+  if (trace === null || trace === undefined || typeof trace.traceparent !== "string") return {};
+  return { TRACEPARENT: trace.traceparent, ...(typeof trace.tracestate === "string" ? { TRACESTATE: trace.tracestate } : {}) };
 }
 
 /** Runs the command (under the guard) with `input` on stdin and `env` as its environment; its stdout (up to the result limit) and how it ended. Heartbeats while it runs. */

@@ -25,9 +25,11 @@ interface JobRow {
   updated_at: Micros;
   completed_at: Micros | null;
   expires_at: Micros | null;
+  trace_parent: string | null;
+  trace_state: string | null;
 }
 
-const JOB_COLUMNS = "id, kind, owner_key_id, status, result, error, created_at, updated_at, completed_at, expires_at";
+const JOB_COLUMNS = "id, kind, owner_key_id, status, result, error, created_at, updated_at, completed_at, expires_at, trace_parent, trace_state";
 
 const toJobRecord = (row: JobRow): JobRecord => ({
   id: row.id,
@@ -40,15 +42,16 @@ const toJobRecord = (row: JobRow): JobRecord => ({
   updatedAt: row.updated_at,
   completedAt: row.completed_at,
   expiresAt: row.expires_at,
+  trace: row.trace_parent === null ? null : { traceparent: row.trace_parent, tracestate: row.trace_state },
 });
 
 /** Inserts a queued job; returns its id. Queue its run in the same transaction. */
 async function insertJob(db: Db, job: NewJob): Promise<number> {
   const at = formatTimestamp(job.now);
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO jobs (kind, owner_key_id, status, input, created_at, updated_at)
-     VALUES ($1, $2, 'queued', $3::jsonb, $4, $4) RETURNING id`,
-    [job.kind, job.ownerKeyId, JSON.stringify(job.input), at],
+    `INSERT INTO jobs (kind, owner_key_id, status, input, created_at, updated_at, trace_parent, trace_state)
+     VALUES ($1, $2, 'queued', $3::jsonb, $4, $4, $5, $6) RETURNING id`,
+    [job.kind, job.ownerKeyId, JSON.stringify(job.input), at, job.trace?.traceparent ?? null, job.trace?.tracestate ?? null],
     "jobs_insert",
   );
   return rows[0]!.id;

@@ -49,6 +49,8 @@ export interface MessageRow {
   waitpoint_id?: string | null;
   /** {"data": ...} once the waitpoint was completed; null while waiting or after a timeout. */
   waitpoint_outcome?: { data?: { [key: string]: JsonValue } } | null;
+  trace_parent?: string | null;
+  trace_state?: string | null;
 }
 
 export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor_name, m.actor_label, m.content, m.metadata,
@@ -60,7 +62,7 @@ export const COLUMNS = `m.id, m.channel_id, m.author_key_id, m.actor_id, m.actor
   CASE WHEN m.limit_ids = '{}' THEN '{}'::text[] ELSE ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (m.limit_ids) ORDER BY l.name) END AS limit_names,
   CASE WHEN m.delivery_count = 0 THEN NULL ELSE (SELECT c.max_deliveries FROM channels c WHERE c.id = m.channel_id) END AS max_deliveries,
   m.cancel_requested_at, m.cancel_reason, m.progress_data, m.progress_text, m.progress_updated_at,
-  m.depends_on, m.blocked_by, m.dependents_count, m.waitpoint_id, m.waitpoint_outcome`;
+  m.depends_on, m.blocked_by, m.dependents_count, m.waitpoint_id, m.waitpoint_outcome, m.trace_parent, m.trace_state`;
 
 /**
  * Every stored column of a message, in the order of an explicit column list:
@@ -71,7 +73,7 @@ export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_na
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
   lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
   cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at,
-  depends_on, blocked_by, dependents_count, waitpoint_id, waitpoint_outcome`;
+  depends_on, blocked_by, dependents_count, waitpoint_id, waitpoint_outcome, trace_parent, trace_state`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (
@@ -148,5 +150,6 @@ export function toRecord(row: MessageRow): MessageRecord {
       row.waitpoint_id === null || row.waitpoint_id === undefined
         ? null
         : { id: row.waitpoint_id, completed: row.waitpoint_outcome != null, data: row.waitpoint_outcome?.data ?? (row.waitpoint_outcome != null ? {} : null) },
+    trace: row.trace_parent === null || row.trace_parent === undefined ? null : { traceparent: row.trace_parent, tracestate: row.trace_state ?? null },
   };
 }

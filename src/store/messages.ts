@@ -188,7 +188,7 @@ export class PgMessageStore implements MessageStore {
 
   private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
     const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros; available_at: Micros }>(
-      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[], $10::text[], $11::smallint[], $12::int[], $13::jsonb[])",
+      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[], $10::text[], $11::smallint[], $12::int[], $13::jsonb[], $14::text[], $15::text[])",
       [
         channelId,
         inputs.map((m) => m.authorKeyId),
@@ -203,6 +203,8 @@ export class PgMessageStore implements MessageStore {
         inputs.map((m) => m.priority ?? 3),
         inputs.map((m) => m.ttlSeconds ?? null),
         inputs.map((m) => (m.limitIds === undefined || m.limitIds.length === 0 ? null : JSON.stringify(m.limitIds))),
+        inputs.map((m) => m.trace?.traceparent ?? null),
+        inputs.map((m) => m.trace?.tracestate ?? null),
       ],
       "create_messages",
     );
@@ -234,6 +236,7 @@ export class PgMessageStore implements MessageStore {
                 groupKey: input.groupKey ?? null,
                 priority: input.priority ?? 3,
                 limits: input.limitNames ?? [],
+                trace: input.trace ?? null,
                 ...freshLifecycle(),
               },
             }

@@ -27,7 +27,7 @@ describe("POST /v1/channels/{identifier}/messages", () => {
     expect(res.status).toBe(201);
     const m = res.body.message;
     expect(Object.keys(m).sort()).toEqual(
-      ["acknowledged_by", "active", "actor", "actor_label", "author_key_id", "author_label", "available_at", "channel_id", "claimed_at", "claimed_by", "claimed_by_key_id", "content", "created_at", "dead_letter", "delivery_count", "expires_at", "group_key", "id", "lease_expires_at", "limits", "mentions", "metadata", "priority", "result", "state", "cancel_requested", "cancel_reason", "progress", "depends_on", "dependents_count", "waitpoint"].sort(),
+      ["acknowledged_by", "active", "actor", "actor_label", "author_key_id", "author_label", "available_at", "channel_id", "claimed_at", "claimed_by", "claimed_by_key_id", "content", "created_at", "dead_letter", "delivery_count", "expires_at", "group_key", "id", "lease_expires_at", "limits", "mentions", "metadata", "priority", "result", "state", "cancel_requested", "cancel_reason", "progress", "depends_on", "dependents_count", "waitpoint", "trace"].sort(),
     );
     expect(m).toMatchObject({
       channel_id: ch,
@@ -48,6 +48,8 @@ describe("POST /v1/channels/{identifier}/messages", () => {
       acknowledged_by: [],
       active: true,
       result: null,
+      // Posted without a trace context: it starts a new trace.
+      trace: { traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/), tracestate: null },
     });
     expect(m.created_at).toMatch(TIMESTAMP_6);
     expect(res.body.next_cursor).toBe(m.created_at);

@@ -210,6 +210,7 @@ describe("renderMessage: oneofs", () => {
       "updated_at",
       "completed_at",
       "expires_at",
+      "trace",
     ]);
     expect(out).toMatchObject({ job_id: 7, kind: "pdf", status: "completed", result: { url: "/v1/pdf/7" }, error: null });
   });

@@ -7,7 +7,7 @@ const S = 1_000_000;
 const message = (over: Partial<MessageRecord> = {}): MessageRecord => ({
   id: "m", channelId: "c", authorKeyId: "k", authorLabel: "a", actor: null, actorLabel: null, content: "x", metadata: {}, mentions: [],
   createdAt: T, expiresAt: T + 3600 * S, availableAt: T, claim: null, acknowledgedBy: [], deliveryCount: 0, result: null,
-  deadLetter: null, groupKey: null, priority: 3, limits: [], maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0, waitpoint: null, ...over,
+  deadLetter: null, groupKey: null, priority: 3, limits: [], maxDeliveries: null, cancelRequestedAt: null, cancelReason: null, progress: null, dependsOn: [], blockedBy: 0, dependentsCount: 0, waitpoint: null, trace: null, ...over,
 });
 const held = (leaseExpiresAt: number | null) => ({ keyId: "w", actor: { id: "", name: "" }, claimedAt: T, leaseToken: "t", leaseExpiresAt });
 const acked = [{ id: "w", name: "w", occurredAt: T + S, metadata: {} }];

@@ -13,6 +13,7 @@ import { JsonRpcTransportHandler, defaultServerCallContextBuilder, validateVersi
 import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
 import { isUuid } from "../../model/ids.js";
+import { traceFrom, traceHeaders } from "../../model/trace.js";
 import { requestBaseUrl } from "../base-url.js";
 import type { BodyBudget } from "../http/body-budget.js";
 import { continueBody } from "../http/body-deadline.js";
@@ -141,7 +142,11 @@ export class A2aHttpEndpoint {
     const agent = new ChannelAgent({
       channelId: channel.id,
       card,
-      api: new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders),
+      // The A2A caller's trace context goes on with the message it sends (docs/decisions.md#trace-context).
+      api: new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, {
+        ...this.options.internalCallHeaders,
+        ...traceHeaders(traceFrom(header(req, "traceparent"), header(req, "tracestate"))),
+      }),
       callerKeyId: caller.keyId,
       signal: left.signal,
     });

@@ -181,6 +181,10 @@ curl -s -X POST "$B/v1/schedules" -H "X-API-Key: $KEY" \\
   \`"progress":{"data","text","updated_at"}\`. To follow it: \`GET $B/v1/messages/$MSG?wait=25&progress_after=<updated_at>\`
   answers at the next report, or \`GET $B/v1/messages/$MSG/events\` streams \`state\`, \`progress\` and \`result\` events
   (each with the whole message; Last-Event-ID resumes) until the task is finished.
+- Tracing: send a W3C \`traceparent\` (and \`tracestate\`) header with any call (MCP: in the tool call's \`_meta\`);
+  the message keeps it and shows \`"trace":{"traceparent":"00-…-…-01","tracestate":null}\`; without one it starts a
+  new trace. Workers get it with the message, webhooks as headers, \`agentbus work\`'s command as \`TRACEPARENT\`:
+  continue it in what you post next, and the whole hand-off chain is one trace.
 - A2A agents: publish a claimable channel you own as an A2A 1.0 agent, and any A2A client (e.g. \`@a2a-js/sdk\`) sends
   it tasks with its own API key; your workers receive them as any task and the result is the task's artifact:
 

@@ -42,6 +42,8 @@ export interface CallOptions {
   waitSeconds?: number;
   /** A stream (server-sent events): no time limit but the signal's. */
   stream?: boolean;
+  /** Sent with this call (a trace context). */
+  headers?: Record<string, string>;
 }
 
 /** A binary answer (HttpBody), or only its size when it is larger than the caller takes. */
@@ -130,7 +132,7 @@ export class AgentbusApi {
     const rest: JsonObject = { ...args };
     const { route, path } = this.route(method, rest);
     const url = new URL(path, this.baseUrl());
-    const headers: Record<string, string> = { ...this.extraHeaders, Accept: "application/json" };
+    const headers: Record<string, string> = { ...this.extraHeaders, ...options.headers, Accept: "application/json" };
     if (this.apiKey !== undefined) headers["X-API-Key"] = this.apiKey;
     if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
     let body: string | undefined;

@@ -30,6 +30,7 @@ import { SERVICE_VERSION } from "../../platform/version.js";
 import { ApiCallError, notSpinning, pause, type AgentbusApi } from "./api.js";
 import { mcpErrorBody } from "./suggestions.js";
 import { MAX_EMBEDDED_PDF_BYTES, sizeText, TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
+import { traceFrom, traceHeaders } from "../../model/trace.js";
 
 const RESOURCE_PREFIX = "agentbus://channels/";
 const RESOURCE_SUFFIX = "/messages";
@@ -172,6 +173,11 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
     })),
   }));
 
+  const metaText = (meta: Record<string, unknown> | undefined, name: string): string | undefined => {
+    const value = meta?.[name];
+    return typeof value === "string" ? value : undefined;
+  };
+
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = TOOLS.find((t) => t.name === request.params.name);
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
@@ -186,9 +192,11 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
       publicUrl: publicUrl(),
       maxEmbeddedBytes,
       attach: (block) => files.push(block),
+      // The caller's trace context, which MCP carries in _meta (docs/decisions.md#trace-context).
+      traceHeaders: traceHeaders(traceFrom(metaText(request.params._meta, "traceparent"), metaText(request.params._meta, "tracestate"))),
     };
     try {
-      const value = tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal });
+      const value = tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal, headers: ctx.traceHeaders });
       return textResult(value, false, files);
     } catch (err) {
       return toolError(err);

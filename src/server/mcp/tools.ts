@@ -35,6 +35,8 @@ export interface ToolContext {
   publicUrl: string;
   /** A PDF up to this size comes back embedded; a larger one as a link. */
   maxEmbeddedBytes: number;
+  /** The call's trace context as headers (from its _meta), passed on with every REST call it makes. */
+  traceHeaders: Record<string, string>;
   /** Adds a content block (a file) to the answer, after its JSON. */
   attach(block: EmbeddedResource | ResourceLink): void;
 }
@@ -178,7 +180,8 @@ const CHANNEL_PAGE = {
 };
 
 const waitOf = (args: JsonObject) => (typeof args.wait === "number" ? args.wait : 0);
-const call = (ctx: ToolContext, method: DescMethod, args: JsonObject, options: CallOptions = {}) => ctx.api.call(method, args, { signal: ctx.signal, ...options });
+const call = (ctx: ToolContext, method: DescMethod, args: JsonObject, options: CallOptions = {}) =>
+  ctx.api.call(method, args, { signal: ctx.signal, headers: ctx.traceHeaders, ...options });
 
 /** The MCP address of a PDF job's file: embedded answers name it, and resources/read reads it. */
 export const pdfResourceUri = (jobId: number | string) => `agentbus://jobs/${encodeURIComponent(String(jobId))}/pdf`;

@@ -23,6 +23,7 @@ export class FakeJobStore implements JobStore {
       id,
       kind: job.kind,
       ownerKeyId: job.ownerKeyId,
+      trace: job.trace ?? null,
       status: "queued",
       result: null,
       error: null,

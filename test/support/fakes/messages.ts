@@ -24,13 +24,14 @@ export class FakeMessageStore implements MessageStore {
     return channel !== undefined && (channel.access === "open" || channel.createdByKeyId === keyId || this.channels.isMember(channel.id, keyId));
   }
 
-  async create({ delaySeconds = 0, groupKey = null, priority = 3, ttlSeconds, limitIds: _ids, limitNames = [], ...input }: NewMessage): Promise<CreateOutcome> {
+  async create({ delaySeconds = 0, groupKey = null, priority = 3, ttlSeconds, limitIds: _ids, limitNames = [], trace, ...input }: NewMessage): Promise<CreateOutcome> {
     const channel = this.channels.channels.get(input.channelId);
     if (!channel) return { outcome: "channel_not_found", retryAfter: null };
     if (channel.paused) return { outcome: "channel_paused", retryAfter: null };
     const createdAt = this.channels.stamp();
     const message: MessageRecord = {
       ...input,
+      trace: trace ?? null,
       id: randomUUID(),
       createdAt,
       availableAt: createdAt + Math.round(delaySeconds * MICROS_PER_SECOND),

@@ -11,30 +11,31 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentbus.v1 import trace_pb2 as agentbus_dot_v1_dot_trace__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentbus/v1/job.proto\x12\x0b\x61gentbus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"*\n\x08JobError\x12\r\n\x05\x65rror\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x18\n\tPdfResult\x12\x0b\n\x03url\x18\x01 \x01(\t\"\x9c\x03\n\x10JobPostingResult\x12\x12\n\x05title\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ompany\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08location\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x17\n\nsalary_min\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x17\n\nsalary_max\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x1c\n\x0fsalary_currency\x18\x06 \x01(\tH\x05\x88\x01\x01\x12\x1c\n\x0f\x65mployment_type\x18\x07 \x01(\tH\x06\x88\x01\x01\x12\x14\n\x0crequirements\x18\x08 \x03(\t\x12\x0e\n\x06skills\x18\t \x03(\t\x12\x10\n\x08\x62\x65nefits\x18\n \x03(\t\x12 \n\x13\x64\x65scription_summary\x18\x0b \x01(\tH\x07\x88\x01\x01\x42\x08\n\x06_titleB\n\n\x08_companyB\x0b\n\t_locationB\r\n\x0b_salary_minB\r\n\x0b_salary_maxB\x12\n\x10_salary_currencyB\x12\n\x10_employment_typeB\x16\n\x14_description_summary\"B\n\x11TranscriptSegment\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x10\n\x08\x64uration\x18\x03 \x01(\x01\"{\n\x10TranscriptResult\x12\x10\n\x08video_id\x18\x01 \x01(\t\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x11\n\tfull_text\x18\x03 \x01(\t\x12\x30\n\x08segments\x18\x04 \x03(\x0b\x32\x1e.agentbus.v1.TranscriptSegment\"\xe5\x03\n\x03Job\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.agentbus.v1.JobKind\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.agentbus.v1.JobStatus\x12%\n\x03pdf\x18\x04 \x01(\x0b\x32\x16.agentbus.v1.PdfResultH\x00\x12\x34\n\x0bjob_posting\x18\x05 \x01(\x0b\x32\x1d.agentbus.v1.JobPostingResultH\x00\x12\x33\n\ntranscript\x18\x06 \x01(\x0b\x32\x1d.agentbus.v1.TranscriptResultH\x00\x12$\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.agentbus.v1.JobError\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x63ompleted_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x08\n\x06result*h\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x10\n\x0cJOB_KIND_PDF\x10\x01\x12\x18\n\x14JOB_KIND_JOB_POSTING\x10\x02\x12\x17\n\x13JOB_KIND_TRANSCRIPT\x10\x03*\x8a\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x19\n\x15JOB_STATUS_PROCESSING\x10\x02\x12\x18\n\x14JOB_STATUS_COMPLETED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentbus/v1/job.proto\x12\x0b\x61gentbus.v1\x1a\x17\x61gentbus/v1/trace.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"*\n\x08JobError\x12\r\n\x05\x65rror\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x18\n\tPdfResult\x12\x0b\n\x03url\x18\x01 \x01(\t\"\x9c\x03\n\x10JobPostingResult\x12\x12\n\x05title\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x63ompany\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08location\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x17\n\nsalary_min\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x17\n\nsalary_max\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x1c\n\x0fsalary_currency\x18\x06 \x01(\tH\x05\x88\x01\x01\x12\x1c\n\x0f\x65mployment_type\x18\x07 \x01(\tH\x06\x88\x01\x01\x12\x14\n\x0crequirements\x18\x08 \x03(\t\x12\x0e\n\x06skills\x18\t \x03(\t\x12\x10\n\x08\x62\x65nefits\x18\n \x03(\t\x12 \n\x13\x64\x65scription_summary\x18\x0b \x01(\tH\x07\x88\x01\x01\x42\x08\n\x06_titleB\n\n\x08_companyB\x0b\n\t_locationB\r\n\x0b_salary_minB\r\n\x0b_salary_maxB\x12\n\x10_salary_currencyB\x12\n\x10_employment_typeB\x16\n\x14_description_summary\"B\n\x11TranscriptSegment\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x10\n\x08\x64uration\x18\x03 \x01(\x01\"{\n\x10TranscriptResult\x12\x10\n\x08video_id\x18\x01 \x01(\t\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x11\n\tfull_text\x18\x03 \x01(\t\x12\x30\n\x08segments\x18\x04 \x03(\x0b\x32\x1e.agentbus.v1.TranscriptSegment\"\x8f\x04\n\x03Job\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.agentbus.v1.JobKind\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.agentbus.v1.JobStatus\x12%\n\x03pdf\x18\x04 \x01(\x0b\x32\x16.agentbus.v1.PdfResultH\x00\x12\x34\n\x0bjob_posting\x18\x05 \x01(\x0b\x32\x1d.agentbus.v1.JobPostingResultH\x00\x12\x33\n\ntranscript\x18\x06 \x01(\x0b\x32\x1d.agentbus.v1.TranscriptResultH\x00\x12$\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.agentbus.v1.JobError\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x63ompleted_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x05trace\x18\x0c \x01(\x0b\x32\x19.agentbus.v1.TraceContextB\x08\n\x06result*h\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x10\n\x0cJOB_KIND_PDF\x10\x01\x12\x18\n\x14JOB_KIND_JOB_POSTING\x10\x02\x12\x17\n\x13JOB_KIND_TRANSCRIPT\x10\x03*\x8a\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x19\n\x15JOB_STATUS_PROCESSING\x10\x02\x12\x18\n\x14JOB_STATUS_COMPLETED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentbus.v1.job_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _JOBKIND._serialized_start=1237
-  _JOBKIND._serialized_end=1341
-  _JOBSTATUS._serialized_start=1344
-  _JOBSTATUS._serialized_end=1482
-  _JOBERROR._serialized_start=71
-  _JOBERROR._serialized_end=113
-  _PDFRESULT._serialized_start=115
-  _PDFRESULT._serialized_end=139
-  _JOBPOSTINGRESULT._serialized_start=142
-  _JOBPOSTINGRESULT._serialized_end=554
-  _TRANSCRIPTSEGMENT._serialized_start=556
-  _TRANSCRIPTSEGMENT._serialized_end=622
-  _TRANSCRIPTRESULT._serialized_start=624
-  _TRANSCRIPTRESULT._serialized_end=747
-  _JOB._serialized_start=750
-  _JOB._serialized_end=1235
+  _JOBKIND._serialized_start=1304
+  _JOBKIND._serialized_end=1408
+  _JOBSTATUS._serialized_start=1411
+  _JOBSTATUS._serialized_end=1549
+  _JOBERROR._serialized_start=96
+  _JOBERROR._serialized_end=138
+  _PDFRESULT._serialized_start=140
+  _PDFRESULT._serialized_end=164
+  _JOBPOSTINGRESULT._serialized_start=167
+  _JOBPOSTINGRESULT._serialized_end=579
+  _TRANSCRIPTSEGMENT._serialized_start=581
+  _TRANSCRIPTSEGMENT._serialized_end=647
+  _TRANSCRIPTRESULT._serialized_start=649
+  _TRANSCRIPTRESULT._serialized_end=772
+  _JOB._serialized_start=775
+  _JOB._serialized_end=1302
 # @@protoc_insertion_point(module_scope)

@@ -18,6 +18,8 @@
 DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[]);
 -- And the one before groups, priorities, per-message TTLs and limits.
 DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[], double precision[]);
+-- And the one before trace contexts.
+DROP FUNCTION IF EXISTS agentbus_create_messages(uuid, text[], uuid[], text[], text[], text[], jsonb[], jsonb[], double precision[], text[], smallint[], integer[], jsonb[]);
 CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_channel_id     uuid,
   p_author_key_ids text[],
@@ -34,7 +36,10 @@ CREATE OR REPLACE FUNCTION agentbus_create_messages(
   p_group_keys     text[] DEFAULT NULL,
   p_priorities     smallint[] DEFAULT NULL,
   p_ttls           integer[] DEFAULT NULL,
-  p_limit_ids      jsonb[] DEFAULT NULL
+  p_limit_ids      jsonb[] DEFAULT NULL,
+  -- Per message: its W3C traceparent and tracestate (docs/decisions.md#trace-context).
+  p_trace_parents  text[] DEFAULT NULL,
+  p_trace_states   text[] DEFAULT NULL
 ) RETURNS TABLE (ord integer, outcome text, retry_after integer, message_id uuid, created_at timestamptz, expires_at timestamptz,
                  available_at timestamptz)
 LANGUAGE plpgsql AS $$
@@ -81,12 +86,12 @@ BEGIN
     -- makes the message open work only from stamp + delay; none leaves NULL.
     ttl := least(ch.ttl_seconds, coalesce(p_ttls[i], ch.ttl_seconds));
     INSERT INTO messages (channel_id, author_key_id, actor_id, actor_name, actor_label, content, metadata, mentions, created_at, expires_at,
-                          available_at, group_key, priority, limit_ids)
+                          available_at, group_key, priority, limit_ids, trace_parent, trace_state)
     VALUES (p_channel_id, p_author_key_ids[i], p_actor_ids[i], p_actor_names[i], p_actor_labels[i], p_contents[i],
             p_metadata[i], p_mentions[i], stamp, stamp + make_interval(secs => ttl),
             CASE WHEN coalesce(p_delays[i], 0) > 0 THEN stamp + make_interval(secs => p_delays[i]) END,
             p_group_keys[i], coalesce(p_priorities[i], 3),
-            coalesce(ARRAY(SELECT jsonb_array_elements_text(p_limit_ids[i])::uuid), '{}'))
+            coalesce(ARRAY(SELECT jsonb_array_elements_text(p_limit_ids[i])::uuid), '{}'), p_trace_parents[i], p_trace_states[i])
     RETURNING id INTO new_id;
     -- A group's first message gives it its turn in fair dispatch (never
     -- served yet, so it goes before the groups that were). posted_at keeps

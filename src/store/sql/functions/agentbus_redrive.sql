@@ -74,7 +74,10 @@ BEGIN
       (SELECT array_agg(m.priority ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
       NULL,
       (SELECT array_agg(CASE WHEN m.limit_ids = '{}' THEN NULL ELSE to_jsonb(m.limit_ids) END ORDER BY x.ord)
-         FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
+         FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      -- And its trace: a dead letter is still part of the chain (docs/decisions.md#trace-context).
+      (SELECT array_agg(m.trace_parent ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id),
+      (SELECT array_agg(m.trace_state ORDER BY x.ord) FROM unnest(batch) WITH ORDINALITY x(id, ord) JOIN messages m ON m.id = x.id)
     ) r;
     CONTINUE WHEN created IS NULL;
     done := done || created;
