@@ -194,6 +194,7 @@ describe("SendStreamingMessage", () => {
     const done = (async () => {
       for await (const event of client.sendMessageStream({ tenant: "", message: userMessage("long job"), configuration: undefined, metadata: undefined })) events.push(event);
     })();
+    for (let i = 0; i < 250 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     const got = await receiveOne(ch);
     const progress = await rest(url(), "POST", `/v1/messages/${got.message.id}/progress`, { key: worker, body: { lease_token: got.lease_token, text: "half way", data: { pct: 50 } } });
     expect(progress.status).toBe(200);
@@ -292,6 +293,9 @@ describe("SubscribeToTask", () => {
     const done = (async () => {
       for await (const event of client.resubscribeTask({ tenant: "", id: task.id })) events.push(event);
     })();
+    // Subscribed (the task came first) before the worker finishes it.
+    for (let i = 0; i < 250 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(events).toHaveLength(1);
     const got = await receiveOne(ch);
     await ack(got.message.id, got.lease_token, "followed");
     await done;

@@ -93,6 +93,7 @@ describe("submission", () => {
       updated_at: job.body.created_at,
       completed_at: null,
       expires_at: null,
+      trace: { traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/) as string, tracestate: null },
     });
     const early = await download(idle.url, idleKey, id);
     expect(early.status).toBe(409);

@@ -50,7 +50,7 @@ describe("PDF from HTML", () => {
     const id = submitted.job_id as number;
 
     const job = await waitForJob(server.url, key, id);
-    expect(Object.keys(job)).toEqual(["job_id", "kind", "status", "result", "error", "created_at", "updated_at", "completed_at", "expires_at"]);
+    expect(Object.keys(job)).toEqual(["job_id", "kind", "status", "result", "error", "created_at", "updated_at", "completed_at", "expires_at", "trace"]);
     expect(job).toMatchObject({ job_id: id, kind: "pdf", status: "completed", result: { url: `/v1/pdf/${id}` }, error: null });
     for (const field of ["created_at", "updated_at", "completed_at", "expires_at"] as const) expect(job[field]).toMatch(TIMESTAMP);
     // Kept 24 hours after completion.

@@ -78,8 +78,10 @@ export class ChannelAgent implements A2ARequestHandler {
 
   async *sendMessageStream(params: SendMessageRequest, _context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const posted = await this.post(params);
+    // The watch opens before the task is answered: nothing that happens after the client has the task is missed.
+    const watch = await this.watch(posted);
     yield { payload: { $case: "task", value: toTask(posted, params.configuration?.historyLength) } };
-    yield* this.follow(posted);
+    yield* this.follow(posted, watch);
   }
 
   async getTask(params: GetTaskRequest, _context: ServerCallContext): Promise<Task> {
@@ -105,8 +107,9 @@ export class ChannelAgent implements A2ARequestHandler {
     if (isFinal(taskState(message.state))) {
       throw new UnsupportedOperationError("The task has finished: read it with GetTask");
     }
+    const watch = await this.watch(message);
     yield { payload: { $case: "task", value: toTask(message) } };
-    yield* this.follow(message);
+    yield* this.follow(message, watch);
   }
 
   /**
@@ -196,21 +199,23 @@ export class ChannelAgent implements A2ARequestHandler {
     }
   }
 
-  /** The task's changes from its own event stream, as A2A events, until it is final or the client leaves. */
-  private async *follow(start: MessageJson): AsyncGenerator<StreamResponse, void, undefined> {
-    let lastState = taskState(start.state);
-    let lastStatusAt = taskStatus(start).timestamp;
-    let artifactSent = false;
-    if (isFinal(lastState)) return;
+  /** Opens the message's own event stream (GET /v1/messages/{id}/events); `stop` ends it. */
+  private async watch(message: MessageJson): Promise<{ res: Response; stop: AbortController }> {
     const stop = new AbortController();
-    const signal = AbortSignal.any([this.o.signal, stop.signal]);
-    let res: Response;
     try {
-      res = await this.o.api.open(MessageService.method.watchMessage, { message_id: start.id }, signal);
+      return { res: await this.o.api.open(MessageService.method.watchMessage, { message_id: message.id }, AbortSignal.any([this.o.signal, stop.signal])), stop };
     } catch (err) {
       throw a2aError(err);
     }
+  }
+
+  /** The task's changes from its event stream, as A2A events, until it is final or the client leaves. */
+  private async *follow(start: MessageJson, { res, stop }: { res: Response; stop: AbortController }): AsyncGenerator<StreamResponse, void, undefined> {
+    let lastState = taskState(start.state);
+    let lastStatusAt = taskStatus(start).timestamp;
+    let artifactSent = false;
     try {
+      if (isFinal(lastState)) return;
       for await (const event of parseSseStream(res)) {
         if (event.type === "open" || event.data === "") continue;
         const message = JSON.parse(event.data) as MessageJson;
