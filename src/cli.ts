@@ -5,6 +5,8 @@
  * agentbus migrate — apply pending migrations and exit
  * agentbus mcp     — an MCP server on stdio for a running service
  */
+// First: OpenTelemetry's instrumentation of pg must be in place before pg is loaded.
+import { telemetry } from "./telemetry.js";
 // The service's modules (app.js) are imported only once PostgreSQL is
 // starting: loading them takes about as long as PostgreSQL's start.
 import { ConfigError, loadConfig, type Config } from "./platform/config.js";
@@ -113,8 +115,10 @@ function stopOnSignals(
       process.exit(1);
     }, config.shutdownGraceMs + 5_000).unref();
     target.close().then(
-      () => {
+      async () => {
         logger.info("stopped");
+        // The spans of the last requests, sent before the process goes.
+        await telemetry?.shutdown().catch(() => undefined);
         process.exit(exitCode);
       },
       (err: unknown) => {

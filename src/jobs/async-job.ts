@@ -45,6 +45,7 @@ import { RESULT_SCHEMAS } from "../protocol/job-results.js";
 import { errorFields } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
 import { AttemptLogged, type JobDependencies, type JobKind } from "./types.js";
+import { inJobSpan } from "../platform/tracing.js";
 
 export type ResultInit<K extends JobKindName> = MessageInitShape<(typeof RESULT_SCHEMAS)[K]>;
 
@@ -126,7 +127,8 @@ export function asyncJobKind<K extends JobKindName, Input>(definition: AsyncJobD
       let outcome: AsyncJobOutcome<K>;
       try {
         const ctx: AsyncJobContext = { jobId, ownerKeyId: claimed.ownerKeyId, attempt: claimed.attempts, signal: run.signal, logger };
-        outcome = await definition.process(claimed.input as Input, ctx, deps);
+        // A span of the trace the job was submitted in, with the statements and requests of its run inside (docs/decisions.md#spans).
+        outcome = await inJobSpan(definition.kind, jobId, claimed.attempts, claimed.trace, () => definition.process(claimed.input as Input, ctx, deps));
       } catch (err) {
         if (run.signal.aborted) {
           // Shutting down: hand the job over rather than count this as a failure.

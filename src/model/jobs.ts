@@ -47,6 +47,8 @@ export interface ClaimedJob {
   attempts: number;
   /** The key that submitted it (whose share of the machine it runs on). */
   ownerKeyId: string;
+  /** The trace it was submitted in; its run is a span of it. */
+  trace: TraceContext | null;
 }
 
 /** A job to be created queued. */

@@ -35,6 +35,8 @@ import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { refusedRange } from "../platform/address-policy.js";
+import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { tracer, tracingEnabled } from "../platform/tracing.js";
 
 export type OutboundErrorCode =
   | "invalid_url"
@@ -212,7 +214,7 @@ export function createOutboundClient(options: OutboundClientOptions): OutboundCl
   }
 
   return {
-    request,
+    request: (target, init) => (tracingEnabled() ? tracedRequest(request, target, init) : request(target, init)),
     close() {
       agents["http:"].destroy();
       agents["https:"].destroy();
@@ -232,6 +234,38 @@ function parseTarget(target: string | URL): URL {
   }
   if (url.hostname === "") throw new OutboundError("invalid_url", "the URL has no host");
   return url;
+}
+
+/**
+ * A client span around an outbound request (docs/decisions.md#spans), the
+ * child of whatever is active (a job's span, a webhook's message trace),
+ * whose context the request carries as traceparent. Only the method and the
+ * host are recorded: a URL's path or query may hold a secret.
+ */
+async function tracedRequest(request: OutboundClient["request"], target: string | URL, init: OutboundRequest = {}): Promise<OutboundResponse> {
+  const method = (init.method ?? "GET").toUpperCase();
+  let host = "";
+  try {
+    host = new URL(String(target)).host;
+  } catch {
+    // request() refuses it.
+  }
+  const span = tracer().startSpan(`HTTP ${method}`, { kind: SpanKind.CLIENT, attributes: { "http.request.method": method, "server.address": host } });
+  const active = trace.setSpan(context.active(), span);
+  const headers: Record<string, string> = { ...init.headers };
+  for (const name of Object.keys(headers)) if (name.toLowerCase() === "traceparent" || name.toLowerCase() === "tracestate") delete headers[name];
+  propagation.inject(active, headers);
+  try {
+    const res = await context.with(active, () => request(target, { ...init, headers }));
+    span.setAttribute("http.response.status_code", res.status);
+    if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    return res;
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: failureClass(err) });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** The URL parser has already normalised IPv4 literals (0x7f.1 → 127.0.0.1); IPv6 ones come in brackets. */

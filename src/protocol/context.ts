@@ -6,7 +6,8 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import { traceFrom, type TraceContext } from "../model/trace.js";
+import { parseTracestate, traceFrom, type TraceContext } from "../model/trace.js";
+import { activeTrace } from "../platform/tracing.js";
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
 /** A key's request budget in the current window. */
@@ -60,7 +61,13 @@ export function callerOf(ctx: HandlerContext): Caller {
   return caller;
 }
 
-/** The W3C trace context the request carries (headers or gRPC metadata), if any valid one (docs/decisions.md#trace-context). */
+/**
+ * The trace context what the request writes keeps (docs/decisions.md#trace-context):
+ * with spans on, the RPC's own span (a child of the caller's), so whoever
+ * continues from the message continues from this call; otherwise the
+ * context the request carries (headers or gRPC metadata), if any valid one.
+ */
 export function traceOf(ctx: HandlerContext): TraceContext | undefined {
-  return traceFrom(ctx.requestHeader.get("traceparent"), ctx.requestHeader.get("tracestate"));
+  const carried = traceFrom(ctx.requestHeader.get("traceparent"), ctx.requestHeader.get("tracestate"));
+  return activeTrace(carried?.tracestate ?? parseTracestate(ctx.requestHeader.get("tracestate"))) ?? carried;
 }

@@ -16,6 +16,7 @@ import { callerOf, callSignal, streamOpenKey, traceOf } from "../protocol/contex
 import { serviceEntry, type ServiceEntry } from "../protocol/service-entry.js";
 import { shareResponse } from "../protocol/shared-response.js";
 import { renderFoundMessage, renderMessage } from "../protocol/render-message.js";
+import { recordDeliveries } from "./delivery-spans.js";
 
 const claimStatus = {
   claimed: ClaimStatus.CLAIMED,
@@ -123,6 +124,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
 
     async claimMessageWithLease(req, ctx) {
       const lease = await messages.claimWithLease(callerOf(ctx), req.messageId, req.actor, req.leaseSeconds, req.metadata);
+      recordDeliveries([lease.message], callerOf(ctx).keyId);
       return { leaseToken: lease.leaseToken, expiresAt: toProtoTimestamp(lease.expiresAt), message: renderMessage(lease.message, clock.now()) };
     },
 
@@ -133,6 +135,7 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
         { maxMessages: req.maxMessages, leaseSeconds: req.leaseSeconds, wait: req.wait, actor: req.actor, signal: waitSignal(ctx, req.wait) },
         req.complete,
       );
+      recordDeliveries(leases.map((l) => l.message), callerOf(ctx).keyId);
       const now = clock.now();
       // A task that waited for others gets their results (docs/decisions.md#dependencies).
       const parents = await messages.parentsOf(leases.filter((l) => l.message.dependsOn.length > 0).map((l) => l.message.id));

@@ -84,14 +84,17 @@ async function findJobPdf(db: Db, id: number, ownerKeyId: string, now: Micros): 
  * it already ended or no longer exists (a duplicate or late run: nothing to do).
  */
 async function claimJob(db: Db, id: number, now: Micros): Promise<ClaimedJob | undefined> {
-  const { rows } = await db.query<ClaimedJob>(
+  const { rows } = await db.query<Omit<ClaimedJob, "trace"> & { trace_parent: string | null; trace_state: string | null }>(
     `UPDATE jobs SET status = 'processing', attempts = attempts + 1, updated_at = $2
      WHERE id = $1 AND status IN ('queued', 'processing')
-     RETURNING id, kind, input, attempts, owner_key_id AS "ownerKeyId"`,
+     RETURNING id, kind, input, attempts, owner_key_id AS "ownerKeyId", trace_parent, trace_state`,
     [id, formatTimestamp(now)],
     "jobs_claim",
   );
-  return rows[0];
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  const { trace_parent, trace_state, ...claimed } = row;
+  return { ...claimed, trace: trace_parent === null ? null : { traceparent: trace_parent, tracestate: trace_state } };
 }
 
 /** Completes a processing job: result (and PDF) stored, kept until `expiresAt`. False when it was not processing. */

@@ -38,7 +38,8 @@ import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { AttemptRecord, ClaimedDelivery, OwnerLoad } from "../model/webhooks.js";
 import type { WebhookStore } from "../ports/webhooks.js";
-import { messageBody, webhookHeaders } from "./payload.js";
+import { bodyTrace, messageBody, webhookHeaders } from "./payload.js";
+import { withStoredTrace } from "../platform/tracing.js";
 
 export const NOTIFY_CHANNEL = "agentbus_webhooks";
 
@@ -321,14 +322,19 @@ export class WebhookDispatcher {
     // The log shows a failure class only (docs/decisions.md#failure-classes): never a resolved address or raw error text.
     let error: FailureClass | "http_status" | null = null;
     try {
-      const res = await this.http.request(d.url, {
-        method: "POST",
-        headers: webhookHeaders(d.event, d.id, body, d.secret, attemptedAt, this.options.legacySignatureHeader),
-        body,
-        timeoutMs: this.timeoutMs,
-        maxResponseBytes: MAX_RESPONSE_BYTES,
-        signal: this.shutdown.signal,
-      });
+      const sent = body;
+      const url = d.url;
+      // With spans on, the request's span is a child of the message's trace (docs/decisions.md#spans).
+      const res = await withStoredTrace(bodyTrace(sent), () =>
+        this.http.request(url, {
+          method: "POST",
+          headers: webhookHeaders(d.event, d.id, sent, d.secret, attemptedAt, this.options.legacySignatureHeader),
+          body: sent,
+          timeoutMs: this.timeoutMs,
+          maxResponseBytes: MAX_RESPONSE_BYTES,
+          signal: this.shutdown.signal,
+        }),
+      );
       responseStatus = res.status;
       if (res.status < 200 || res.status > 299) error = "http_status";
     } catch (err) {

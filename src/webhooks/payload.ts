@@ -11,7 +11,7 @@ import type { Micros } from "../model/time.js";
 import { renderMessageJson } from "../protocol/json-render-text.js";
 import { renderMessage } from "../protocol/render-message.js";
 import type { WebhookEvent } from "../model/webhooks.js";
-import { traceHeaders } from "../model/trace.js";
+import { traceHeaders, type TraceContext } from "../model/trace.js";
 
 export const USER_AGENT = "agentbus-webhook/1";
 
@@ -29,16 +29,16 @@ export function messageBody(message: MessageRecord, now: Micros, mentionedActorI
  * Read from the body, not the message, because retries send the body kept
  * from the first attempt and the message may be gone by then.
  */
-export function bodyTraceHeaders(body: string): Record<string, string> {
+export function bodyTrace(body: string): TraceContext | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return {};
+    return null;
   }
   const trace = (parsed as { message?: { trace?: { traceparent?: unknown; tracestate?: unknown } } } | null)?.message?.trace;
-  if (trace === undefined || trace === null || typeof trace.traceparent !== "string") return {};
-  return traceHeaders({ traceparent: trace.traceparent, tracestate: typeof trace.tracestate === "string" ? trace.tracestate : null });
+  if (trace === undefined || trace === null || typeof trace.traceparent !== "string") return null;
+  return { traceparent: trace.traceparent, tracestate: typeof trace.tracestate === "string" ? trace.tracestate : null };
 }
 
 /** `sha256=<lowercase hex HMAC-SHA256(secret, raw body)>`. */
@@ -83,7 +83,7 @@ export function webhookHeaders(
     "webhook-id": deliveryId,
     "webhook-timestamp": String(timestamp),
   };
-  Object.assign(headers, bodyTraceHeaders(body));
+  Object.assign(headers, traceHeaders(bodyTrace(body)));
   if (secret !== null) {
     headers["X-Service-Signature"] = signature(secret, body);
     headers["webhook-signature"] = standardSignature(secret, deliveryId, timestamp, body);

@@ -23,6 +23,7 @@ import { Idempotency, type IdempotencyOptions } from "./idempotency.js";
 import { rulesOf } from "./method-rules.js";
 import { seenBeforeDecodingKey } from "./raw-request.js";
 import { assertValidRequest } from "./validate-request.js";
+import { inRpcSpan, inRpcStreamSpan } from "./rpc-span.js";
 
 /** What admission reads and writes of a call: its headers, its answer's headers, its values. */
 export type AdmissionContext = Pick<HandlerContext, "requestHeader" | "responseHeader" | "values">;
@@ -96,7 +97,11 @@ export class CallPipeline {
     return this.runUnary(method, request, ctx, false);
   }
 
-  private async runUnary(method: DescMethod, request: Message, ctx: HandlerContext, asMessage: boolean): Promise<object> {
+  private runUnary(method: DescMethod, request: Message, ctx: HandlerContext, asMessage: boolean): Promise<object> {
+    return inRpcSpan(method, ctx, () => this.runUnaryCall(method, request, ctx, asMessage));
+  }
+
+  private async runUnaryCall(method: DescMethod, request: Message, ctx: HandlerContext, asMessage: boolean): Promise<object> {
     try {
       // Whichever decoder built the request, nothing unstorable goes further (see validate-request.ts).
       assertValidRequest(method.input, request, ctx.values.get(seenBeforeDecodingKey));
@@ -130,7 +135,11 @@ export class CallPipeline {
   }
 
   /** Runs a server-streaming method; throws only ApiError. */
-  async *callStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
+  callStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
+    return inRpcStreamSpan(method, ctx, () => this.runStream(method, request, ctx));
+  }
+
+  private async *runStream(method: DescMethod, request: Message, ctx: HandlerContext): AsyncIterable<Message> {
     try {
       assertValidRequest(method.input, request, ctx.values.get(seenBeforeDecodingKey));
       await this.admit(method, ctx, request);

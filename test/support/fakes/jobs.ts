@@ -57,7 +57,7 @@ export class FakeJobStore implements JobStore {
     const job = this.jobs.get(id);
     if (!job || (job.status !== "queued" && job.status !== "processing")) return undefined;
     Object.assign(job, { status: "processing", attempts: job.attempts + 1, updatedAt: now });
-    return { id, kind: job.kind, input: job.input, attempts: job.attempts, ownerKeyId: job.ownerKeyId };
+    return { id, kind: job.kind, input: job.input, attempts: job.attempts, ownerKeyId: job.ownerKeyId, trace: job.trace };
   }
 
   async complete(id: number, outcome: { result: JsonValue; pdf: Uint8Array | null }, now: Micros, expiresAt: Micros): Promise<boolean> {
