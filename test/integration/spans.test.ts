@@ -35,17 +35,18 @@ class OtlpReceiver {
   private constructor(private readonly server: http.Server) {}
 
   static async start(): Promise<OtlpReceiver> {
-    let receiver: OtlpReceiver | undefined;
+    const spans: Array<(body: { resourceSpans: unknown[] }) => void> = [];
     const server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        if (req.url === "/v1/traces") receiver!.take(JSON.parse(Buffer.concat(chunks).toString("utf8")) as { resourceSpans: unknown[] });
+        if (req.url === "/v1/traces") for (const take of spans) take(JSON.parse(Buffer.concat(chunks).toString("utf8")) as { resourceSpans: unknown[] });
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end("{}");
       });
     });
-    receiver = new OtlpReceiver(server);
+    const receiver = new OtlpReceiver(server);
+    spans.push((body) => receiver.take(body));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return receiver;
   }
