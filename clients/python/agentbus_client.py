@@ -37,7 +37,7 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import grpc
 
@@ -229,6 +229,9 @@ class AgentbusClient:
         md = list(metadata)
         if self.api_key:
             md.append(("x-api-key", self.api_key))
+        # The application's active trace context, when it uses OpenTelemetry (docs/decisions.md#trace-context).
+        if not any(k == "traceparent" for k, _ in md):
+            md.extend(_trace_metadata())
         # No automatic key on a long-poll: the service refuses a keyed request that waits (idempotent_wait).
         if _mutates(method) and (idempotency_key is not None or _waits(request) <= 0):
             md.append(("idempotency-key", idempotency_key or str(uuid.uuid4())))
@@ -239,6 +242,17 @@ class AgentbusClient:
             return callable_(request, metadata=md, timeout=timeout if timeout is not None else self.timeout)
         except grpc.RpcError as err:
             raise AgentbusError.from_rpc_error(err) from None
+
+
+def _trace_metadata() -> List[Tuple[str, str]]:
+    """The active OpenTelemetry context as W3C headers; none without the ``opentelemetry-api`` package."""
+    try:
+        from opentelemetry.propagate import inject  # type: ignore[import-not-found]
+    except ImportError:
+        return []
+    carrier: Dict[str, str] = {}
+    inject(carrier)
+    return [(k.lower(), v) for k, v in carrier.items() if k.lower() in ("traceparent", "tracestate")]
 
 
 def _mutates(method: MethodDescriptor) -> bool:

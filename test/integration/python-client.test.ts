@@ -4,7 +4,7 @@
  * server over plaintext gRPC on the same port.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -352,6 +352,36 @@ print(json.dumps(out))
     const out = await runPython(["-c", script]);
     expect(out, out.stderr).toMatchObject({ code: 0 });
     expect(JSON.parse(out.stdout)).toEqual({ created: ["UTC", false, 0], bad_zone: "invalid_timezone" });
+  });
+
+  it("sends the active OpenTelemetry context with a call, and nothing without the package", async () => {
+    // Debian has no python3-opentelemetry and PyPI is not reachable here: the test puts a stand-in for the
+    // one function of opentelemetry-api the client calls (opentelemetry.propagate.inject(carrier)) on the path.
+    const otel = await mkdtemp(join(tmpdir(), "agentbus-py-otel-"));
+    try {
+      await mkdir(join(otel, "opentelemetry"), { recursive: true });
+      await writeFile(join(otel, "opentelemetry", "__init__.py"), "");
+      await writeFile(join(otel, "opentelemetry", "propagate.py"), "def inject(carrier, context=None, setter=None):\n    carrier['traceparent'] = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'\n");
+      const script = (withOtel: boolean) => `
+import json, sys, uuid
+${withOtel ? `sys.path.insert(0, ${JSON.stringify(otel)})` : ""}
+from agentbus_client import AgentbusClient
+from agentbus.v1 import channel_pb2, channel_service_pb2, key_service_pb2, message_service_pb2
+with AgentbusClient(${JSON.stringify(target)}) as anonymous:
+    client = anonymous.with_api_key(anonymous.keys.CreateKey(key_service_pb2.CreateKeyRequest(agent_label="py-trace-" + uuid.uuid4().hex[:8])).key)
+    channel = client.channels.CreateChannel(channel_service_pb2.CreateChannelRequest(name="py-trace-" + uuid.uuid4().hex[:8], mode=channel_pb2.CHANNEL_MODE_CLAIMABLE))
+    sent = client.messages.CreateMessage(message_service_pb2.CreateMessageRequest(identifier=channel.id, content="traced"))
+    print(json.dumps({"traceparent": sent.message.trace.traceparent}))
+`;
+      const traced = await runPython(["-c", script(true)]);
+      expect(traced, traced.stderr).toMatchObject({ code: 0 });
+      expect(JSON.parse(traced.stdout)).toEqual({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" });
+      const plain = await runPython(["-c", script(false)]);
+      expect(plain, plain.stderr).toMatchObject({ code: 0 });
+      expect((JSON.parse(plain.stdout) as { traceparent: string }).traceparent).not.toContain("4bf92f3577b34da6a3ce929d0e0e4736");
+    } finally {
+      await rm(otel, { recursive: true, force: true });
+    }
   });
 
   it("installs with pip as a package (the generated code inside, no protoc) and runs from outside the checkout", async () => {

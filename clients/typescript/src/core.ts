@@ -20,6 +20,7 @@ import { WaitpointService } from "../../../gen/agentbus/v1/waitpoint_service_pb.
 import { ScheduleService } from "../../../gen/agentbus/v1/schedule_service_pb.js";
 import { toAgentbusError } from "./errors.js";
 import { idempotencyInterceptor } from "./idempotency.js";
+import { traceInterceptor } from "./trace.js";
 
 export type TransportKind = "grpc" | "connect" | "grpc-web";
 
@@ -91,7 +92,7 @@ export function clientOver(transport: Transport): AgentbusClient {
 export function transportSettings(options: ClientOptions) {
   // The first interceptor is the outermost: the caller's own come last so
   // they observe the finished request.
-  const interceptors = [credentialsInterceptor(options), idempotencyInterceptor(), ...(options.interceptors ?? [])];
+  const interceptors = [credentialsInterceptor(options), idempotencyInterceptor(), traceInterceptor(), ...(options.interceptors ?? [])];
   return {
     baseUrl: options.baseUrl,
     interceptors,
