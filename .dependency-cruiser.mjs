@@ -6,7 +6,7 @@
  *     ↓
  *   transport   src/server: listener, REST transcoder, Connect routes, docs, health
  *     ↓
- *   handlers    src/services (RPCs) · src/jobs, src/webhooks (background work)
+ *   handlers    src/services (RPCs) · src/jobs, src/webhooks, src/forwarder (background work)
  *     ↓
  *   protocol    src/protocol: call context, serviceEntry, message → protobuf/JSON
  *     ↓
@@ -32,7 +32,7 @@ const layers = {
   entry: "^src/[^/]+\\.ts$",
   shell: "^src/shell/",
   transport: "^src/server/",
-  handlers: "^src/(services|jobs|webhooks)/",
+  handlers: "^src/(services|jobs|webhooks|forwarder)/",
   protocol: "^src/protocol/",
   domain: "^src/domain/",
   ports: "^src/ports/",
@@ -67,7 +67,7 @@ const layerRules = Object.entries(mayImport).map(([layer, below]) => ({
 
 // The folders of a layer stay apart, but for these uses.
 const folderMayImport = {
-  handlers: { services: [], jobs: ["webhooks"], webhooks: [] },
+  handlers: { services: [], jobs: ["webhooks"], webhooks: [], forwarder: [] },
   storage: {
     store: [],
     bus: ["store"], // its connection helpers

@@ -51,6 +51,8 @@ import { SERVICE_VERSION } from "./platform/version.js";
 import { databaseState } from "./server/health.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
 import { A2aHttpEndpoint } from "./server/a2a/http.js";
+import { A2A_USER_AGENT, A2aForwarder } from "./forwarder/forwarder.js";
+import { PgForwardingStore } from "./store/forwarding.js";
 import { BodyBudget } from "./server/http/body-budget.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
@@ -319,6 +321,17 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
     if (config.scheduler) {
       const ticker = startScheduleTicker(db, domain, clock, outageLog);
       cleanups.push(() => ticker.stop());
+    }
+    if (config.workers && config.a2aForwarder) {
+      const forwarder = new A2aForwarder({
+        store: new PgForwardingStore(db),
+        messages: domain.messages,
+        http: createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: A2A_USER_AGENT }),
+        clock,
+        logger: logger.child({ component: "a2a-forwarder" }),
+      });
+      forwarder.start();
+      cleanups.push(() => forwarder.close());
     }
     if (config.sandbox && (await ensureSandbox(new PgSandboxStore(db))) === "alias_taken") {
       logger.warn({ alias: SANDBOX_ALIAS }, "another channel holds the alias 'sandbox': no sandbox channel this time (set AGENTBUS_SANDBOX=false to stop trying)");

@@ -3,7 +3,7 @@
  * A2A agent card says. Bounded so that a card stays small: it is served to
  * anyone who asks, and rendered on every read of the channel.
  */
-import type { A2aSkill, ChannelA2a, ChannelMode } from "../model/channels.js";
+import type { A2aSkill, ChannelA2a, ChannelA2aForward, ChannelMode } from "../model/channels.js";
 import { ApiError } from "../model/errors.js";
 
 /** The field as a request carries it; undefined = not given. */
@@ -86,9 +86,51 @@ export function validateChannelA2a(input: ChannelA2aInput | undefined): ChannelA
   };
 }
 
+/** The field as a request carries it. */
+export interface ChannelA2aForwardInput {
+  url?: string | undefined;
+  authHeader?: { name?: string | undefined; value?: string | undefined } | undefined;
+}
+
+/** Header names a forward may not set: the request's own framing and routing, and the trace context (ours). */
+const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "traceparent", "tracestate", "a2a-version", "a2a-extensions", "cookie"]);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+export const MAX_FORWARD_HEADER_VALUE = 4096;
+
+/**
+ * A request's `a2a_forward` → the stored field (docs/decisions.md#a2a-forward); undefined → null. The URL follows
+ * the webhook URL's rules (`checkUrl`: absolute http(s), private targets refused unless allowed); the header is a
+ * token name and a value of printable characters.
+ */
+export function validateA2aForward(input: ChannelA2aForwardInput | undefined, checkUrl: (url: string, field: string) => string): ChannelA2aForward | null {
+  if (input === undefined) return null;
+  if (input.url === undefined || input.url === "") throw new ApiError("invalid_a2a_forward", "'a2a_forward.url' is required", { details: { field: "a2a_forward.url" } });
+  let url: string;
+  try {
+    url = checkUrl(input.url, "a2a_forward.url");
+  } catch (err) {
+    // The webhook URL's rules, under this field's code.
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError("invalid_a2a_forward", err.message, { details: err.details, ...(err.suggestion === undefined ? {} : { suggestion: err.suggestion }) });
+  }
+  if (input.authHeader === undefined) return { url, authHeader: null };
+  const { name, value } = input.authHeader;
+  const bad = (field: string, why: string) => new ApiError("invalid_a2a_forward", `'${field}' ${why}`, { details: { field } });
+  if (name === undefined || !HEADER_NAME.test(name)) throw bad("a2a_forward.auth_header.name", "must be an HTTP header name (1..64 token characters)");
+  if (RESERVED_HEADERS.has(name.toLowerCase())) throw bad("a2a_forward.auth_header.name", `may not be ${name}: the forwarder sets it`);
+  if (value === undefined || value === "") throw bad("a2a_forward.auth_header.value", "is required with a header name (it is never shown again)");
+  if (value.length > MAX_FORWARD_HEADER_VALUE || !/^[\x20-\x7e\t]*$/.test(value)) {
+    throw bad("a2a_forward.auth_header.value", `must be at most ${MAX_FORWARD_HEADER_VALUE} printable ASCII characters`);
+  }
+  return { url, authHeader: { name, value } };
+}
+
 /** Only a work queue can be an agent: a broadcast channel has nobody to hand a task to. */
-export function checkA2aMode(a2a: ChannelA2a | null, mode: ChannelMode): void {
+export function checkA2aMode(a2a: ChannelA2a | null, mode: ChannelMode, forward: ChannelA2aForward | null = null): void {
   if (a2a?.enabled === true && mode !== "claimable") {
     throw invalid("a2a.enabled", "needs a claimable channel: an A2A agent hands each task to one worker");
+  }
+  if (forward !== null && mode !== "claimable") {
+    throw new ApiError("invalid_a2a_forward", "'a2a_forward' needs a claimable channel: each task goes to the remote agent once", { details: { field: "a2a_forward" } });
   }
 }

@@ -3,8 +3,8 @@
  * the pure checks of a create, taking plain values (the services map proto
  * requests to them) and throwing ApiError with the contract's 422 codes.
  */
-import type { ChannelA2a, ChannelAccess, ChannelMode, NewChannel } from "../model/channels.js";
-import { checkA2aMode, validateChannelA2a, type ChannelA2aInput } from "./a2a-rules.js";
+import type { ChannelA2a, ChannelA2aForward, ChannelAccess, ChannelMode, NewChannel } from "../model/channels.js";
+import { checkA2aMode, validateA2aForward, validateChannelA2a, type ChannelA2aForwardInput, type ChannelA2aInput } from "./a2a-rules.js";
 import { ApiError } from "../model/errors.js";
 import { validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
 import type { JsonObject, JsonValue } from "../model/json.js";
@@ -272,6 +272,8 @@ export interface CreateChannelInput {
   limits?: readonly string[] | undefined;
   /** Publishes a claimable channel as an A2A agent. */
   a2a?: ChannelA2aInput | undefined;
+  /** Forwards a claimable channel's work to a remote A2A agent. */
+  a2aForward?: ChannelA2aForwardInput | undefined;
 }
 
 /** A create request naming only `fields`, every other field left out as a client leaving it out would: for use cases that create channels themselves. */
@@ -330,13 +332,13 @@ export function validateCreateChannel(input: CreateChannelInput, defaults: Chann
     priorityAgingSeconds: validatePriorityAging(input.priorityAgingSeconds),
     limits: validateLimitNames(input.limits),
     limitIds: [],
-    a2a: checkedA2a(validateChannelA2a(input.a2a), mode),
+    ...checkedA2a(validateChannelA2a(input.a2a), validateA2aForward(input.a2aForward, (url, field) => validateWebhookUrl(url, targetsOf(defaults), field)), mode),
   };
 }
 
-const checkedA2a = (a2a: ChannelA2a | null, mode: ChannelMode) => {
-  checkA2aMode(a2a, mode);
-  return a2a;
+const checkedA2a = (a2a: ChannelA2a | null, a2aForward: ChannelA2aForward | null, mode: ChannelMode) => {
+  checkA2aMode(a2a, mode, a2aForward);
+  return { a2a, a2aForward };
 };
 
 // ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import type { ChannelChanges, ChannelPatch, ChannelRecord } from "../model/chann
 import { camel, updateMaskParser } from "./update-mask.js";
 import { ApiError } from "../model/errors.js";
 import { validateDispatch, validateGroupConcurrency, validateLimitNames, validatePriorityAging } from "./dispatch-rules.js";
-import { validateChannelA2a } from "./a2a-rules.js";
+import { validateA2aForward, validateChannelA2a } from "./a2a-rules.js";
 import type { JsonValue } from "../model/json.js";
 import {
   RETENTION_DAYS,
@@ -49,6 +49,7 @@ export const UPDATABLE_FIELDS = [
   "priority_aging_seconds",
   "limits",
   "a2a",
+  "a2a_forward",
 ] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
 
@@ -153,6 +154,9 @@ export function buildChannelPatch(input: ChannelUpdateInput, mask: readonly stri
       case "a2a":
         patch.a2a = validateChannelA2a(input.a2a);
         break;
+      case "a2a_forward":
+        patch.a2aForward = validateA2aForward(input.a2aForward, (url, name) => validateWebhookUrl(url, targetsOf(targets), name));
+        break;
     }
   }
   return patch;
@@ -194,6 +198,7 @@ export function changedColumns(current: ChannelRecord, patch: ChannelPatch, dead
   differs("priorityAgingSeconds", patch.priorityAgingSeconds, current.priorityAgingSeconds);
   if (limitIds !== undefined && !sameSet(limitIds, current.limitIds)) changes.limitIds = limitIds;
   if (patch.a2a !== undefined && !sameJson(patch.a2a, current.a2a)) changes.a2a = patch.a2a;
+  if (patch.a2aForward !== undefined && !sameJson(patch.a2aForward, current.a2aForward)) changes.a2aForward = patch.a2aForward;
   if (patch.metadataSchema !== undefined && !sameJson(patch.metadataSchema, current.metadataSchema)) {
     changes.metadataSchema = patch.metadataSchema;
   }

@@ -138,7 +138,11 @@ export class Channels {
       patch.deadLetterChannel === undefined ? undefined : patch.deadLetterChannel === null ? null : await this.resolveDeadLetterChannel(caller, patch.deadLetterChannel, view.id);
     const limitIds = patch.limits === undefined ? undefined : await limitIdsNamed(patch.limits, (names) => this.store.limitIds(caller.keyId, names));
     const updated = await this.store.update(view.id, (current) => {
-      checkA2aMode(patch.a2a === undefined ? current.record.a2a : patch.a2a, patch.mode ?? current.record.mode);
+      checkA2aMode(
+        patch.a2a === undefined ? current.record.a2a : patch.a2a,
+        patch.mode ?? current.record.mode,
+        patch.a2aForward === undefined ? current.record.a2aForward : patch.a2aForward,
+      );
       return {
       changes: changedColumns(current.record, patch, deadLetterChannelId, limitIds),
       relatedIds: relatedIds !== undefined && !sameSet(relatedIds, current.relatedIds) ? relatedIds : undefined,

@@ -35,6 +35,15 @@ export type ChannelA2a = {
   skills: A2aSkill[];
 };
 
+/**
+ * A claimable channel's work forwarded to a remote A2A agent (docs/decisions.md#a2a-forward): the agent's URL
+ * and a header sent with every request to it, whose value is write-only.
+ */
+export type ChannelA2aForward = {
+  url: string;
+  authHeader: { name: string; value: string } | null;
+};
+
 export interface ChannelRecord {
   id: string;
   name: string;
@@ -70,6 +79,8 @@ export interface ChannelRecord {
   limitedMessages: boolean;
   /** Published as an A2A agent; null: never set. */
   a2a: ChannelA2a | null;
+  /** Its work forwarded to a remote A2A agent; null: none. */
+  a2aForward: ChannelA2aForward | null;
 }
 
 /** A channel looked up on behalf of a caller, with the caller's standing in it. */
@@ -110,6 +121,7 @@ export interface NewChannel {
   limits: string[];
   limitIds: string[];
   a2a: ChannelA2a | null;
+  a2aForward: ChannelA2aForward | null;
 }
 
 /** What an update changes; a key that is present is applied (null = clear). */
@@ -138,6 +150,7 @@ export interface ChannelPatch {
   /** Limit names; replaces the list. */
   limits?: string[];
   a2a?: ChannelA2a | null;
+  a2aForward?: ChannelA2aForward | null;
 }
 
 /** Column changes of an update (only the keys present are written): the patch but the related channels, which have their own table. */

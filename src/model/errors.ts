@@ -135,6 +135,7 @@ export const errorCatalog = {
   invalid_dispatch: INVALID("dispatch", "Use \"fifo\" (oldest first) or \"fair\" (round-robin across groups)."),
   invalid_priority: INVALID("priority", "Use an integer from 1 (most urgent) to 5; 3 is the default."),
   invalid_a2a: INVALID("a2a", "Send {enabled, name?, description?, skills?: [{id, name, description?, tags?, examples?}]} on a claimable channel; see docs/decisions.md#a2a for the bounds."),
+  invalid_a2a_forward: INVALID("a2a_forward", "Send {url, auth_header?: {name, value}} on a claimable channel: the remote agent's http(s) URL and a header sent with every request to it."),
   invalid_priority_aging_seconds: INVALID("priority_aging_seconds", "Use an integer from 1 to 86400, or null for priorities that never age."),
   receive_required: spec(409, "failed_precondition", "This channel hands out work by its group bounds and shared limits", "Take work with receive (POST /v1/channels/{identifier}/messages:receive), which keeps the bounds; a claim by id would pass them by."),
   unknown_limit: INVALID("limit", "Name limits your key created (GET /v1/limits lists them; POST /v1/limits creates one)."),

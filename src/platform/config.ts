@@ -102,6 +102,8 @@ const schema = z.object({
   AGENTBUS_WORKERS: bool.default(true),
   // Every API process runs schedules' ticks (each runs once whichever takes it); false leaves them to the others.
   AGENTBUS_SCHEDULER: bool.default(true),
+  // Every API process that runs workers forwards channels' work to remote A2A agents (leases keep each message with one).
+  AGENTBUS_A2A_FORWARDER: bool.default(true),
   // Outbound requests (webhooks, fetched URLs) may not reach loopback,
   // private, link-local or metadata addresses unless this is set (docs/decisions.md#outbound-addresses).
   AGENTBUS_ALLOW_PRIVATE_TARGETS: bool.default(false),
@@ -248,6 +250,8 @@ export interface Config {
   workers: boolean;
   /** Whether this process runs schedules' ticks (AGENTBUS_SCHEDULER). */
   scheduler: boolean;
+  /** Whether this process forwards channels' work to remote A2A agents, with its workers (AGENTBUS_A2A_FORWARDER). */
+  a2aForwarder: boolean;
   redisUrl: string | undefined;
   longPollMaxWaitSeconds: number;
   longPollMaxWaiters: number;
@@ -347,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxContentBytes: c.AGENTBUS_MAX_CONTENT_BYTES,
     workers: c.AGENTBUS_WORKERS,
     scheduler: c.AGENTBUS_SCHEDULER,
+    a2aForwarder: c.AGENTBUS_A2A_FORWARDER,
     redisUrl: c.REDIS_URL,
     longPollMaxWaitSeconds: c.AGENTBUS_LONGPOLL_MAX_WAIT_SECONDS,
     longPollMaxWaiters: c.AGENTBUS_LONGPOLL_MAX_WAITERS,

@@ -33,6 +33,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
         priorityAgingSeconds: request.priorityAgingSeconds,
         limits: request.limits,
         a2a: request.a2a,
+        a2aForward: request.a2aForward,
       });
       return renderChannel(channel, callerOf(ctx).keyId);
     },
@@ -84,6 +85,7 @@ export function channelHandlers(channels: Channels): ChannelHandlers {
           priorityAgingSeconds: update?.priorityAgingSeconds,
           limits: update?.limits ?? [],
           a2a: update?.a2a,
+          a2aForward: update?.a2aForward,
         },
         mask,
       );

@@ -102,6 +102,11 @@ export function renderChannel(c: ChannelResource, viewerKeyId?: string): Message
     priorityAgingSeconds: c.priorityAgingSeconds ?? undefined,
     limits: c.limits,
     a2a: c.a2a === null ? undefined : { enabled: c.a2a.enabled, name: c.a2a.name ?? undefined, description: c.a2a.description ?? undefined, skills: c.a2a.skills },
+    // Where the work goes is the owner's business; the header's value is no one's.
+    a2aForward:
+      c.a2aForward === null || viewerKeyId === undefined || viewerKeyId !== c.createdByKeyId
+        ? undefined
+        : { url: c.a2aForward.url, authHeader: c.a2aForward.authHeader === null ? undefined : { name: c.a2aForward.authHeader.name } },
   };
 }
 

@@ -61,4 +61,30 @@ export function addA2aCommands(channel: Command, io: Io, api: () => Promise<Agen
       const card = new URL(`/a2a/${String(updated.id)}/.well-known/agent-card.json`, client.url).href;
       io.out(opts.off === true ? `${String(updated.id)}  ${String(updated.name)}  unpublished` : `${String(updated.id)}  ${String(updated.name)}  published  card ${card}`);
     });
+  channel
+    .command("forward <channel> [url]")
+    .description(
+      "forward the work of a claimable channel you own to a remote A2A agent (its card URL or base URL): each message is sent to the agent " +
+        "and acknowledged with its answer, or released to be retried; --off stops",
+    )
+    .option("--header <name: value>", "a header sent with every request to the agent (its value is never shown again)")
+    .option("--off", "stop forwarding")
+    .option("--json", "print the channel as JSON")
+    .action(async (identifier: string, url: string | undefined, opts: { header?: string; off?: boolean; json?: boolean }) => {
+      if (opts.off !== true && url === undefined) throw new Exit(EXIT.usage, "channel forward needs the agent's URL (or --off)");
+      let authHeader: JsonObject | undefined;
+      if (opts.header !== undefined) {
+        const colon = opts.header.indexOf(":");
+        if (colon <= 0) throw new Exit(EXIT.usage, "--header takes 'Name: value'");
+        authHeader = { name: opts.header.slice(0, colon).trim(), value: opts.header.slice(colon + 1).trim() };
+      }
+      const client = await api();
+      const forward = opts.off === true ? null : { url: url!, ...(authHeader === undefined ? {} : { auth_header: authHeader }) };
+      const updated = await client.call(ChannelService.method.updateChannel, { identifier, channel: { a2a_forward: forward } });
+      if (opts.json) {
+        io.out(JSON.stringify(updated));
+        return;
+      }
+      io.out(opts.off === true ? `${String(updated.id)}  ${String(updated.name)}  not forwarded` : `${String(updated.id)}  ${String(updated.name)}  forwarded to ${url!}`);
+    });
 }

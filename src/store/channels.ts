@@ -2,6 +2,7 @@
 import type { Caller } from "../model/caller.js";
 import {
   type ChannelA2a,
+  type ChannelA2aForward,
   type ChannelChanges,
   type ChannelLookup,
   type ChannelRecord,
@@ -51,12 +52,13 @@ export interface ChannelRow {
   limit_names: string[];
   limited_messages: boolean;
   a2a: ChannelA2a | null;
+  a2a_forward: ChannelA2aForward | null;
 }
 
 export const CHANNEL_COLUMNS = `c.id, c.name, c.mode, c.access, c.discoverable, c.description, c.owner_id, c.created_by_key_id,
   c.metadata_schema, c.pinned_message, c.webhook_url, c.webhook_secret, c.ttl_seconds, c.retention_days,
   c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at,
-  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages, c.a2a,
+  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages, c.a2a, c.a2a_forward,
   ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (c.limit_ids) ORDER BY l.name) AS limit_names`;
 
 export function toChannelRecord(row: ChannelRow): ChannelRecord {
@@ -89,6 +91,7 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     limits: row.limit_names,
     limitedMessages: row.limited_messages,
     a2a: row.a2a,
+    a2aForward: row.a2a_forward,
   };
 }
 
@@ -195,9 +198,9 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
        INSERT INTO channels (name, mode, access, discoverable, description, owner_id, created_by_key_id, metadata_schema,
                              pinned_message, webhook_url, webhook_secret, ttl_seconds, retention_days, max_messages,
                              max_writes_per_minute, max_deliveries, dead_letter_channel_id, created_at, updated_at,
-                             group_concurrency, dispatch, priority_aging_seconds, limit_ids, a2a)
+                             group_concurrency, dispatch, priority_aging_seconds, limit_ids, a2a, a2a_forward)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $17, $18, stamp.at, stamp.at,
-         $19, $20, $21, $22::uuid[], $23::jsonb FROM stamp
+         $19, $20, $21, $22::uuid[], $23::jsonb, $24::jsonb FROM stamp
        RETURNING id, created_at
      ), member AS (
        -- The owner's membership dates from the channel's creation, so it lists first.
@@ -231,6 +234,7 @@ export async function insertChannel(db: Db, channel: NewChannel, relatedIds: rea
       channel.priorityAgingSeconds,
       channel.limitIds,
       channel.a2a === null ? null : JSON.stringify(channel.a2a),
+      channel.a2aForward === null ? null : JSON.stringify(channel.a2aForward),
     ],
   );
   const id = rows[0]?.id;
@@ -365,10 +369,11 @@ const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
   priorityAgingSeconds: "priority_aging_seconds",
   limitIds: "limit_ids",
   a2a: "a2a",
+  a2aForward: "a2a_forward",
 };
 
 /** Columns written as JSON text and cast. */
-const JSONB_CHANGES = new Set<keyof ChannelChanges>(["metadataSchema", "a2a"]);
+const JSONB_CHANGES = new Set<keyof ChannelChanges>(["metadataSchema", "a2a", "a2aForward"]);
 
 /**
  * Writes the changed columns and, when given, replaces the related channels;

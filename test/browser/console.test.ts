@@ -886,6 +886,26 @@ describe("the console shows groups, priorities and shared limits (issue 28)", ()
     expectNoPageErrors(page);
   });
 
+  it("forwards a claimable channel's work to an A2A agent, showing the header's name and never its value", async () => {
+    const owner = await mintKey(server.url, unique("owner"));
+    const channel = await createRestricted(owner);
+    const page = await openConsole(`#/channels/${channel}/settings`);
+    await signIn(page, owner);
+    await page.waitForSelector('input[name="a2a-forward-url"]');
+    await page.locator('input[name="a2a-forward-url"]').fill("https://agent.example.com");
+    await page.locator('input[name="a2a-forward-header-name"]').fill("Authorization");
+    await page.locator('input[name="a2a-forward-header-value"]').fill("Bearer hidden");
+    await page.locator("button ::-p-text(Save forwarding)").click();
+    await page.waitForSelector(".a2a-forward-current code");
+    expect(await textOf(page, ".a2a-forward-current")).toContain("Forwarded to https://agent.example.com with the header Authorization");
+    expect(await textOf(page, "main")).not.toContain("Bearer hidden");
+    const read = await rest(server.url, "GET", `/v1/channels/${channel}`, { key: owner });
+    expect(read.body).toMatchObject({ a2a_forward: { url: "https://agent.example.com", auth_header: { name: "Authorization" } } });
+    await page.locator("button ::-p-text(Stop forwarding)").click();
+    await until(page, `document.querySelector(".a2a-forward-current")?.textContent?.includes("Not forwarded")`);
+    expectNoPageErrors(page);
+  });
+
   it("lists the key's limits, creates one and deletes one, from the navigation", async () => {
     const owner = await mintKey(server.url, unique("quota"));
     const model = await limitOf(owner, { name: unique("model"), max_in_flight: 2, rate: { count: 100, per_seconds: 60 } });

@@ -66,6 +66,26 @@ describe("agentbus channel publish", () => {
   });
 });
 
+describe("agentbus channel forward", () => {
+  it("sets the forward with its header, and --off removes it", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await run(["channel", "forward", ch, "https://agent.example.com", "--header", "Authorization: Bearer xyz"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("forwarded to https://agent.example.com");
+    const got = await rest<{ a2a_forward: unknown }>(server.url, "GET", `/v1/channels/${ch}`, { key });
+    expect(got.body.a2a_forward).toEqual({ url: "https://agent.example.com", auth_header: { name: "Authorization", value: null } });
+    expect((await run(["channel", "forward", ch, "--off"])).code).toBe(0);
+    expect((await rest<{ a2a_forward: unknown }>(server.url, "GET", `/v1/channels/${ch}`, { key })).body.a2a_forward).toBeNull();
+  });
+
+  it("exits 1 naming the service's code for a private target, which this service refuses", async () => {
+    const ch = await createChannel(server.url, key);
+    const r = await run(["channel", "forward", ch, "http://127.0.0.1:9/agent"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("invalid_a2a_forward");
+  });
+});
+
 describe("the MCP tool find_or_create_channel", () => {
   it("creates a channel published as an agent", async () => {
     const client = new Client({ name: "test-agent", version: "1.0.0" });

@@ -38,6 +38,7 @@ describe("validateCreateChannel defaults", () => {
       limits: [],
       limitIds: [],
       a2a: null,
+      a2aForward: null,
     });
   });
 
@@ -301,6 +302,7 @@ describe("changedColumns", () => {
     limits: [],
     limitedMessages: false,
     a2a: null,
+    a2aForward: null,
   };
 
   it("reports nothing when every patched value equals the current one", () => {

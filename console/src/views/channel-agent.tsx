@@ -97,3 +97,68 @@ export function ChannelAgent({ channel, onSaved }: { channel: Channel; onSaved: 
     </form>
   );
 }
+
+/** The owner's forwarding of a claimable channel's work to a remote A2A agent (docs/decisions.md#a2a-forward). */
+export function ChannelForward({ channel, onSaved }: { channel: Channel; onSaved: () => void }) {
+  const { client } = useSession();
+  const [url, setUrl] = useState(channel.a2aForward?.url ?? "");
+  const [headerName, setHeaderName] = useState(channel.a2aForward?.authHeader?.name ?? "");
+  const [headerValue, setHeaderValue] = useState("");
+  const [saved, setSaved] = useState(false);
+  const save = useAction(async (stop: boolean) => {
+    const a2aForward = stop || url.trim() === "" ? undefined : { url: url.trim(), ...(headerName.trim() === "" ? {} : { authHeader: { name: headerName.trim(), value: headerValue } }) };
+    await client.channels.updateChannel({ identifier: channel.id, channel: { a2aForward }, updateMask: { paths: ["a2a_forward"] } });
+    setSaved(true);
+    setHeaderValue("");
+    onSaved();
+  });
+  return (
+    <form
+      class="card settings"
+      aria-label="A2A forwarding"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run(false);
+      }}
+    >
+      <h3>Forward to an A2A agent</h3>
+      <p class="a2a-forward-current">
+        {channel.a2aForward ? (
+          <>
+            Forwarded to <code>{channel.a2aForward.url}</code>
+            {channel.a2aForward.authHeader ? <> with the header {channel.a2aForward.authHeader.name}</> : null}
+          </>
+        ) : (
+          <span class="muted">Not forwarded: your own workers take its tasks.</span>
+        )}
+      </p>
+      <div class="grid">
+        <Field label="Agent URL" hint="Its card URL, or the URL its card is under.">
+          <input name="a2a-forward-url" type="url" value={url} onInput={(e) => (setSaved(false), setUrl(e.currentTarget.value))} />
+        </Field>
+        <Field label="Header name" hint="Sent with every request to the agent, e.g. Authorization.">
+          <input name="a2a-forward-header-name" value={headerName} onInput={(e) => (setSaved(false), setHeaderName(e.currentTarget.value))} />
+        </Field>
+        <Field label="Header value" hint="Write-only: never shown again; needed again to change the header.">
+          <input name="a2a-forward-header-value" type="password" autoComplete="off" value={headerValue} onInput={(e) => (setSaved(false), setHeaderValue(e.currentTarget.value))} />
+        </Field>
+      </div>
+      <div class="row">
+        <button type="submit" disabled={save.busy}>
+          Save forwarding
+        </button>
+        {channel.a2aForward ? (
+          <button type="button" disabled={save.busy} onClick={() => void save.run(true)}>
+            Stop forwarding
+          </button>
+        ) : null}
+        {saved ? (
+          <span class="ok" role="status">
+            Saved.
+          </span>
+        ) : null}
+      </div>
+      <ProblemBox problem={save.problem} />
+    </form>
+  );
+}

@@ -16,7 +16,7 @@ import { accessName, actorOf, authorName, DEFAULT_PRIORITY, messageState, modeNa
 import type { ChannelTab } from "../router.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 import { ChannelSettings } from "./channel-settings.js";
-import { ChannelAgent } from "./channel-agent.js";
+import { ChannelAgent, ChannelForward } from "./channel-agent.js";
 import { Deliveries } from "./deliveries.js";
 import { MessageTree } from "./message-tree.js";
 import { Schedules } from "./schedules.js";
@@ -94,6 +94,7 @@ export function ChannelPage({ id, tab }: { id: string; tab: ChannelTab }) {
         <>
           <ChannelSettings key={c.id} channel={c} onSaved={channel.reload} />
           {c.mode === ChannelMode.CLAIMABLE ? <ChannelAgent key={`${c.id}-a2a`} channel={c} onSaved={channel.reload} /> : null}
+          {c.mode === ChannelMode.CLAIMABLE ? <ChannelForward key={`${c.id}-a2a-forward`} channel={c} onSaved={channel.reload} /> : null}
         </>
       ) : tab === "people" && owner ? (
         <People channel={c} />

@@ -200,6 +200,9 @@ curl -s -X POST "$B/a2a/$CH_ID" -H "X-API-Key: $KEY" -H "A2A-Version: 1.0" -H "C
 
   The text parts are the message's content; other parts, contextId and metadata are in \`metadata.a2a\`. GetTask,
   ListTasks (yours), CancelTask, SendStreamingMessage and SubscribeToTask work too (docs/decisions.md#a2a).
+- The other way round: \`PATCH $B/v1/channels/$CH {"a2a_forward":{"url":"https://agent.example.com","auth_header":{"name":"Authorization","value":"Bearer …"}}}\`
+  sends each of the channel's tasks to that A2A agent and completes it with the agent's answer (failures are retried
+  with back-off, then dead-lettered): any A2A agent becomes a worker of your queue (docs/decisions.md#a2a-forward).
 
 - \`GET /v1/messages/{id}\` works for anyone who may read the channel, with or without \`wait\` (capped like
   listing's). After the message expired or was retracted it answers the archived copy (\`"active": false\`, result

@@ -145,6 +145,13 @@ const FIELDS: FieldDocs = {
       "Other agents then read its card at /a2a/{channel_id}/.well-known/agent-card.json and send it tasks over A2A; your workers receive them as any task. Used only when creating.",
   },
   enabled: { description: "true publishes the agent card and the A2A endpoint; false keeps the settings but answers 404." },
+  a2a_forward: {
+    description:
+      "Claimable channels: send the channel's work to a remote A2A agent, {url, auth_header?: {name, value}}: each message goes to the agent " +
+      "and is completed with its answer, or released to be retried (max_deliveries and the dead-letter channel apply). Used only when creating.",
+  },
+  auth_header: { description: "A header sent with every request to the agent, {name, value}; the value is never shown again." },
+  value: { description: "The header's value (write-only)." },
   skills: { description: "What the agent offers (at most 32): each {id (letters, digits, . _ -), name, description?, tags?, examples?}." },
   id: { description: "An identifier, unique in its list." },
   tags: { description: "Keywords (at most 16)." },
@@ -218,7 +225,7 @@ export const TOOLS: readonly ToolSpec[] = [
       "Returns the channel (id, name, mode, access, ttl_seconds, …) and whether it was created.",
     method: ChannelService.method.createChannel,
     schema: {
-      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds", "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a"],
+      fields: ["name", "mode", "access", "description", "discoverable", "ttl_seconds", "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a", "a2a_forward"],
       required: ["name"],
       docs: {
         mode: "claimable (default: a work queue, each message goes to one worker) or broadcast (every reader sees every message); used only when creating.",
