@@ -171,6 +171,13 @@ export class MessageReading {
     return this.ctx.store.dependentsOf(found.message.id, caller.keyId);
   }
 
+  /** A trace's live messages the caller may read (docs/decisions.md#trace-context); 422 invalid_trace_id for anything but 32 hex digits. */
+  async inTrace(caller: Caller, traceId: string): Promise<MessageRecord[]> {
+    const id = traceId.toLowerCase();
+    if (!/^[0-9a-f]{32}$/.test(id)) throw new ApiError("invalid_trace_id", "'trace_id' is 32 hex digits, the second field of a traceparent", { details: { field: "trace_id" } });
+    return this.ctx.store.inTrace(id, caller.keyId);
+  }
+
   /**
    * One message by id, for anyone who may read its channel: live, or its
    * archived copy once it moved to history (docs/decisions.md#results). With

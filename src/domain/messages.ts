@@ -125,6 +125,10 @@ export class Messages {
   }
 
   /** A message's live dependents (docs/decisions.md#dependencies), for a caller who may read the message; those of channels it may read. */
+  inTrace(caller: Caller, traceId: string): Promise<MessageRecord[]> {
+    return this.reading.inTrace(caller, traceId);
+  }
+
   dependents(caller: Caller, messageId: string): Promise<MessageRecord[]> {
     return this.reading.dependents(caller, messageId);
   }

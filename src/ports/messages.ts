@@ -70,6 +70,8 @@ export interface MessageStore {
   parentsOf(messageIds: readonly string[]): Promise<Map<string, MessageParent[]>>;
   /** The live messages that wait or waited for this one, of channels the key may read; oldest first, at most 100. */
   dependentsOf(parentId: string, keyId: string): Promise<MessageRecord[]>;
+  /** A trace's live messages of channels the key may read, oldest first, at most 100. */
+  inTrace(traceId: string, keyId: string): Promise<MessageRecord[]>;
   /** The channels of the messages that depend on these. */
   dependentChannels(parentIds: readonly string[]): Promise<string[]>;
   /** Cancels what depends on these ended messages, down the tree; how many. */

@@ -221,6 +221,11 @@ export function messageService(messages: Messages, clock: Clock): ServiceEntry {
       return { data: (await messages.dependents(callerOf(ctx), req.messageId)).map((m) => renderMessage(m, now)) };
     },
 
+    async listTraceMessages(req, ctx) {
+      const now = clock.now();
+      return { data: (await messages.inTrace(callerOf(ctx), req.traceId)).map((m) => renderMessage(m, now)) };
+    },
+
     async getChannelStats(req, ctx) {
       const stats = await messages.stats(callerOf(ctx), req.identifier);
       const now = clock.now();

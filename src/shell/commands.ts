@@ -30,6 +30,7 @@ import { resolveProfile, writeProfile, type Profile } from "./profile.js";
 import { onTerminal, type Io as TerminalIo } from "./terminal.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addA2aCommands } from "./a2a-commands.js";
+import { addTraceCommands } from "./trace-commands.js";
 import { addWaitpointCommands } from "./waitpoint-commands.js";
 import { work } from "./work.js";
 
@@ -365,6 +366,7 @@ export function buildProgram(io: Io): Command {
     });
 
   addA2aCommands(channel, io, api);
+  addTraceCommands(program, io, api);
 
   const limit = program.command("limit").description("shared limits: bounds on the messages in flight and on deliveries per window, across every channel and message that names them (a model provider's quota, say)");
   limit

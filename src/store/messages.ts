@@ -47,6 +47,7 @@ import { CANCEL_SQL } from "./message-cancel.js";
 import { releaseUntilWaitpoint } from "./waitpoints.js";
 import { reportProgress } from "./message-progress.js";
 import { dependentChannels, dependentsOf, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
+import { traceMessages } from "./message-traces.js";
 import { findMessage, inspectMessage, queueStats } from "./message-reads.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL } from "./message-reads-sql.js";
@@ -173,6 +174,10 @@ export class PgMessageStore implements MessageStore {
 
   dependentsOf(parentId: string, keyId: string): Promise<MessageRecord[]> {
     return dependentsOf(this.db, parentId, keyId);
+  }
+
+  inTrace(traceId: string, keyId: string): Promise<MessageRecord[]> {
+    return traceMessages(this.db, traceId, keyId);
   }
 
   failDependents(parentIds: readonly string[], now: Micros): Promise<number> {

@@ -316,6 +316,33 @@ describe("the console", () => {
     expectNoPageErrors(page);
   });
 
+  it("shows a message's timeline and the other messages of its trace, linking to their channels", async () => {
+    const owner = await mintKey(server.url, unique("tracer"));
+    const first = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("plan"), mode: "claimable" } })).body.id;
+    const second = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: unique("do"), mode: "claimable" } })).body.id;
+    const traceparent = "00-1234567890abcdef1234567890abcdef-00f067aa0ba902b7-01";
+    const postTraced = async (channel: string, content: string) => {
+      const res = await fetch(`${server.url}/v1/channels/${channel}/messages`, { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": owner, traceparent }, body: JSON.stringify({ content }) });
+      return ((await res.json()) as { message: { id: string } }).message.id;
+    };
+    const planned = await postTraced(first, "Plan the trip");
+    const booked = await postTraced(second, "Book the train");
+    const got = await rest<{ data: Array<{ lease_token: string }> }>(server.url, "POST", `/v1/channels/${first}/messages:receive`, { key: owner, body: { lease_seconds: 60 } });
+    await rest(server.url, "POST", `/v1/messages/${planned}/ack`, { key: owner, body: { lease_token: got.body.data[0]!.lease_token, result: "two days" } });
+    const page = await openConsole(`#/channels/${first}`);
+    await signIn(page, owner);
+    const item = `[data-message-id="${planned}"]`;
+    await page.waitForSelector(`${item} .message-timeline summary`);
+    await page.locator(`${item} .message-timeline summary`).click();
+    expect(await page.$$eval(`${item} .timeline li`, (els) => els.map((el) => el.getAttribute("data-step")))).toEqual(["posted", "delivered", "acknowledged", "result"]);
+    expect(await page.$eval(`${item} .timeline [data-step="result"]`, (el) => el.textContent)).toContain("two days");
+    await page.locator(`${item} .message-trace summary`).click();
+    await page.waitForSelector(`${item} .trace-messages [data-trace-message-id="${booked}"]`);
+    expect(await page.$eval(`${item} .trace-messages [data-trace-message-id="${booked}"] a`, (el) => el.getAttribute("href"))).toBe(`#/channels/${encodeURIComponent(second)}`);
+    expect(await page.$$eval(`${item} .trace-messages li`, (els) => els.length)).toBe(2);
+    expectNoPageErrors(page);
+  });
+
   it("approves a waitpoint on the Approvals page, after which the task waiting for it is ready again with the answer", async () => {
     const owner = await mintKey(server.url, unique("approver"));
     const channel = (await rest<{ id: string }>(server.url, "POST", "/v1/channels", { key: owner, body: { name: "spend", mode: "claimable" } })).body.id;

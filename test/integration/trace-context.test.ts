@@ -141,6 +141,55 @@ describe("a message's trace over MCP and A2A", () => {
   });
 });
 
+describe("GET /v1/traces/{trace_id}/messages", () => {
+  it("lists a trace's messages across channels, oldest first, those the caller may read", async () => {
+    const trace = `00-${"ab".repeat(16)}-00f067aa0ba902b7-01`;
+    const a = await createChannel(server.url, key);
+    const b = await createChannel(server.url, key);
+    const other = await mintKey(server.url, "trace-other");
+    const hidden = await createChannel(server.url, other, { access: "restricted" });
+    const first = await postTraced(a, { traceparent: trace }, { content: "plan" });
+    const second = await postTraced(b, { traceparent: trace }, { content: "do" });
+    const res = await fetch(`${server.url}/v1/channels/${hidden}/messages`, { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": other, traceparent: trace }, body: JSON.stringify({ content: "secret" }) });
+    expect(res.status).toBe(201);
+    const listed = await rest<{ data: Traced[] }>(server.url, "GET", `/v1/traces/${"ab".repeat(16)}/messages`, { key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((m) => m.id)).toEqual([first.id, second.id]);
+    const theirs = await rest<{ data: Traced[] }>(server.url, "GET", `/v1/traces/${"AB".repeat(16)}/messages`, { key: other });
+    expect(theirs.body.data.map((m) => m.content)).toEqual(["plan", "do", "secret"]);
+  });
+
+  it("is listed by agentbus trace, from a message's id", async () => {
+    const trace = `00-${"cd".repeat(16)}-00f067aa0ba902b7-01`;
+    const ch = await createChannel(server.url, key);
+    const m = await postTraced(ch, { traceparent: trace }, { content: "from the shell" });
+    const env = { HOME: home, AGENTBUS_URL: server.url, AGENTBUS_API_KEY: key, AGENTBUS_PROFILE: path.join(home, "profile.json") };
+    const r = await spawnShell(["trace", m.id], { env }).done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(`${m.id}  ${ch}  ready  from the shell`);
+  });
+
+  it("is listed by the MCP tool list_trace", async () => {
+    const trace = `00-${"ef".repeat(16)}-00f067aa0ba902b7-01`;
+    const ch = await createChannel(server.url, key);
+    const m = await postTraced(ch, { traceparent: trace }, { content: "for mcp" });
+    const client = new Client({ name: "tracer", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", server.url), { requestInit: { headers: { "X-API-Key": key } } }));
+    try {
+      const result = (await client.callTool({ name: "list_trace", arguments: { trace_id: "ef".repeat(16) } })) as CallToolResult;
+      expect((result.structuredContent as { data: Traced[] }).data.map((x) => x.id)).toEqual([m.id]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses anything but 32 hex digits with 422 invalid_trace_id", async () => {
+    const res = await rest(server.url, "GET", "/v1/traces/not-a-trace/messages", { key });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: "invalid_trace_id" });
+  });
+});
+
 describe("a job's trace", () => {
   it("keeps the traceparent its submission carried", async () => {
     const res = await fetch(`${server.url}/v1/pdf/generate`, {

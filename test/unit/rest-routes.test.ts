@@ -92,6 +92,7 @@ const expected: Array<[string, string, string]> = [
   ["PATCH", "/v1/limits/openai:gpt-4o", "UpdateLimit"],
   ["DELETE", "/v1/limits/openai:gpt-4o", "DeleteLimit"],
   ["GET", "/v1/messages/m1/dependents", "ListMessageDependents"],
+  ["GET", "/v1/traces/t1/messages", "ListTraceMessages"],
   ["POST", "/v1/waitpoints", "CreateWaitpoint"],
   ["GET", "/v1/waitpoints", "ListWaitpoints"],
   ["GET", "/v1/waitpoints/w1", "GetWaitpoint"],

@@ -19,6 +19,7 @@ import { ChannelSettings } from "./channel-settings.js";
 import { ChannelAgent, ChannelForward } from "./channel-agent.js";
 import { Deliveries } from "./deliveries.js";
 import { MessageTree } from "./message-tree.js";
+import { MessageTimeline } from "./message-timeline.js";
 import { Schedules } from "./schedules.js";
 import { People } from "./people.js";
 
@@ -393,6 +394,7 @@ function MessageItem({ message, claimable, claimOne, owner, onChanged }: { messa
         ) : null}
       </dl>
       <MessageTree message={message} />
+      <MessageTimeline message={message} />
       {claimable ? <MessageActions message={message} claimOne={claimOne} mayCancel={owner || message.authorKeyId === me.keyId} onChanged={onChanged} /> : null}
     </li>
   );

@@ -184,7 +184,8 @@ curl -s -X POST "$B/v1/schedules" -H "X-API-Key: $KEY" \\
 - Tracing: send a W3C \`traceparent\` (and \`tracestate\`) header with any call (MCP: in the tool call's \`_meta\`);
   the message keeps it and shows \`"trace":{"traceparent":"00-…-…-01","tracestate":null}\`; without one it starts a
   new trace. Workers get it with the message, webhooks as headers, \`agentbus work\`'s command as \`TRACEPARENT\`:
-  continue it in what you post next, and the whole hand-off chain is one trace. An operator who sets
+  continue it in what you post next, and the whole hand-off chain is one trace (\`GET $B/v1/traces/<trace id>/messages\`
+  lists its messages you may read; the trace id is the traceparent's second field). An operator who sets
   \`OTEL_EXPORTER_OTLP_ENDPOINT\` gets the service's spans of that trace (RPCs, statements, deliveries) over OTLP.
 - A2A agents: publish a claimable channel you own as an A2A 1.0 agent, and any A2A client (e.g. \`@a2a-js/sdk\`) sends
   it tasks with its own API key; your workers receive them as any task and the result is the task's artifact:

@@ -508,6 +508,16 @@ export const TOOLS: readonly ToolSpec[] = [
     run: (args, ctx) => call(ctx, MessageService.method.getMessage, args, { waitSeconds: waitOf(args) }),
   },
   {
+    name: "list_trace",
+    title: "The messages of a trace",
+    description:
+      "Lists the messages of one trace you may read, oldest first, across channels: a hand-off chain. trace_id is the second field of a message's " +
+      "trace.traceparent (00-<trace_id>-…). Returns {data: [messages]}.",
+    method: MessageService.method.listTraceMessages,
+    schema: { required: ["trace_id"], docs: { trace_id: { description: "32 hex digits: the trace id of a message's trace.traceparent." } } },
+    readOnly: true,
+  },
+  {
     name: "channel_stats",
     title: "Queue state of a channel",
     description:

@@ -104,6 +104,11 @@ export class FakeMessageStore implements MessageStore {
     return [];
   }
 
+  /** A trace's messages: by their stored traceparent's trace id (access is the SQL's, tested against PostgreSQL). */
+  async inTrace(traceId: string): Promise<MessageRecord[]> {
+    return [...this.messages.values()].filter((m) => m.trace?.traceparent.slice(3, 35) === traceId);
+  }
+
   /** Waitpoints are SQL (store/waitpoints.ts); they are tested against PostgreSQL, not here. */
   async releaseUntil(): Promise<"waitpoint_not_found"> {
     return "waitpoint_not_found";
