@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENGLISH_TRANSCRIPT, VIDEOS } from "../fakes/video-host.js";
 import { startJobWorld, type JobWorld } from "../support/job-fakes.js";
@@ -109,6 +109,23 @@ describe("jobs through MCP", () => {
       expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-");
       expect(await pdfText(pdf)).toContain("Hello from MCP");
       expect(job.pdf).toMatchObject({ size_bytes: pdf.byteLength });
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it("runs submit_pdf_job as an MCP task whose result is the finished job with the PDF", async () => {
+    const client = new Client({ name: "jobs-test", version: "1.0.0" }, { capabilities: { tasks: {} } });
+    await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", server.url), { requestInit: { headers: { "X-API-Key": key } } }));
+    try {
+      let result: CallToolResult | undefined;
+      for await (const m of client.experimental.tasks.callToolStream({ name: "submit_pdf_job", arguments: { content: "<h1>As a task</h1>", format: "html" } }, CallToolResultSchema, { task: { ttl: 60_000 } })) {
+        if (m.type === "result") result = m.result as CallToolResult;
+        if (m.type === "error") throw m.error;
+      }
+      expect(result?.structuredContent).toMatchObject({ status: "completed", pdf: { embedded: true } });
+      const embedded = result!.content.find((c) => c.type === "resource") as { resource: { blob: string } } | undefined;
+      expect(await pdfText(Buffer.from(embedded!.resource.blob, "base64"))).toContain("As a task");
     } finally {
       await client.close();
     }

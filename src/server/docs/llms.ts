@@ -29,7 +29,9 @@ An MCP client reaches every step below as tools (find_or_create_channel, post_me
 receive_task, complete_task, release_task, heartbeat_lease, wait_for_result, follow_channel, invitations,
 jobs …; post_message takes group_key, priority and ttl_seconds as in section 5), with input schemas generated from the API and errors carrying the same \`error\` code and
 \`suggestion\`. A channel's messages are the resource \`agentbus://channels/{channel}/messages\`; subscribe to
-be notified when one arrives. Streamable HTTP, on this service (the key of section 1 in a header):
+be notified when one arrives. wait_for_result, receive_task and the job submissions may be called as MCP tasks
+(2025-11-25: \`task: {ttl}\`): they answer at once and work until done; poll tasks/get, read tasks/result. A single
+tool call may also come without initialize or a session. Streamable HTTP, on this service (the key of section 1 in a header):
 
 \`\`\`json
 {"mcpServers": {"agentbus": {"type": "http", "url": "${base}/mcp", "headers": {"X-API-Key": "<key>"}}}}

@@ -20,7 +20,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isJSONRPCRequest, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest, isJSONRPCRequest, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
 import type { Clock, Timer } from "../../model/time.js";
@@ -29,12 +29,16 @@ import type { BodyBudget } from "../http/body-budget.js";
 import { continueBody } from "../http/body-deadline.js";
 import type { NodeRequest, NodeResponse } from "../http/node-http.js";
 import { keyRefusal, type KeyChangeFeed, type KeyChecks } from "../rpc/caller-watch.js";
-import { refuse } from "../rest/transcoder.js";
+import { readBody, refuse, sendJson } from "../rest/transcoder.js";
+import type { BodyAccount } from "../http/body-budget.js";
 import { AgentbusApi } from "./api.js";
 import { createMcpServer, type AgentbusMcp } from "./server.js";
 import { MCP_SERVICES } from "./services.js";
 
 export const MCP_PATH = "/mcp";
+
+/** The body was charged to the key's share when the request was admitted (its declared length): reading it charges nothing more. */
+const UNCHARGED: BodyAccount = { charge: () => undefined, release: () => undefined };
 
 export interface McpHttpOptions {
   /** Where this process's own API answers (its listener). */
@@ -177,6 +181,22 @@ export class McpHttpEndpoint {
       refuse(req, res, new ApiError("mcp_session_not_found", "Send Mcp-Session-Id: a session starts with a POST of initialize"), requestId);
       return;
     }
+    // The body decides: an initialize starts a session; any other request is answered on its own, with no session
+    // (stateless, as MCP's 2026 revision will have every request: docs/decisions.md#mcp).
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse((await readBody(req, this.options.maxBodyBytes, UNCHARGED)).toString("utf8"));
+    } catch (err) {
+      if (err instanceof ApiError) refuse(req, res, err, requestId);
+      else if (err instanceof SyntaxError) sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: the body is not JSON" } });
+      else res.destroy();
+      return;
+    }
+    const publicUrl = requestBaseUrl(req, this.options.trustProxy ?? false);
+    if (!(Array.isArray(parsed) ? parsed.some((m) => isInitializeRequest(m)) : isInitializeRequest(parsed))) {
+      await this.serveStateless(req, res, key, publicUrl, parsed);
+      return;
+    }
     const ofKey = this.byKey.get(caller.keyId)?.ids.size ?? 0;
     if (this.sessions.size >= this.maxSessions || ofKey >= this.maxSessionsPerKey) {
       const limit = ofKey >= this.maxSessionsPerKey ? `${this.maxSessionsPerKey} per key` : `${this.maxSessions} per process`;
@@ -184,7 +204,6 @@ export class McpHttpEndpoint {
       return;
     }
     // Links in tool answers point where this client reached the service, not at the process's own listener.
-    const publicUrl = requestBaseUrl(req, this.options.trustProxy ?? false);
     const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders), { publicUrl: () => publicUrl });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
@@ -198,7 +217,7 @@ export class McpHttpEndpoint {
     };
     await mcp.server.connect(transport);
     this.trackRequests(transport);
-    await this.serve(transport, req, res);
+    await this.serve(transport, req, res, parsed);
     // Not an initialize: the transport refused it and no session began.
     if (transport.sessionId === undefined || !this.sessions.has(transport.sessionId)) await mcp.server.close();
   }
@@ -210,13 +229,30 @@ export class McpHttpEndpoint {
    * had sent notifications/cancelled: their tool calls stop, and a waiting
    * receive leases nothing.
    */
-  private async serve(transport: StreamableHTTPServerTransport, req: NodeRequest, res: NodeResponse): Promise<void> {
+  /**
+   * One request without a session: a server and a stateless transport for it alone, closed with the answer.
+   * Tools, resources reads and listings work; tasks and follows need a session (they outlive the request).
+   */
+  private async serveStateless(req: NodeRequest, res: NodeResponse, key: string, publicUrl: string, parsed: unknown): Promise<void> {
+    const mcp = createMcpServer(new AgentbusApi(MCP_SERVICES, this.options.selfUrl, key, this.options.internalCallHeaders), { publicUrl: () => publicUrl, sessionless: true });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: this.options.maxBodyBytes });
+    res.once("close", () => {
+      mcp.stop();
+      void transport.close().catch(() => undefined);
+      void mcp.server.close().catch(() => undefined);
+    });
+    await mcp.server.connect(transport);
+    this.trackRequests(transport);
+    await this.serve(transport, req, res, parsed);
+  }
+
+  private async serve(transport: StreamableHTTPServerTransport, req: NodeRequest, res: NodeResponse, parsedBody?: unknown): Promise<void> {
     const carried = new Set<RequestId>();
     res.once("close", () => {
       if (res.writableFinished) return;
       for (const id of carried) transport.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "the client went away" } });
     });
-    await this.inRequest.run(carried, () => transport.handleRequest(asNodeRequest(req), res as ServerResponse));
+    await this.inRequest.run(carried, () => transport.handleRequest(asNodeRequest(req), res as ServerResponse, parsedBody));
   }
 
   /** Notes each JSON-RPC request the transport hands on, in the HTTP request that carried it. */

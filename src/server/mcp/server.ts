@@ -30,6 +30,10 @@ import { SERVICE_VERSION } from "../../platform/version.js";
 import { ApiCallError, notSpinning, pause, type AgentbusApi } from "./api.js";
 import { mcpErrorBody } from "./suggestions.js";
 import { MAX_EMBEDDED_PDF_BYTES, sizeText, TOOLS, toolInputSchema, type ToolContext } from "./tools.js";
+import { TASK_RUNNERS } from "./task-tools.js";
+import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks";
+import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks";
+import type { RequestTaskStore } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { traceFrom, traceHeaders } from "../../model/trace.js";
 
 const RESOURCE_PREFIX = "agentbus://channels/";
@@ -40,6 +44,12 @@ export const MAX_FOLLOWED_CHANNELS = 16;
 const FOLLOW_WAIT_SECONDS = 20;
 const PAGE = 100;
 const PDF_PATTERN = /^agentbus:\/\/jobs\/([1-9][0-9]{0,15})\/pdf$/;
+/** Tasks at work per session: each holds long-polls of the session's key. */
+export const MAX_TASKS = 16;
+/** How long a task and its result are kept when the client does not say: 10 minutes; at most an hour. */
+const DEFAULT_TASK_TTL_MS = 600_000;
+const MAX_TASK_TTL_MS = 3_600_000;
+const TASK_POLL_MS = 1_000;
 
 export const channelResourceUri = (identifier: string) => `${RESOURCE_PREFIX}${encodeURIComponent(identifier)}${RESOURCE_SUFFIX}`;
 
@@ -79,6 +89,8 @@ export interface McpServerOptions {
   publicUrl?: () => string;
   /** Default MAX_EMBEDDED_PDF_BYTES. */
   maxEmbeddedBytes?: number;
+  /** One request without a session: no tasks (they would outlive it). */
+  sessionless?: boolean;
 }
 
 /** A refused resource read as the protocol error MCP defines for it, with the MCP suggestion. */
@@ -94,7 +106,13 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
   const server = new Server(
     { name: "agentbus", title: "agentbus", version: SERVICE_VERSION },
     {
-      capabilities: { tools: {}, resources: { subscribe: true } },
+      // Tasks (MCP 2025-11-25): the long-running tools may be called as tasks; the SDK serves tasks/get, /result, /list and /cancel from the store.
+      capabilities: {
+        tools: {},
+        resources: { subscribe: true },
+        ...(options.sessionless === true ? {} : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+      },
+      ...(options.sessionless === true ? {} : { taskStore: new InMemoryTaskStore() }),
       instructions:
         "agentbus hands work between agents. A claimable channel is a work queue: post_message puts a task in, receive_task takes one under a lease, " +
         "complete_task finishes it with a result, and wait_for_result gives the poster that result. Broadcast channels reach every reader (read_messages). " +
@@ -170,8 +188,50 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
       description: tool.description,
       inputSchema: toolInputSchema(tool) as { type: "object" },
       annotations: { title: tool.title, readOnlyHint: tool.readOnly === true, openWorldHint: false },
+      ...(TASK_RUNNERS[tool.name] === undefined || options.sessionless === true ? {} : { execution: { taskSupport: "optional" as const } }),
     })),
   }));
+
+  /** The session's tasks at work: each is cancelled when the session ends. */
+  const working = new Map<string, AbortController>();
+
+  /**
+   * Starts a tool called as a task (docs/decisions.md#mcp): the task is answered at once; its work runs until done,
+   * cancelled (tasks/cancel), past its TTL, or the session ends, and its result (or error) is stored for tasks/result.
+   */
+  async function startTask(name: string, args: JsonObject, ttl: number | undefined, callCtx: ToolContext, store: RequestTaskStore | undefined): Promise<CreateTaskResult> {
+    const runner = TASK_RUNNERS[name];
+    if (runner === undefined || store === undefined) throw new McpError(ErrorCode.InvalidParams, `${name} is not run as a task; call it without 'task'`);
+    if (working.size >= MAX_TASKS) throw new McpError(ErrorCode.InvalidParams, `A session has at most ${MAX_TASKS} tasks at work; wait for one to finish or cancel one`);
+    const keep = Math.min(Math.max(ttl ?? DEFAULT_TASK_TTL_MS, 1_000), MAX_TASK_TTL_MS);
+    const task = await store.createTask({ ttl: keep, pollInterval: TASK_POLL_MS });
+    const controller = new AbortController();
+    working.set(task.taskId, controller);
+    const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(keep)]);
+    // A cancel is a status the SDK writes: the work notices it between its long-polls.
+    const watch = setInterval(() => {
+      store.getTask(task.taskId).then((t) => {
+        if (t.status === "cancelled") controller.abort();
+      }, () => controller.abort());
+    }, TASK_POLL_MS);
+    void (async () => {
+      let outcome: { status: "completed" | "failed"; result: CallToolResult };
+      try {
+        // Files the work attaches (a PDF) go with the task's result.
+        const files: Array<EmbeddedResource | ResourceLink> = [];
+        const value = await runner(args, { ...callCtx, signal, attach: (block) => files.push(block) });
+        outcome = { status: "completed", result: textResult(value, false, files) };
+      } catch (err) {
+        outcome = { status: "failed", result: toolError(err) };
+      } finally {
+        clearInterval(watch);
+        working.delete(task.taskId);
+      }
+      // A cancelled or expired task keeps its status: the store refuses a result for it.
+      await store.storeTaskResult(task.taskId, outcome.status, outcome.result).catch(() => undefined);
+    })();
+    return { task };
+  }
 
   const metaText = (meta: Record<string, unknown> | undefined, name: string): string | undefined => {
     const value = meta?.[name];
@@ -195,6 +255,7 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
       // The caller's trace context, which MCP carries in _meta (docs/decisions.md#trace-context).
       traceHeaders: traceHeaders(traceFrom(metaText(request.params._meta, "traceparent"), metaText(request.params._meta, "tracestate"))),
     };
+    if (request.params.task !== undefined) return startTask(tool.name, args, request.params.task.ttl, ctx, extra.taskStore);
     try {
       const value = tool.run ? await tool.run(args, ctx) : await api.call(tool.method, args, { signal: extra.signal, headers: ctx.traceHeaders });
       return textResult(value, false, files);
@@ -263,6 +324,8 @@ export function createMcpServer(api: AgentbusApi, options: McpServerOptions = {}
   const stop = () => {
     for (const controller of followers.values()) controller.abort();
     followers.clear();
+    for (const controller of working.values()) controller.abort();
+    working.clear();
   };
   server.onclose = stop;
   return { server, stop };

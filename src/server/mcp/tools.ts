@@ -198,7 +198,7 @@ export const pdfResourceUri = (jobId: number | string) => `agentbus://jobs/${enc
  * when it is small enough, else a link to the download route (absolute, so
  * the agent can fetch it). result.url is made absolute either way.
  */
-async function withPdf(job: JsonObject, ctx: ToolContext): Promise<JsonObject> {
+export async function withPdf(job: JsonObject, ctx: ToolContext): Promise<JsonObject> {
   const result = job.result;
   if (job.kind !== "pdf" || job.status !== "completed" || typeof result !== "object" || result === null || Array.isArray(result) || typeof result.url !== "string") return job;
   const jobId = job.job_id as number;
