@@ -50,7 +50,7 @@ import type { RequestLimiter } from "./ports/rate-limit.js";
 import { SERVICE_VERSION } from "./platform/version.js";
 import { databaseState } from "./server/health.js";
 import { McpHttpEndpoint } from "./server/mcp/http.js";
-import { A2aHttpEndpoint } from "./server/a2a/http.js";
+import { A2aHttpEndpoint, AGENT_CARD_READS_PER_MINUTE } from "./server/a2a/http.js";
 import { A2A_USER_AGENT, A2aForwarder } from "./forwarder/forwarder.js";
 import { PgForwardingStore } from "./store/forwarding.js";
 import { BodyBudget } from "./server/http/body-budget.js";
@@ -403,6 +403,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       internalCallHeaders: { [INTERNAL_CALL_HEADER]: internalCallToken },
       budget,
       published: (id) => domain.channels.publishedAgent(id),
+      cardLimiter: new FixedWindowLimiter(AGENT_CARD_READS_PER_MINUTE, 60_000, clock),
     });
     const listener: Listener = await listen({
       host: config.host,

@@ -335,7 +335,7 @@ export function createHttpHandler(options: HttpHandlerOptions) {
       if (options.a2a !== undefined && A2aHttpEndpoint.owns(path)) {
         route = "/a2a/{channel_id}";
         protocol = "a2a";
-        options.a2a.handle(req, res, requestId, path).catch(fail);
+        options.a2a.handle(req, res, requestId, path, clientAddress(req, options.trustProxy)).catch(fail);
         return;
       }
 

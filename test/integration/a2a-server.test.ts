@@ -358,3 +358,19 @@ describe("the JSON-RPC binding with curl", () => {
     expect((await receiveOne(ch)).message.id).toBe(body.result.task.id);
   });
 });
+
+// Last in this file: it spends this address's card reads for the minute.
+describe("card reads without a key", () => {
+  it("are limited per address: past 120 a minute, 429 with Retry-After", async () => {
+    const ch = await published();
+    let refused: Response | undefined;
+    for (let i = 0; i < 130 && refused === undefined; i++) {
+      const res = await fetch(`${url()}/a2a/${ch}/.well-known/agent-card.json`);
+      if (res.status === 429) refused = res;
+      else await res.arrayBuffer();
+    }
+    expect(refused?.status).toBe(429);
+    expect(Number(refused?.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await refused?.json()).toMatchObject({ error: "rate_limit_exceeded" });
+  });
+});

@@ -619,6 +619,14 @@ const rows: Row[] = [
     prepare: async (env) => ({ fields: { message_id: await workerMessage(env) } }),
   },
   {
+    // Any key may ask; each sees only the messages of channels it may read (trace-context.test.ts shows the filter).
+    rpc: "MessageService.ListTraceMessages",
+    scope: "global",
+    mutates: false,
+    rule: anyKey(200),
+    prepare: async () => ({ fields: { trace_id: "ab".repeat(16) } }),
+  },
+  {
     rpc: "MessageService.ListMessageDependents",
     scope: "channel",
     mutates: false,

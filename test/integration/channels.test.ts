@@ -90,7 +90,7 @@ describe("POST /v1/channels", () => {
       "id", "name", "mode", "access", "discoverable", "description", "owner_id", "created_by_key_id", "metadata_schema",
       "pinned_message", "ttl_seconds", "retention_days", "max_messages", "max_writes_per_minute", "paused", "aliases",
       "related_channels", "created_at", "updated_at", "max_deliveries", "dead_letter_channel_id", "webhook_url",
-      "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a",
+      "group_concurrency", "dispatch", "priority_aging_seconds", "limits", "a2a", "a2a_forward",
     ]);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -120,6 +120,7 @@ describe("POST /v1/channels", () => {
       priority_aging_seconds: null,
       limits: [],
       a2a: null,
+      a2a_forward: null,
     });
     expect(res.body.updated_at).toBe(res.body.created_at);
   });

@@ -13,11 +13,13 @@ import { JsonRpcTransportHandler, defaultServerCallContextBuilder, validateVersi
 import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
 import { isUuid } from "../../model/ids.js";
+import type { RequestLimiter } from "../../ports/rate-limit.js";
 import { traceFrom, traceHeaders } from "../../model/trace.js";
 import { requestBaseUrl } from "../base-url.js";
 import type { BodyBudget } from "../http/body-budget.js";
 import { continueBody } from "../http/body-deadline.js";
 import type { NodeRequest, NodeResponse } from "../http/node-http.js";
+import { apiKeyOf, headersOf } from "../http/request-key.js";
 import { AgentbusApi } from "../mcp/api.js";
 import { MCP_SERVICES } from "../mcp/services.js";
 import { readBody, refuse, sendJson } from "../rest/transcoder.js";
@@ -39,24 +41,15 @@ export interface A2aHttpOptions {
   budget: BodyBudget;
   /** The channel with this id when it is a claimable channel published as an agent. */
   published: (channelId: string) => Promise<PublishedChannel | undefined>;
+  /** Card reads per client address (they need no key, and each reads the database). */
+  cardLimiter: RequestLimiter;
 }
 
-function apiKeyOf(req: NodeRequest): string | undefined {
-  const header = req.headers["x-api-key"];
-  if (typeof header === "string" && header.trim() !== "") return header.trim();
-  const auth = req.headers.authorization;
-  const bearer = typeof auth === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-  return bearer?.[1];
-}
+/** Agent card reads one client address may make per minute: clients cache a card (Cache-Control), so a few suffice. */
+export const AGENT_CARD_READS_PER_MINUTE = 120;
 
-function headersOf(req: NodeRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
-}
+/** A stream quiet this long gets a comment line, so proxies do not close it as idle (as the REST streams do). */
+const KEEP_ALIVE_MS = 15_000;
 
 const header = (req: NodeRequest, name: string): string | undefined => {
   const value = req.headers[name.toLowerCase()];
@@ -76,7 +69,7 @@ export class A2aHttpEndpoint {
     return path.startsWith(A2A_PREFIX);
   }
 
-  async handle(req: NodeRequest, res: NodeResponse, requestId: string, path: string): Promise<void> {
+  async handle(req: NodeRequest, res: NodeResponse, requestId: string, path: string, clientAddress: string): Promise<void> {
     const rest = path.slice(A2A_PREFIX.length);
     const card = rest.endsWith(AGENT_CARD_SUFFIX);
     const id = card ? rest.slice(0, -AGENT_CARD_SUFFIX.length) : rest;
@@ -87,6 +80,12 @@ export class A2aHttpEndpoint {
     if (card) {
       if (req.method !== "GET" && req.method !== "HEAD") {
         refuse(req, res, new ApiError("method_not_allowed", "The agent card is read with GET"), requestId, { Allow: "GET, HEAD" });
+        return;
+      }
+      const allowed = await this.options.cardLimiter.hit(clientAddress);
+      if (!allowed.allowed) {
+        const retry = String(allowed.retryAfterSeconds);
+        refuse(req, res, new ApiError("rate_limit_exceeded", "Too many agent card reads from this address", { details: { retry_after: allowed.retryAfterSeconds }, headers: { "Retry-After": retry } }), requestId);
         return;
       }
       const channel = await this.options.published(id);
@@ -178,11 +177,13 @@ export class A2aHttpEndpoint {
       return;
     }
     res.writeHead(200, SSE_HEADERS);
+    const keepAlive = setInterval(() => writeText(res, ": keep-alive\n\n"), KEEP_ALIVE_MS);
     try {
       for (let next = first; !next.done; next = await iterator.next()) writeText(res, formatSSEEvent(next.value));
     } catch (err) {
       if (!left.signal.aborted) writeText(res, formatSSEErrorEvent({ jsonrpc: "2.0", id: rpcId, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
     } finally {
+      clearInterval(keepAlive);
       await iterator.return?.(undefined);
     }
     res.end();

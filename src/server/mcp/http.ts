@@ -28,6 +28,7 @@ import { requestBaseUrl } from "../base-url.js";
 import type { BodyBudget } from "../http/body-budget.js";
 import { continueBody } from "../http/body-deadline.js";
 import type { NodeRequest, NodeResponse } from "../http/node-http.js";
+import { apiKeyOf, headersOf } from "../http/request-key.js";
 import { keyRefusal, type KeyChangeFeed, type KeyChecks } from "../rpc/caller-watch.js";
 import { readBody, refuse, sendJson } from "../rest/transcoder.js";
 import type { BodyAccount } from "../http/body-budget.js";
@@ -86,22 +87,6 @@ interface KeySessions {
 /** The SDK types its listener for HTTP/1; the @hono/node-server adapter under it reads HTTP/2 requests the same way. */
 const asNodeRequest = (req: NodeRequest) => req as IncomingMessage;
 
-function apiKeyOf(req: NodeRequest): string | undefined {
-  const header = req.headers["x-api-key"];
-  if (typeof header === "string" && header.trim() !== "") return header.trim();
-  const auth = req.headers.authorization;
-  const bearer = typeof auth === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-  return bearer?.[1];
-}
-
-function headersOf(req: NodeRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
-}
 
 export class McpHttpEndpoint {
   private readonly sessions = new Map<string, Session>();
