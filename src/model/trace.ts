@@ -53,7 +53,9 @@ export function traceFrom(traceparent: string | null | undefined, tracestate: st
 
 /** A new trace, sampled: the start of a chain of hand-offs whose first poster sent none. */
 export function newTrace(): TraceContext {
-  return { traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`, tracestate: null };
+  // One draw for both ids: a trace starts with every post that carries none.
+  const hex = randomBytes(24).toString("hex");
+  return { traceparent: `00-${hex.slice(0, 32)}-${hex.slice(32)}-01`, tracestate: null };
 }
 
 /** The trace id of a traceparent (its second field). */
