@@ -119,9 +119,17 @@ export class A2aForwarder {
     while (!signal.aborted) {
       const room = Math.min(this.perChannel - s.inFlight, this.total - this.inFlight);
       if (room <= 0) {
+        // A slot of this channel frees it at once; one of another channel's (the process's total) within a second.
         await new Promise<void>((resolve) => {
-          s.freed = resolve;
-          signal.addEventListener("abort", () => resolve(), { once: true });
+          const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener("abort", done);
+            s.freed = () => undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, 1_000);
+          s.freed = done;
+          signal.addEventListener("abort", done, { once: true });
         });
         continue;
       }
@@ -201,6 +209,11 @@ export class A2aForwarder {
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
