@@ -53,13 +53,15 @@ import { McpHttpEndpoint } from "./server/mcp/http.js";
 import { A2aHttpEndpoint, AGENT_CARD_READS_PER_MINUTE } from "./server/a2a/http.js";
 import { A2A_USER_AGENT, A2aForwarder } from "./forwarder/forwarder.js";
 import { PgForwardingStore } from "./store/forwarding.js";
+import { A2aPush } from "./domain/a2a-push.js";
+import { PgA2aPushStore } from "./store/a2a-push.js";
 import { BodyBudget } from "./server/http/body-budget.js";
 import { listen, type Listener } from "./server/listener.js";
 import { Metrics } from "./server/metrics.js";
 import type { QueueMeter } from "./ports/queue-meter.js";
 import { CallPipeline, INTERNAL_CALL_HEADER } from "./server/rpc/pipeline.js";
 import { createContextValues } from "@connectrpc/connect";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { createServices, type Domain } from "./services/index.js";
 import { PgActorStore } from "./store/actors.js";
 import { PgChannelStore } from "./store/channels.js";
@@ -207,6 +209,7 @@ export function createDomain({ db, bus, clock, config, keys, audit, meter }: Dom
     limits: new Limits(new PgLimitStore(db, forget), { clock }),
     schedules: new Schedules(new PgScheduleStore(db), channelStore, { clock, maxContentBytes: config.maxContentBytes }),
     waitpoints: new Waitpoints(new PgWaitpointStore(db), { clock, announce: (channelId) => db.afterCommit(() => bus.publish(channelId)) }),
+    a2aPush: new A2aPush(new PgA2aPushStore(db), messages, { allowPrivateTargets: config.allowPrivateTargets }, randomUUID),
     audit,
     quotas,
     taskVerbs: new TaskVerbs(channels, messages, membership),
@@ -404,6 +407,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       budget,
       published: (id) => domain.channels.publishedAgent(id),
       cardLimiter: new FixedWindowLimiter(AGENT_CARD_READS_PER_MINUTE, 60_000, clock),
+      push: domain.a2aPush,
     });
     const listener: Listener = await listen({
       host: config.host,

@@ -135,6 +135,7 @@ export const errorCatalog = {
   invalid_dispatch: INVALID("dispatch", "Use \"fifo\" (oldest first) or \"fair\" (round-robin across groups)."),
   invalid_priority: INVALID("priority", "Use an integer from 1 (most urgent) to 5; 3 is the default."),
   invalid_trace_id: INVALID("trace_id", "Send the 32 hex digits of a trace id: the second field of a message's trace.traceparent."),
+  invalid_push_config: INVALID("push_config", "Send {url (a public http(s) URL), token?, authentication?: {scheme, credentials}}; a task has at most 10."),
   invalid_a2a: INVALID("a2a", "Send {enabled, name?, description?, skills?: [{id, name, description?, tags?, examples?}]} on a claimable channel; see docs/decisions.md#a2a for the bounds."),
   invalid_a2a_forward: INVALID("a2a_forward", "Send {url, auth_header?: {name, value}} on a claimable channel: the remote agent's http(s) URL and a header sent with every request to it."),
   invalid_priority_aging_seconds: INVALID("priority_aging_seconds", "Use an integer from 1 to 86400, or null for priorities that never age."),

@@ -6,7 +6,7 @@
 import type { MessageRecord } from "./messages.js";
 import type { Micros } from "./time.js";
 
-export type WebhookEvent = "message.created" | "mention" | "member_added";
+export type WebhookEvent = "message.created" | "mention" | "member_added" | "a2a.task";
 export type DeliveryStatus = "delivered" | "failed" | "deferred";
 
 export interface ActorWebhookRecord {
@@ -44,6 +44,8 @@ export interface ClaimedDelivery {
   destination: string | null;
   /** Set while the destination's breaker is open: defer, do not send. */
   openUntil: Micros | null;
+  /** An A2A push notification's token and Authorization value (docs/decisions.md#a2a); null for other events. */
+  push: { token: string | null; authorization: string | null } | null;
 }
 
 export interface ClaimLimits {

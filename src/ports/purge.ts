@@ -34,6 +34,8 @@ export interface PurgeCounts {
   deletedWaitpoints: number;
   /** Schedules' ticks recorded more than a week ago. */
   deletedScheduleRuns: number;
+  /** A2A push-notification configs past their retention. */
+  deletedPushConfigs: number;
 }
 
 export interface PurgeOptions {

@@ -43,6 +43,7 @@ import { messageService } from "./message-service.js";
 import { securityService } from "./security-service.js";
 import { sessionService } from "./session-service.js";
 import { webhookDeliveryHandlers } from "./webhook-delivery-service.js";
+import type { A2aPush } from "../domain/a2a-push.js";
 
 /** The use cases the handlers call, wired to their adapters by the composition root (app.ts). */
 export interface Domain {
@@ -60,6 +61,7 @@ export interface Domain {
   sessions: Sessions;
   limits: Limits;
   waitpoints: Waitpoints;
+  a2aPush: A2aPush;
   schedules: Schedules;
   audit: SecurityAudit;
   quotas: Quotas;

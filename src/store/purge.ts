@@ -201,6 +201,13 @@ export const OLD_SCHEDULE_RUNS_SQL = `DELETE FROM schedule_runs r WHERE r.ctid =
     SELECT x.ctid FROM schedule_runs x WHERE x.ran_at <= $1::timestamptz - interval '${SCHEDULE_RUN_RETENTION_DAYS} days' LIMIT $2
   ))`;
 
+/** A2A push-notification configs are kept this long (a task lives at most a channel's TTL, then history). */
+export const PUSH_CONFIG_RETENTION_DAYS = 30;
+
+export const OLD_PUSH_CONFIGS_SQL = `DELETE FROM a2a_push_configs p WHERE p.id = ANY (ARRAY(
+    SELECT x.id FROM a2a_push_configs x WHERE x.created_at <= $1::timestamptz - interval '${PUSH_CONFIG_RETENTION_DAYS} days' LIMIT $2
+  ))`;
+
 /** AGENTBUS_AUDIT_RETENTION_DAYS's default. */
 export const DEFAULT_AUDIT_RETENTION_DAYS = 90;
 
@@ -248,6 +255,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
     deletedIdleGroups: 0,
     deletedWaitpoints: 0,
     deletedScheduleRuns: 0,
+    deletedPushConfigs: 0,
   };
   const stopped = () => options.signal?.aborted === true;
 
@@ -286,6 +294,7 @@ export async function purge(db: Db, now: Micros, options: PurgeOptions = {}): Pr
   counts.deletedIdleGroups = await loop(() => deleteBatch(IDLE_GROUPS_SQL));
   counts.deletedWaitpoints = await loop(() => deleteBatch(OLD_WAITPOINTS_SQL));
   counts.deletedScheduleRuns = await loop(() => deleteBatch(OLD_SCHEDULE_RUNS_SQL));
+  counts.deletedPushConfigs = await loop(() => deleteBatch(OLD_PUSH_CONFIGS_SQL));
   return counts;
 }
 

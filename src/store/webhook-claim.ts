@@ -22,6 +22,9 @@ type ClaimRow = Partial<MessageRow> & {
   o_secret: string | null;
   o_destination: string | null;
   o_open_until: Micros | null;
+  o_push_token: string | null;
+  o_push_auth_scheme: string | null;
+  o_push_auth_credentials: string | null;
 };
 
 /** Candidates offered per free slot: when another dispatcher is claiming some right now, the next ones are taken. */
@@ -57,27 +60,28 @@ const CLAIM_CANDIDATES_PER_SLOT = 4;
  * (array_position keeps the turn order through the lock).
  */
 export const CLAIM_SQL = `WITH RECURSIVE walk AS (
-    (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, 1 AS n FROM webhook_outbox x
+    (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, x.push_config_id, 1 AS n FROM webhook_outbox x
      ORDER BY x.owner_key_id, x.next_attempt_at, x.created_at, x.id LIMIT 1)
     UNION ALL
-    SELECT nx.owner_key_id, nx.next_attempt_at, nx.created_at, nx.id, nx.channel_id, nx.actor_id, nx.n
+    SELECT nx.owner_key_id, nx.next_attempt_at, nx.created_at, nx.id, nx.channel_id, nx.actor_id, nx.push_config_id, nx.n
     FROM walk w CROSS JOIN LATERAL (
-      (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, w.n + 1 AS n FROM webhook_outbox x
+      (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, x.push_config_id, w.n + 1 AS n FROM webhook_outbox x
        WHERE w.n < $7 AND w.next_attempt_at <= $1 AND x.owner_key_id = w.owner_key_id
          AND (x.next_attempt_at, x.created_at, x.id) > (w.next_attempt_at, w.created_at, w.id) AND x.next_attempt_at <= $1
        ORDER BY x.owner_key_id, x.next_attempt_at, x.created_at, x.id LIMIT 1)
       UNION ALL
-      (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, 1 AS n FROM webhook_outbox x
+      (SELECT x.owner_key_id, x.next_attempt_at, x.created_at, x.id, x.channel_id, x.actor_id, x.push_config_id, 1 AS n FROM webhook_outbox x
        WHERE x.owner_key_id > w.owner_key_id
        ORDER BY x.owner_key_id, x.next_attempt_at, x.created_at, x.id LIMIT 1)
       LIMIT 1
     ) nx
   ), due AS (
     SELECT x.id, x.owner_key_id, x.next_attempt_at, x.created_at,
-      agentbus_webhook_destination(CASE WHEN x.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination
+      agentbus_webhook_destination(CASE WHEN x.push_config_id IS NOT NULL THEN p.url WHEN x.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination
     FROM walk x
     JOIN channels ch ON ch.id = x.channel_id
     LEFT JOIN actor_webhooks w ON w.actor_id = x.actor_id
+    LEFT JOIN a2a_push_configs p ON p.id = x.push_config_id
     WHERE x.next_attempt_at <= $1
   ), ranked AS (
     SELECT d.id, d.owner_key_id, d.next_attempt_at, d.created_at, d.destination,
@@ -107,20 +111,22 @@ export const CLAIM_SQL = `WITH RECURSIVE walk AS (
       ORDER BY array_position((SELECT ids FROM candidates), x.id)
       LIMIT $2 FOR UPDATE SKIP LOCKED
     ))
-    RETURNING o.id, o.channel_id, o.owner_key_id, o.actor_id, o.event, o.message_id, o.body, o.attempts
+    RETURNING o.id, o.channel_id, o.owner_key_id, o.actor_id, o.event, o.message_id, o.body, o.attempts, o.push_config_id
   )
   SELECT c.id AS o_id, c.channel_id AS o_channel_id, c.owner_key_id AS o_owner_key_id, c.actor_id AS o_actor_id, c.event AS o_event,
     c.message_id AS o_message_id, c.body AS o_body, c.attempts AS o_attempts,
     t.url AS o_url, t.secret AS o_secret, t.destination AS o_destination,
+    p.token AS o_push_token, p.auth_scheme AS o_push_auth_scheme, p.auth_credentials AS o_push_auth_credentials,
     CASE WHEN wd.open_until > $1 THEN wd.open_until END AS o_open_until,
     ${COLUMNS}
   FROM claimed c
   JOIN channels ch ON ch.id = c.channel_id
   LEFT JOIN actor_webhooks w ON w.actor_id = c.actor_id
+  LEFT JOIN a2a_push_configs p ON p.id = c.push_config_id
   CROSS JOIN LATERAL (SELECT
-      CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS url,
-      CASE WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS secret,
-      agentbus_webhook_destination(CASE WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination) t
+      CASE WHEN c.push_config_id IS NOT NULL THEN p.url WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END AS url,
+      CASE WHEN c.push_config_id IS NOT NULL THEN p.token WHEN c.actor_id IS NULL THEN ch.webhook_secret ELSE w.secret END AS secret,
+      agentbus_webhook_destination(CASE WHEN c.push_config_id IS NOT NULL THEN p.url WHEN c.actor_id IS NULL THEN ch.webhook_url ELSE w.url END) AS destination) t
   LEFT JOIN webhook_destinations wd ON wd.destination = t.destination
   LEFT JOIN messages m ON m.id = c.message_id AND c.body IS NULL`;
 
@@ -165,5 +171,9 @@ export async function claimDue(db: Db, now: Micros, limit: number, leaseUntil: M
     message: r.id === null || r.id === undefined ? null : toRecord(r as MessageRow),
     destination: r.o_destination,
     openUntil: r.o_open_until,
+    push:
+      r.o_event === "a2a.task"
+        ? { token: r.o_push_token, authorization: r.o_push_auth_scheme === null ? null : `${r.o_push_auth_scheme} ${r.o_push_auth_credentials ?? ""}`.trim() }
+        : null,
   }));
 }

@@ -234,12 +234,13 @@ interface DeliveryLogRow {
 
 /**
  * The channel webhook's attempts, newest first: $1 channel, $2 before (an id,
- * exclusive; NULL for the newest), $3 limit. Mention pushes are not in it.
+ * exclusive; NULL for the newest), $3 limit. Mention pushes are not in it, nor
+ * A2A push notifications (a sender's, to its own URL: docs/decisions.md#a2a).
  */
 export const DELIVERY_LOG_SQL = `SELECT d.id::text AS id, d.delivery_id, d.channel_id, d.event, d.message_id, d.attempt, d.status,
     d.response_status, d.error, d.duration_ms, d.attempted_at, d.next_attempt_at
   FROM webhook_deliveries d
-  WHERE d.channel_id = $1 AND d.actor_id IS NULL AND ($2::bigint IS NULL OR d.id < $2::bigint)
+  WHERE d.channel_id = $1 AND d.actor_id IS NULL AND d.event <> 'a2a.task' AND ($2::bigint IS NULL OR d.id < $2::bigint)
   ORDER BY d.id DESC LIMIT $3`;
 
 async function listDeliveries(db: Db, channelId: string, before: string | null, limit: number): Promise<DeliveryLogRecord[]> {

@@ -38,7 +38,8 @@ import type { Logger } from "../platform/logger.js";
 import { failureClass, type FailureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import type { AttemptRecord, ClaimedDelivery, OwnerLoad } from "../model/webhooks.js";
 import type { WebhookStore } from "../ports/webhooks.js";
-import { bodyTrace, messageBody, webhookHeaders } from "./payload.js";
+import { bodyTrace, messageBody, pushHeaders, webhookHeaders } from "./payload.js";
+import { taskPushBody } from "../protocol/a2a-tasks.js";
 import { withStoredTrace } from "../platform/tracing.js";
 
 export const NOTIFY_CHANNEL = "agentbus_webhooks";
@@ -328,7 +329,7 @@ export class WebhookDispatcher {
       const res = await withStoredTrace(bodyTrace(sent), () =>
         this.http.request(url, {
           method: "POST",
-          headers: webhookHeaders(d.event, d.id, sent, d.secret, attemptedAt, this.options.legacySignatureHeader),
+          headers: { ...webhookHeaders(d.event, d.id, sent, d.secret, attemptedAt, this.options.legacySignatureHeader), ...pushHeaders(d) },
           body: sent,
           timeoutMs: this.timeoutMs,
           maxResponseBytes: MAX_RESPONSE_BYTES,
@@ -363,6 +364,7 @@ export class WebhookDispatcher {
 
   /** The body of a message event, or why there is none to send. */
   private async render(d: ClaimedDelivery, now: Micros): Promise<{ body: string } | { gone: string }> {
+    if (d.event === "a2a.task") return this.renderTask(d, now);
     const mentioned = d.event === "mention" ? d.actorId : null;
     if (d.message) return { body: messageBody(d.message, now, mentioned) };
     if (d.messageId === null) return { gone: "nothing to send" };
@@ -375,6 +377,15 @@ export class WebhookDispatcher {
     if (!archived) return { gone: "message_gone: dropped by the ring buffer or purged before the first attempt" };
     if (archived.reason === "retracted") return { gone: "message_retracted: retracted before the first attempt" };
     return { body: messageBody(archived.message, now, mentioned) };
+  }
+
+  /** An A2A push notification: the task as it stands now, live or archived (its final state). */
+  private async renderTask(d: ClaimedDelivery, now: Micros): Promise<{ body: string } | { gone: string }> {
+    if (d.message) return { body: taskPushBody(d.message, now, null) };
+    if (d.messageId === null) return { gone: "nothing to send" };
+    const archived = await this.store.findArchivedMessage(d.messageId);
+    if (!archived) return { gone: "message_gone: purged before the first attempt" };
+    return { body: taskPushBody(archived.message, now, archived.reason) };
   }
 
   private record(

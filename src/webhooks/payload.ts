@@ -10,7 +10,7 @@ import type { Micros } from "../model/time.js";
 // is byte for byte what GET /v1/messages… shows (and gets its speed-ups).
 import { renderMessageJson } from "../protocol/json-render-text.js";
 import { renderMessage } from "../protocol/render-message.js";
-import type { WebhookEvent } from "../model/webhooks.js";
+import type { ClaimedDelivery, WebhookEvent } from "../model/webhooks.js";
 import { traceHeaders, type TraceContext } from "../model/trace.js";
 
 export const USER_AGENT = "agentbus-webhook/1";
@@ -89,5 +89,17 @@ export function webhookHeaders(
     headers["webhook-signature"] = standardSignature(secret, deliveryId, timestamp, body);
     if (legacySignatureHeader !== undefined) headers[legacySignatureHeader] = headers["X-Service-Signature"];
   }
+  return headers;
+}
+
+/**
+ * An A2A push notification's own headers (docs/decisions.md#a2a): A2A's content type, the config's token as
+ * X-A2A-Notification-Token, and its authentication as Authorization. Other events have none.
+ */
+export function pushHeaders(d: Pick<ClaimedDelivery, "push">): Record<string, string> {
+  if (d.push === null) return {};
+  const headers: Record<string, string> = { "Content-Type": "application/a2a+json" };
+  if (d.push.token !== null) headers["X-A2A-Notification-Token"] = d.push.token;
+  if (d.push.authorization !== null && d.push.authorization !== "") headers.Authorization = d.push.authorization;
   return headers;
 }

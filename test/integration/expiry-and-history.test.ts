@@ -177,6 +177,7 @@ describe("purge", () => {
       deletedIdleGroups: 0,
       deletedWaitpoints: 0,
       deletedScheduleRuns: 0,
+      deletedPushConfigs: 0,
     });
     expect(await snapshot()).toEqual(after);
   });

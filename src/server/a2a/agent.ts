@@ -13,7 +13,6 @@
 import { parseSseStream, type AgentCard, type Message as A2aMessage, type StreamResponse, type Task } from "@a2a-js/sdk";
 import {
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -39,7 +38,11 @@ import type {
 import { MessageService } from "../../../gen/agentbus/v1/message_service_pb.js";
 import type { JsonObject } from "../../model/json.js";
 import { ApiCallError, type AgentbusApi } from "../mcp/api.js";
-import { contextOf, isFinal, resultArtifact, taskState, taskStatus, toPost, toTask, type MessageJson } from "./tasks.js";
+import type { A2aPush } from "../../domain/a2a-push.js";
+import type { Caller } from "../../model/caller.js";
+import { ApiError } from "../../model/errors.js";
+import type { PushConfig } from "../../ports/a2a-push.js";
+import { contextOf, isFinal, resultArtifact, taskState, taskStatus, toPost, toTask, type MessageJson } from "../../protocol/a2a-tasks.js";
 
 /** How long a SendMessage that did not ask to return at once waits for the task to finish: one long-poll (the service's cap). */
 const BLOCKING_WAIT_SECONDS = 25;
@@ -52,7 +55,9 @@ export interface ChannelAgentOptions {
   card: AgentCard;
   /** The REST API with the caller's key. */
   api: AgentbusApi;
-  callerKeyId: string;
+  caller: Caller;
+  /** Push-notification configs, per key. */
+  push: A2aPush;
   /** Ends with the HTTP request: a long-poll or a stream for a client that left stops. */
   signal: AbortSignal;
 }
@@ -70,6 +75,8 @@ export class ChannelAgent implements A2ARequestHandler {
 
   async sendMessage(params: SendMessageRequest, _context: ServerCallContext): Promise<Task> {
     const posted = await this.post(params);
+    const push = params.configuration?.taskPushNotificationConfig;
+    if (push !== undefined) await this.setPush(posted.id, push);
     if (params.configuration?.returnImmediately === true) return toTask(posted, params.configuration.historyLength);
     // Blocking: one long-poll for the result; a task still running is answered as it stands (follow it with GetTask or SubscribeToTask).
     const now = await this.read(posted.id, BLOCKING_WAIT_SECONDS);
@@ -129,7 +136,7 @@ export class ChannelAgent implements A2ARequestHandler {
       const data = (answer.data ?? []) as unknown as MessageJson[];
       for (const message of data) {
         since = message.created_at ?? since;
-        if (message.author_key_id !== this.o.callerKeyId) continue;
+        if (message.author_key_id !== this.o.caller.keyId) continue;
         if (params.contextId !== "" && contextOf(message) !== params.contextId) continue;
         if (params.status !== 0 && taskState(message.state) !== params.status) continue;
         tasks.push(toTask(message, params.historyLength ?? 0));
@@ -144,20 +151,49 @@ export class ChannelAgent implements A2ARequestHandler {
     return { tasks, nextPageToken: exhausted ? "" : since, pageSize, totalSize: tasks.length };
   }
 
-  async createTaskPushNotificationConfig(_params: TaskPushNotificationConfig, _context: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError();
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, _context: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    return this.setPush(params.taskId, params);
   }
 
-  async getTaskPushNotificationConfig(_params: GetTaskPushNotificationConfigRequest, _context: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError();
+  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest, _context: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const found = await this.pushCall(() => this.o.push.get(this.o.caller, this.o.channelId, params.taskId, params.id));
+    if (found === undefined) throw new TaskNotFoundError(`No push-notification config ${params.id} of yours for task ${params.taskId}`);
+    return toA2aConfig(found);
   }
 
-  async listTaskPushNotificationConfigs(_params: ListTaskPushNotificationConfigsRequest, _context: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
-    throw new PushNotificationNotSupportedError();
+  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsRequest, _context: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    const configs = await this.pushCall(() => this.o.push.list(this.o.caller, this.o.channelId, params.taskId));
+    return { configs: configs.map(toA2aConfig), nextPageToken: "" };
   }
 
-  async deleteTaskPushNotificationConfig(_params: DeleteTaskPushNotificationConfigRequest, _context: ServerCallContext): Promise<void> {
-    throw new PushNotificationNotSupportedError();
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, _context: ServerCallContext): Promise<void> {
+    const deleted = await this.pushCall(() => this.o.push.delete(this.o.caller, this.o.channelId, params.taskId, params.id));
+    if (!deleted) throw new TaskNotFoundError(`No push-notification config ${params.id} of yours for task ${params.taskId}`);
+  }
+
+  private setPush(taskId: string, config: Pick<TaskPushNotificationConfig, "id" | "url" | "token" | "authentication">): Promise<TaskPushNotificationConfig> {
+    return this.pushCall(async () =>
+      toA2aConfig(
+        await this.o.push.set(this.o.caller, this.o.channelId, {
+          taskId,
+          id: config.id,
+          url: config.url,
+          token: config.token,
+          authScheme: config.authentication?.scheme ?? "",
+          authCredentials: config.authentication?.credentials ?? "",
+        }),
+      ),
+    );
+  }
+
+  /** A push-config use case; its refusals as A2A errors (a task the caller cannot read: TaskNotFound). */
+  private async pushCall<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      if (err instanceof ApiError && (err.code === "message_not_found" || err.status === 403)) throw new TaskNotFoundError("No such task on this agent");
+      throw a2aError(err instanceof ApiError ? ApiCallError.of(err) : err);
+    }
   }
 
   // -------------------------------------------------------------------------
@@ -168,7 +204,6 @@ export class ChannelAgent implements A2ARequestHandler {
     if (message.taskId !== "") {
       throw new UnsupportedOperationError("A task takes no further messages here: send a new message (the same contextId keeps the conversation together)");
     }
-    if (params.configuration?.taskPushNotificationConfig !== undefined) throw new PushNotificationNotSupportedError();
     const contextId = message.contextId !== "" ? message.contextId : message.messageId;
     const post = toPost(message, contextId, params.metadata as JsonObject | undefined);
     // The A2A messageId is the client's name for this send: its retry is stored once.
@@ -259,3 +294,13 @@ function a2aError(err: unknown): unknown {
   const envelopeCode = err.status === 400 || err.status === 413 || err.status === 422 ? A2A_ERROR_CODE.INVALID_PARAMS : A2A_ERROR_CODE.INVALID_REQUEST;
   return new JsonRpcRequestMalformedError({ envelopeCode, message, metadata });
 }
+
+/** A stored config as A2A shows it; the credentials are never shown back. */
+const toA2aConfig = (c: PushConfig): TaskPushNotificationConfig => ({
+  tenant: "",
+  id: c.id,
+  taskId: c.taskId,
+  url: c.url,
+  token: c.token ?? "",
+  authentication: c.authScheme === null ? undefined : { scheme: c.authScheme, credentials: "" },
+});

@@ -26,7 +26,7 @@ export function agentCard(channel: PublishedChannel, publicUrl: string): AgentCa
     provider: { organization: "agentbus", url: publicUrl },
     version: SERVICE_VERSION,
     documentationUrl: `${publicUrl}/llms.txt`,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       [API_KEY_SCHEME]: {
         scheme: {

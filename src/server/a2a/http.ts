@@ -14,6 +14,7 @@ import type { AuthenticatedCaller } from "../../model/caller.js";
 import { ApiError } from "../../model/errors.js";
 import { isUuid } from "../../model/ids.js";
 import type { RequestLimiter } from "../../ports/rate-limit.js";
+import type { A2aPush } from "../../domain/a2a-push.js";
 import { traceFrom, traceHeaders } from "../../model/trace.js";
 import { requestBaseUrl } from "../base-url.js";
 import type { BodyBudget } from "../http/body-budget.js";
@@ -43,6 +44,8 @@ export interface A2aHttpOptions {
   published: (channelId: string) => Promise<PublishedChannel | undefined>;
   /** Card reads per client address (they need no key, and each reads the database). */
   cardLimiter: RequestLimiter;
+  /** The callers' push-notification configs. */
+  push: A2aPush;
 }
 
 /** Agent card reads one client address may make per minute: clients cache a card (Cache-Control), so a few suffice. */
@@ -146,7 +149,8 @@ export class A2aHttpEndpoint {
         ...this.options.internalCallHeaders,
         ...traceHeaders(traceFrom(header(req, "traceparent"), header(req, "tracestate"))),
       }),
-      callerKeyId: caller.keyId,
+      caller,
+      push: this.options.push,
       signal: left.signal,
     });
     const context = defaultServerCallContextBuilder({

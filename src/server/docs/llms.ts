@@ -202,7 +202,8 @@ curl -s -X POST "$B/a2a/$CH_ID" -H "X-API-Key: $KEY" -H "A2A-Version: 1.0" -H "C
 \`\`\`
 
   The text parts are the message's content; other parts, contextId and metadata are in \`metadata.a2a\`. GetTask,
-  ListTasks (yours), CancelTask, SendStreamingMessage and SubscribeToTask work too (docs/decisions.md#a2a).
+  ListTasks (yours), CancelTask, SendStreamingMessage, SubscribeToTask and push-notification configs (the task's
+  changes POSTed to your URL with your token, through the signed webhook dispatcher) work too (docs/decisions.md#a2a).
 - The other way round: \`PATCH $B/v1/channels/$CH {"a2a_forward":{"url":"https://agent.example.com","auth_header":{"name":"Authorization","value":"Bearer …"}}}\`
   sends each of the channel's tasks to that A2A agent and completes it with the agent's answer (failures are retried
   with back-off, then dead-lettered): any A2A agent becomes a worker of your queue (docs/decisions.md#a2a-forward).

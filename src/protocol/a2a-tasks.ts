@@ -7,8 +7,13 @@
  * message's metadata under `a2a`, so a worker that knows nothing of A2A
  * reads the text and one that does finds the rest.
  */
-import { Part, Role, TaskState, type Artifact, type Message as A2aMessage, type Task, type TaskStatus } from "@a2a-js/sdk";
-import type { JsonObject, JsonValue } from "../../model/json.js";
+import { Part, Role, StreamResponse, TaskState, type Artifact, type Message as A2aMessage, type Task, type TaskStatus } from "@a2a-js/sdk";
+import { MessageSchema } from "../../gen/agentbus/v1/message_pb.js";
+import type { ArchiveReason, MessageRecord } from "../model/messages.js";
+import type { Micros } from "../model/time.js";
+import { renderMessageJson } from "./json-render-text.js";
+import { renderMessage } from "./render-message.js";
+import type { JsonObject, JsonValue } from "../model/json.js";
 
 /** The REST JSON of a Message, as far as a task needs it. */
 export interface MessageJson {
@@ -168,4 +173,14 @@ export function toTask(message: MessageJson, historyLength?: number): Task {
     history: historyLength === 0 ? [] : [sentMessage(message)],
     metadata: { channel_id: message.channel_id, message_state: message.state ?? "", ...(message.cancel_requested === true ? { cancel_requested: true } : {}) },
   };
+}
+
+/**
+ * An A2A push notification's body (docs/decisions.md#a2a): the task as it
+ * stands, as a StreamResponse (A2A 1.0), rendered from the message exactly as
+ * the API renders it.
+ */
+export function taskPushBody(message: MessageRecord, now: Micros, archived: ArchiveReason | null): string {
+  const json = JSON.parse(renderMessageJson(MessageSchema, renderMessage(message, now, archived))) as MessageJson;
+  return JSON.stringify(StreamResponse.toJSON({ payload: { $case: "task", value: toTask(json, 0) } }));
 }
