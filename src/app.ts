@@ -325,17 +325,7 @@ export async function startApp({ config, logger, clock = systemClock, jobs: jobO
       const ticker = startScheduleTicker(db, domain, clock, outageLog);
       cleanups.push(() => ticker.stop());
     }
-    if (config.workers && config.a2aForwarder) {
-      const forwarder = new A2aForwarder({
-        store: new PgForwardingStore(db),
-        messages: domain.messages,
-        http: createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: A2A_USER_AGENT }),
-        clock,
-        logger: logger.child({ component: "a2a-forwarder" }),
-      });
-      forwarder.start();
-      cleanups.push(() => forwarder.close());
-    }
+    if (config.workers && config.a2aForwarder) startForwarder(db, domain, config, clock, logger, cleanups);
     if (config.sandbox && (await ensureSandbox(new PgSandboxStore(db))) === "alias_taken") {
       logger.warn({ alias: SANDBOX_ALIAS }, "another channel holds the alias 'sandbox': no sandbox channel this time (set AGENTBUS_SANDBOX=false to stop trying)");
     }
@@ -511,6 +501,19 @@ async function startBackgroundWork(
   return { webhooks, jobs };
 }
 
+/** This process's A2A forwarder (docs/decisions.md#a2a-forward): in API processes with workers and in `agentbus worker`. */
+function startForwarder(db: Db, domain: Domain, config: Config, clock: Clock, logger: Logger, cleanups: Array<() => Promise<void>>): void {
+  const forwarder = new A2aForwarder({
+    store: new PgForwardingStore(db),
+    messages: domain.messages,
+    http: createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, userAgent: A2A_USER_AGENT }),
+    clock,
+    logger: logger.child({ component: "a2a-forwarder" }),
+  });
+  forwarder.start();
+  cleanups.push(() => forwarder.close());
+}
+
 /**
  * This process's share of running schedules' ticks (docs/decisions.md#schedules):
  * each posts as the schedule's creating key through the same use case as any post.
@@ -566,7 +569,16 @@ export async function startWorker({ config, logger, clock = systemClock, jobs: j
     const pdf = openRenderer(config, logger, cleanups);
     const { pool, db, url, outageLog } = await openStore(config, logger, cleanups, onFatal, database);
     const { jobs } = await startBackgroundWork({ pool, db, outageLog }, pdf, { config, logger, clock, jobOptions }, cleanups);
-    await logComponents({ config: { ...config, workers: true }, databaseUrl: url, bus: undefined, pdf }, logger);
+    let bus: WakeBus | undefined;
+    if (config.a2aForwarder) {
+      // The forwarder receives and acknowledges through the use cases, whose acknowledgements wake the API processes' waiters.
+      bus = await openWakeBus(config, pool, url, outageLog);
+      const opened = bus;
+      cleanups.push(() => opened.close());
+      const { audit, keys } = createKeys(db, clock, KEY_CACHE_MS, opened);
+      startForwarder(db, createDomain({ db, bus: opened, clock, config, keys, audit }), config, clock, logger, cleanups);
+    }
+    await logComponents({ config: { ...config, workers: true }, databaseUrl: url, bus, pdf }, logger);
     let closed: Promise<void> | undefined;
     return {
       pool,

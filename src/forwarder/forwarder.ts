@@ -1,7 +1,8 @@
 /**
  * The A2A forwarder (docs/decisions.md#a2a-forward): every claimable channel
  * with an `a2a_forward` has its work sent to the remote A2A agent, as a
- * worker of the channel's owner would. One per process that runs workers.
+ * worker of the channel's owner would. One per process that runs workers
+ * (`agentbus worker`, or `serve` with its workers).
  *
  * It receives a channel's messages with leases (at most `perChannel` in
  * hand per channel, `total` per process), sends each to the agent, keeps the

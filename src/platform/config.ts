@@ -102,7 +102,7 @@ const schema = z.object({
   AGENTBUS_WORKERS: bool.default(true),
   // Every API process runs schedules' ticks (each runs once whichever takes it); false leaves them to the others.
   AGENTBUS_SCHEDULER: bool.default(true),
-  // Every API process that runs workers forwards channels' work to remote A2A agents (leases keep each message with one).
+  // Every worker process (and API process that runs workers) forwards channels' work to remote A2A agents (leases keep each message with one).
   AGENTBUS_A2A_FORWARDER: bool.default(true),
   // Outbound requests (webhooks, fetched URLs) may not reach loopback,
   // private, link-local or metadata addresses unless this is set (docs/decisions.md#outbound-addresses).
@@ -250,7 +250,7 @@ export interface Config {
   workers: boolean;
   /** Whether this process runs schedules' ticks (AGENTBUS_SCHEDULER). */
   scheduler: boolean;
-  /** Whether this process forwards channels' work to remote A2A agents, with its workers (AGENTBUS_A2A_FORWARDER). */
+  /** Whether this process forwards channels' work to remote A2A agents: `agentbus worker`, or `serve` with its workers (AGENTBUS_A2A_FORWARDER). */
   a2aForwarder: boolean;
   redisUrl: string | undefined;
   longPollMaxWaitSeconds: number;

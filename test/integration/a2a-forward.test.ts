@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeA2aAgent, text } from "../fakes/a2a-agent.js";
 import { eventually } from "../support/eventually.js";
 import { createChannel, type MessageJson } from "../support/fixtures.js";
-import { mintKey, rest, startTestServer, type TestServer } from "../support/server.js";
+import { mintKey, rest, startTestServer, testConfig, type TestServer } from "../support/server.js";
+import { startWorker } from "../../src/app.js";
+import { createLogger } from "../../src/platform/logger.js";
 
 let server: TestServer;
 let agent: FakeA2aAgent;
@@ -126,4 +128,24 @@ describe("the forwarder", () => {
     expect((await read(m.id)).state).toBe("ready");
     expect(agent.messages.some((x) => x.messageId === m.id)).toBe(false);
   }, 15_000);
+});
+
+describe("the forwarder in an agentbus worker process", () => {
+  it("forwards when the API processes run no workers", async () => {
+    const api = await startTestServer({ AGENTBUS_WORKERS: "false", AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" });
+    const worker = await startWorker({ config: testConfig(api.databaseUrl, { AGENTBUS_ALLOW_PRIVATE_TARGETS: "true" }), logger: createLogger("silent") });
+    try {
+      const key = await mintKey(api.url, "fwd-worker");
+      const ch = await createChannel(api.url, key, { a2a_forward: { url: agent.url } });
+      const posted = await rest<{ message: Traced }>(api.url, "POST", `/v1/channels/${ch}/messages`, { key, body: { content: "via worker" } });
+      const done = await eventually(async () => {
+        const now = (await rest<Traced>(api.url, "GET", `/v1/messages/${posted.body.message.id}`, { key })).body;
+        return now.state === "acknowledged" ? now : undefined;
+      }, 15_000);
+      expect(done.result).toBe("DONE: via worker");
+    } finally {
+      await worker.close();
+      await api.close();
+    }
+  }, 30_000);
 });
