@@ -75,3 +75,23 @@ export function SandboxInvite() {
     </p>
   );
 }
+
+/** A settings form's foot: its submit button (and any other), "Saved." once saved, and what went wrong. */
+export function SaveRow({ label, busy, saved, problem, children }: { label: string; busy: boolean; saved: boolean; problem: Problem | undefined; children?: ComponentChildren }) {
+  return (
+    <>
+      <div class="row">
+        <button type="submit" disabled={busy}>
+          {label}
+        </button>
+        {children}
+        {saved ? (
+          <span class="ok" role="status">
+            Saved.
+          </span>
+        ) : null}
+      </div>
+      <ProblemBox problem={problem} />
+    </>
+  );
+}

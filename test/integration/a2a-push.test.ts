@@ -4,8 +4,9 @@
  * through the webhook dispatcher: A2A's content type, the config's token and
  * authentication, the task as a StreamResponse, up to its final state.
  */
-import { ClientFactory, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { Role, StreamResponse, TaskState, type Message } from "@a2a-js/sdk";
+import type { Client } from "@a2a-js/sdk/client";
+import { StreamResponse, TaskState } from "@a2a-js/sdk";
+import { a2aClient, userMessage } from "../support/a2a.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookReceiver } from "../fakes/webhook-receiver.js";
 import { eventually } from "../support/eventually.js";
@@ -27,24 +28,10 @@ afterAll(async () => {
   await hook?.close();
 });
 
-async function clientOf(channel: string, key: string): Promise<Client> {
-  const withKey: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), "X-API-Key": key } });
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: withKey })] }).createFromUrl(`${server.url}/a2a/${channel}/`);
-}
-
-const message = (text: string): Message => ({
-  messageId: `m-${Math.random().toString(36).slice(2)}`,
-  contextId: "",
-  taskId: "",
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
+const clientOf = (channel: string, key: string) => a2aClient(server.url, channel, key);
 
 async function send(client: Client, text: string): Promise<string> {
-  const task = await client.sendMessage({ tenant: "", message: message(text), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }, metadata: undefined });
+  const task = await client.sendMessage({ tenant: "", message: userMessage(text), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }, metadata: undefined });
   if (!("status" in task)) throw new Error("expected a task");
   return task.id;
 }

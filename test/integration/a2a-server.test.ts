@@ -4,8 +4,9 @@
  * send (blocking and not), stream, get, list, cancel, and refusals for a
  * key the channel does not admit. Workers are plain agentbus workers.
  */
-import { ClientFactory, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { Role, TaskState, type Message, type StreamResponse } from "@a2a-js/sdk";
+import type { Client } from "@a2a-js/sdk/client";
+import { TaskState, type Message, type StreamResponse } from "@a2a-js/sdk";
+import { a2aClient, userMessage } from "../support/a2a.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createChannel, type ReceivedJson } from "../support/fixtures.js";
 import { mintKey, rest, useTestServer } from "../support/server.js";
@@ -27,24 +28,7 @@ const published = (extra: Record<string, unknown> = {}) =>
     ...extra,
   });
 
-/** An SDK client of the agent at `channel`, calling with `key`. */
-async function clientOf(channel: string, key: string): Promise<Client> {
-  const withKey: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), "X-API-Key": key } });
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: withKey })] });
-  return factory.createFromUrl(`${url()}/a2a/${channel}/`);
-}
-
-const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({
-  messageId: `m-${Math.random().toString(36).slice(2)}`,
-  contextId: "",
-  taskId: "",
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-  ...extra,
-});
+const clientOf = (channel: string, key: string) => a2aClient(url(), channel, key);
 
 const send = (client: Client, message: Message, returnImmediately = true) =>
   client.sendMessage({ tenant: "", message, configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately }, metadata: undefined });

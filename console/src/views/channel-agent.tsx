@@ -5,7 +5,7 @@
  */
 import { useState } from "preact/hooks";
 import type { Channel } from "../../../gen/agentbus/v1/channel_pb.js";
-import { Field, ProblemBox } from "../components.js";
+import { Field, SaveRow } from "../components.js";
 import { useAction, useSession } from "../session.js";
 
 interface SkillLine {
@@ -83,17 +83,7 @@ export function ChannelAgent({ channel, onSaved }: { channel: Channel; onSaved: 
       <Field label="Skills" hint="One per line: id=Name: what it does.">
         <textarea name="a2a-skills" rows={3} value={skills} onInput={(e) => (setSaved(false), setSkills(e.currentTarget.value))} />
       </Field>
-      <div class="row">
-        <button type="submit" disabled={save.busy}>
-          Save agent
-        </button>
-        {saved ? (
-          <span class="ok" role="status">
-            Saved.
-          </span>
-        ) : null}
-      </div>
-      <ProblemBox problem={save.problem} />
+      <SaveRow label="Save agent" busy={save.busy} saved={saved} problem={save.problem} />
     </form>
   );
 }
@@ -143,22 +133,13 @@ export function ChannelForward({ channel, onSaved }: { channel: Channel; onSaved
           <input name="a2a-forward-header-value" type="password" autoComplete="off" value={headerValue} onInput={(e) => (setSaved(false), setHeaderValue(e.currentTarget.value))} />
         </Field>
       </div>
-      <div class="row">
-        <button type="submit" disabled={save.busy}>
-          Save forwarding
-        </button>
+      <SaveRow label="Save forwarding" busy={save.busy} saved={saved} problem={save.problem}>
         {channel.a2aForward ? (
           <button type="button" disabled={save.busy} onClick={() => void save.run(true)}>
             Stop forwarding
           </button>
         ) : null}
-        {saved ? (
-          <span class="ok" role="status">
-            Saved.
-          </span>
-        ) : null}
-      </div>
-      <ProblemBox problem={save.problem} />
+      </SaveRow>
     </form>
   );
 }

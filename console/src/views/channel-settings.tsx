@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { ChannelDispatch, ChannelMode, type Channel, type ChannelAccess } from "../../../gen/agentbus/v1/channel_pb.js";
 import { AccessField, ModeField } from "../channel-fields.js";
-import { Field, ProblemBox } from "../components.js";
+import { Field, ProblemBox, SaveRow } from "../components.js";
 import { useAction, useLoaded, useSession } from "../session.js";
 
 interface Form {
@@ -188,17 +188,7 @@ export function ChannelSettings({ channel, onSaved }: { channel: Channel; onSave
           <input name="webhook-secret" type="password" autoComplete="off" value={form.webhookSecret} onInput={(e) => set("webhookSecret", e.currentTarget.value)} />
         </Field>
       </div>
-      <div class="row">
-        <button type="submit" disabled={save.busy}>
-          Save settings
-        </button>
-        {saved ? (
-          <span class="ok" role="status">
-            Saved.
-          </span>
-        ) : null}
-      </div>
-      <ProblemBox problem={save.problem} />
+      <SaveRow label="Save settings" busy={save.busy} saved={saved} problem={save.problem} />
     </form>
   );
 }
