@@ -73,7 +73,7 @@ export const MESSAGE_FIELDS = `id, channel_id, author_key_id, actor_id, actor_na
   created_at, expires_at, claimed_by_key_id, claimed_by_actor_id, claimed_by_actor_name, claimed_at, claim_metadata,
   lease_token, lease_expires_at, acknowledged_by, result, delivery_count, available_at, dead_letter, group_key, priority, limit_ids, held_limit_ids,
   cancel_requested_at, cancel_reason, cancel_expires_at, progress_data, progress_text, progress_updated_at,
-  depends_on, blocked_by, dependents_count, waitpoint_id, waitpoint_outcome, trace_parent, trace_state`;
+  depends_on, blocked_by, dependents_count, waitpoint_id, waitpoint_outcome, trace_parent, trace_state, a2a_push`;
 
 /** The caller may use the channel of message m: open, owner, or member. Parameter $KEY is the caller's key. */
 export const accessible = (key: string) => `EXISTS (

@@ -19,6 +19,8 @@ CREATE TABLE a2a_push_configs (
 );
 CREATE INDEX a2a_push_configs_age ON a2a_push_configs (created_at);
 ALTER TABLE messages ADD COLUMN a2a_push boolean NOT NULL DEFAULT false;
+-- History keeps every column of a message (docs/decisions.md#expiry-and-history).
+ALTER TABLE message_history ADD COLUMN a2a_push boolean NOT NULL DEFAULT false;
 ALTER TABLE webhook_outbox ADD COLUMN push_config_id uuid REFERENCES a2a_push_configs (id) ON DELETE CASCADE;
 ALTER TABLE webhook_outbox DROP CONSTRAINT webhook_outbox_event_check;
 ALTER TABLE webhook_outbox ADD CONSTRAINT webhook_outbox_event_check
