@@ -20,6 +20,7 @@ import type { Clock, Timer } from "../model/time.js";
 import { failureClass, type OutboundClient } from "../outbound/guarded-fetch.js";
 import { LogLimiter } from "../platform/log-limiter.js";
 import type { Logger } from "../platform/logger.js";
+import { pause } from "../platform/pause.js";
 import { withStoredTrace } from "../platform/tracing.js";
 import type { ForwardingChannel, ForwardingStore } from "../ports/forwarding.js";
 import { RemoteAgent, type RemoteOutcome } from "./remote-agent.js";
@@ -207,14 +208,3 @@ export class A2aForwarder {
     await Promise.allSettled([...this.running]);
   }
 }
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });

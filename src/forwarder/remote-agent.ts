@@ -11,6 +11,7 @@ import type { JsonObject, JsonValue } from "../model/json.js";
 import type { MessageRecord } from "../model/messages.js";
 import { traceHeaders } from "../model/trace.js";
 import type { OutboundClient } from "../outbound/guarded-fetch.js";
+import { pause } from "../platform/pause.js";
 
 export type RemoteOutcome = { kind: "completed"; result: string } | { kind: "failed"; reason: string };
 
@@ -72,7 +73,8 @@ export class RemoteAgent {
         await client.cancelTask({ tenant: "", id: task.id, metadata: undefined }, { serviceParameters: options.serviceParameters }).catch(() => undefined);
         return { kind: "failed", reason: "cancelled" };
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pause(wait, signal);
+      if (signal.aborted) continue;
       task = await client.getTask({ tenant: "", id: task.id, historyLength: 0 }, options);
     }
     const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;

@@ -43,11 +43,6 @@ export function activeTrace(tracestate: string | null): TraceContext | undefined
   return { traceparent: `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, "0")}`, tracestate };
 }
 
-/** Adds the active context's traceparent (and tracestate) to outgoing headers. */
-export function injectActive(headers: Record<string, string>): void {
-  if (enabled) propagation.inject(context.active(), headers);
-}
-
 /** Runs `fn` with a stored trace context as the active parent (a webhook's message), when spans are on. */
 export function withStoredTrace<T>(stored: TraceContext | null, fn: () => T): T {
   return enabled && stored !== null ? context.with(contextOf(stored), fn) : fn();

@@ -6,7 +6,7 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Caller } from "../model/caller.js";
 import { ApiError } from "../model/errors.js";
-import { parseTracestate, traceFrom, type TraceContext } from "../model/trace.js";
+import { traceFrom, type TraceContext } from "../model/trace.js";
 import { activeTrace } from "../platform/tracing.js";
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
@@ -69,5 +69,5 @@ export function callerOf(ctx: HandlerContext): Caller {
  */
 export function traceOf(ctx: HandlerContext): TraceContext | undefined {
   const carried = traceFrom(ctx.requestHeader.get("traceparent"), ctx.requestHeader.get("tracestate"));
-  return activeTrace(carried?.tracestate ?? parseTracestate(ctx.requestHeader.get("tracestate"))) ?? carried;
+  return activeTrace(carried?.tracestate ?? null) ?? carried;
 }

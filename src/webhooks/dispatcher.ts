@@ -326,10 +326,11 @@ export class WebhookDispatcher {
       const sent = body;
       const url = d.url;
       // With spans on, the request's span is a child of the message's trace (docs/decisions.md#spans).
-      const res = await withStoredTrace(bodyTrace(sent), () =>
+      const trace = bodyTrace(sent);
+      const res = await withStoredTrace(trace, () =>
         this.http.request(url, {
           method: "POST",
-          headers: { ...webhookHeaders(d.event, d.id, sent, d.secret, attemptedAt, this.options.legacySignatureHeader), ...pushHeaders(d) },
+          headers: { ...webhookHeaders(d.event, d.id, sent, d.secret, attemptedAt, this.options.legacySignatureHeader, trace), ...pushHeaders(d) },
           body: sent,
           timeoutMs: this.timeoutMs,
           maxResponseBytes: MAX_RESPONSE_BYTES,

@@ -69,6 +69,8 @@ export function webhookHeaders(
   secret: string | null,
   now: Micros,
   legacySignatureHeader?: string,
+  /** The body's trace context (bodyTrace), sent as traceparent and tracestate. */
+  trace: TraceContext | null = null,
 ): Record<string, string> {
   const timestamp = Math.floor(now / 1_000_000);
   const headers: Record<string, string> = {
@@ -83,7 +85,7 @@ export function webhookHeaders(
     "webhook-id": deliveryId,
     "webhook-timestamp": String(timestamp),
   };
-  Object.assign(headers, traceHeaders(bodyTrace(body)));
+  Object.assign(headers, traceHeaders(trace));
   if (secret !== null) {
     headers["X-Service-Signature"] = signature(secret, body);
     headers["webhook-signature"] = standardSignature(secret, deliveryId, timestamp, body);

@@ -159,11 +159,10 @@ export class A2aHttpEndpoint {
       headers: req.headers,
       requestedVersion: header(req, A2A_VERSION_HEADER),
     });
-    const rpcId = requestIdOf(body);
     try {
       validateVersion(context.requestedVersion, card, "JSONRPC");
     } catch (err) {
-      sendJson(res, 200, { jsonrpc: "2.0", id: rpcId, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
+      sendJson(res, 200, { jsonrpc: "2.0", id: requestIdOf(body), error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
       return;
     }
     const answer = await new JsonRpcTransportHandler(agent).handle(body, context);
@@ -177,7 +176,7 @@ export class A2aHttpEndpoint {
     try {
       first = await iterator.next();
     } catch (err) {
-      sendJson(res, 200, { jsonrpc: "2.0", id: rpcId, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
+      sendJson(res, 200, { jsonrpc: "2.0", id: requestIdOf(body), error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
       return;
     }
     res.writeHead(200, SSE_HEADERS);
@@ -185,7 +184,7 @@ export class A2aHttpEndpoint {
     try {
       for (let next = first; !next.done; next = await iterator.next()) writeText(res, formatSSEEvent(next.value));
     } catch (err) {
-      if (!left.signal.aborted) writeText(res, formatSSEErrorEvent({ jsonrpc: "2.0", id: rpcId, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+      if (!left.signal.aborted) writeText(res, formatSSEErrorEvent({ jsonrpc: "2.0", id: requestIdOf(body), error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
     } finally {
       clearInterval(keepAlive);
       await iterator.return?.(undefined);

@@ -4,7 +4,7 @@
  * (an MCP session has exactly the rights of its key). Stdio talks to
  * AGENTBUS_URL; /mcp talks to the process's own listener.
  */
-import { setTimeout as delay } from "node:timers/promises";
+import { pause } from "../../platform/pause.js";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ApiError } from "../../model/errors.js";
 import type { JsonObject, JsonValue } from "../../model/json.js";
@@ -168,8 +168,7 @@ function parseJson(text: string): JsonValue {
   }
 }
 
-/** Waits `ms`, or less when `signal` aborts first (then it resolves, it does not throw). */
-export const pause = (ms: number, signal?: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
+export { pause };
 
 /** An empty long-poll answered sooner than this (the key's waiter slots are full) is not repeated before it. */
 export const MIN_EMPTY_POLL_MS = 1000;
