@@ -1,99 +1,16 @@
-/** SQL for channels: lookup by id, alias or owned name on behalf of a caller, create, discovery, update, delete, aliases, pause. */
+/** SQL for channels: lookup by id, alias or owned name on behalf of a caller, create, delete, aliases, pause; discovery and update have their own files. */
 import type { Caller } from "../model/caller.js";
-import {
-  type ChannelA2a,
-  type ChannelA2aForward,
-  type ChannelChanges,
-  type ChannelLookup,
-  type ChannelRecord,
-  type ChannelResource,
-  type ChannelSummary,
-  type ChannelView,
-  type LockedChannel,
-  type NewChannel,
-  type RelatedChannelRef,
-  SUMMARY_COUNT_CAP,
-} from "../model/channels.js";
+import type { ChannelLookup, ChannelResource, ChannelSummary, ChannelView, LockedChannel, NewChannel, RelatedChannelRef } from "../model/channels.js";
 import type { ChannelStore, ChannelUpdate } from "../ports/channels.js";
-import type { JsonValue } from "../model/json.js";
-import { formatTimestamp, type Micros } from "../model/time.js";
+import type { Micros } from "../model/time.js";
 import type { Db } from "./db.js";
 import { isUuid } from "../model/ids.js";
 import { deleteAlias, insertAlias, type AliasNamespace } from "./aliases.js";
+import { discoverChannels } from "./channel-discovery.js";
+import { CHANNEL_COLUMNS, toChannelRecord, type ChannelRow } from "./channel-rows.js";
+import { lockChannel, updateChannel } from "./channel-update.js";
 
 const CHANNEL_ALIASES: AliasNamespace = { aliasTable: "channel_aliases", ownerColumn: "channel_id", ownerTable: "channels" };
-
-export interface ChannelRow {
-  id: string;
-  name: string;
-  mode: "broadcast" | "claimable";
-  access: "open" | "restricted";
-  discoverable: boolean;
-  description: string;
-  owner_id: string;
-  created_by_key_id: string;
-  metadata_schema: { [key: string]: JsonValue };
-  pinned_message: string | null;
-  webhook_url: string | null;
-  webhook_secret: string | null;
-  ttl_seconds: number;
-  retention_days: number;
-  max_messages: number | null;
-  max_writes_per_minute: number | null;
-  max_deliveries: number | null;
-  dead_letter_channel_id: string | null;
-  paused: boolean;
-  created_at: Micros;
-  updated_at: Micros;
-  group_concurrency: number | null;
-  dispatch: "fifo" | "fair";
-  priority_aging_seconds: number | null;
-  limit_ids: string[];
-  limit_names: string[];
-  limited_messages: boolean;
-  a2a: ChannelA2a | null;
-  a2a_forward: ChannelA2aForward | null;
-}
-
-export const CHANNEL_COLUMNS = `c.id, c.name, c.mode, c.access, c.discoverable, c.description, c.owner_id, c.created_by_key_id,
-  c.metadata_schema, c.pinned_message, c.webhook_url, c.webhook_secret, c.ttl_seconds, c.retention_days,
-  c.max_messages, c.max_writes_per_minute, c.max_deliveries, c.dead_letter_channel_id, c.paused, c.created_at, c.updated_at,
-  c.group_concurrency, c.dispatch, c.priority_aging_seconds, c.limit_ids::text[] AS limit_ids, c.limited_messages, c.a2a, c.a2a_forward,
-  ARRAY(SELECT l.name FROM limits l WHERE l.id = ANY (c.limit_ids) ORDER BY l.name) AS limit_names`;
-
-export function toChannelRecord(row: ChannelRow): ChannelRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    mode: row.mode,
-    access: row.access,
-    discoverable: row.discoverable,
-    description: row.description,
-    ownerId: row.owner_id,
-    createdByKeyId: row.created_by_key_id,
-    metadataSchema: row.metadata_schema,
-    pinnedMessage: row.pinned_message,
-    webhookUrl: row.webhook_url,
-    webhookSecret: row.webhook_secret,
-    ttlSeconds: row.ttl_seconds,
-    retentionDays: row.retention_days,
-    maxMessages: row.max_messages,
-    maxWritesPerMinute: row.max_writes_per_minute,
-    maxDeliveries: row.max_deliveries,
-    deadLetterChannelId: row.dead_letter_channel_id,
-    paused: row.paused,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    groupConcurrency: row.group_concurrency,
-    dispatch: row.dispatch,
-    priorityAgingSeconds: row.priority_aging_seconds,
-    limitIds: row.limit_ids,
-    limits: row.limit_names,
-    limitedMessages: row.limited_messages,
-    a2a: row.a2a,
-    a2aForward: row.a2a_forward,
-  };
-}
 
 /** PostgreSQL text cannot hold U+0000: such an identifier names nothing (and must not reach a query). */
 export const hasNul = (text: string): boolean => text.includes("\u0000");
@@ -283,123 +200,6 @@ export async function resolveChannelRefs(db: Db, refs: readonly string[]): Promi
 
 /** Discoverable channels, newest first, created before `before` when given; is_member for the caller. */
 /** Which channels a summary page lists: the discoverable ones, or the caller's own and those it is a member of. */
-/**
- * A listed channel's message counts, each a scan of at most SUMMARY_COUNT_CAP
- * entries of the channel's own messages (open work as a receive sees it: due,
- * unacknowledged, unclaimed or its lease lapsed).
- */
-const SUMMARY_COUNTS = `
-  (SELECT count(*)::int FROM (SELECT 1 FROM messages m WHERE m.channel_id = c.id AND m.expires_at > clock_timestamp() LIMIT ${SUMMARY_COUNT_CAP}) x) AS live_messages,
-  CASE WHEN c.mode = 'claimable' THEN (SELECT count(*)::int FROM (
-    SELECT 1 FROM messages m WHERE m.channel_id = c.id AND m.expires_at > clock_timestamp()
-      AND (m.available_at IS NULL OR m.available_at <= clock_timestamp()) AND m.acknowledged_by = '[]'::jsonb
-      AND (m.claimed_by_key_id IS NULL OR m.lease_expires_at <= clock_timestamp())
-      AND (c.max_deliveries IS NULL OR m.delivery_count < c.max_deliveries)
-    LIMIT ${SUMMARY_COUNT_CAP}) y) ELSE 0 END AS open_messages`;
-
-const SUMMARY_SCOPES = {
-  discoverable: "c.discoverable",
-  mine: "c.id IN (SELECT m.channel_id FROM channel_members m WHERE m.key_id = $1 UNION ALL SELECT o.id FROM channels o WHERE o.created_by_key_id = $1)",
-} as const;
-
-export async function discoverChannels(
-  db: Db,
-  callerKeyId: string,
-  before: Micros | undefined,
-  limit: number,
-  scope: keyof typeof SUMMARY_SCOPES = "discoverable",
-): Promise<ChannelSummary[]> {
-  const select = `SELECT c.id, c.name, c.mode, c.access, c.description, c.created_at, c.owner_id,
-       (c.created_by_key_id = $1 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.key_id = $1)) AS is_member,
-       ${SUMMARY_COUNTS}
-     FROM channels c`;
-  const where = SUMMARY_SCOPES[scope];
-  const { rows } = await db.query<
-    Pick<ChannelRow, "id" | "name" | "mode" | "access" | "description" | "created_at" | "owner_id"> & { is_member: boolean; live_messages: number; open_messages: number }
-  >(
-    before === undefined
-      ? `${select} WHERE ${where} ORDER BY c.created_at DESC LIMIT $2`
-      : `${select} WHERE ${where} AND c.created_at < $3::timestamptz ORDER BY c.created_at DESC LIMIT $2`,
-    before === undefined ? [callerKeyId, limit] : [callerKeyId, limit, formatTimestamp(before)],
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    name: r.name,
-    mode: r.mode,
-    access: r.access,
-    description: r.description,
-    createdAt: r.created_at,
-    isMember: r.is_member,
-    ownerId: r.owner_id,
-    liveMessages: r.live_messages,
-    openMessages: r.open_messages,
-  }));
-}
-
-/** Locks the channel row for an update and reads it with its related channel ids; undefined when gone. */
-export async function lockChannel(db: Db, id: string): Promise<LockedChannel | undefined> {
-  const { rows } = await db.query<ChannelRow & { related_ids: string[] }>(
-    `SELECT ${CHANNEL_COLUMNS},
-       ARRAY(SELECT l.related_channel_id::text FROM channel_links l WHERE l.channel_id = c.id) AS related_ids
-     FROM channels c WHERE c.id = $1 FOR NO KEY UPDATE OF c`,
-    [id],
-  );
-  const row = rows[0];
-  return row && { record: toChannelRecord(row), relatedIds: row.related_ids };
-}
-
-const CHANGE_COLUMNS: Record<keyof ChannelChanges, string> = {
-  name: "name",
-  mode: "mode",
-  access: "access",
-  discoverable: "discoverable",
-  description: "description",
-  metadataSchema: "metadata_schema",
-  pinnedMessage: "pinned_message",
-  retentionDays: "retention_days",
-  maxMessages: "max_messages",
-  maxWritesPerMinute: "max_writes_per_minute",
-  maxDeliveries: "max_deliveries",
-  deadLetterChannelId: "dead_letter_channel_id",
-  paused: "paused",
-  webhookUrl: "webhook_url",
-  webhookSecret: "webhook_secret",
-  groupConcurrency: "group_concurrency",
-  dispatch: "dispatch",
-  priorityAgingSeconds: "priority_aging_seconds",
-  limitIds: "limit_ids",
-  a2a: "a2a",
-  a2aForward: "a2a_forward",
-};
-
-/** Columns written as JSON text and cast. */
-const JSONB_CHANGES = new Set<keyof ChannelChanges>(["metadataSchema", "a2a", "a2aForward"]);
-
-/**
- * Writes the changed columns and, when given, replaces the related channels;
- * moves updated_at strictly forward. Callers pass only real changes.
- */
-export async function updateChannel(db: Db, id: string, changes: ChannelChanges, relatedIds: readonly string[] | undefined): Promise<void> {
-  const sets: string[] = [];
-  const values: unknown[] = [id];
-  for (const [key, value] of Object.entries(changes) as Array<[keyof ChannelChanges, unknown]>) {
-    const column = CHANGE_COLUMNS[key];
-    const json = JSONB_CHANGES.has(key);
-    values.push(json && value !== null ? JSON.stringify(value) : value);
-    sets.push(`${column} = $${values.length}${json ? "::jsonb" : key === "limitIds" ? "::uuid[]" : ""}`);
-  }
-  sets.push("updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')");
-  await db.query(`UPDATE channels SET ${sets.join(", ")} WHERE id = $1`, values);
-  if (relatedIds !== undefined) {
-    await db.query("DELETE FROM channel_links WHERE channel_id = $1", [id]);
-    await db.query(
-      `INSERT INTO channel_links (channel_id, related_channel_id)
-       SELECT $1, r.id FROM channels r WHERE r.id = ANY($2::uuid[]) AND r.id <> $1`,
-      [id, relatedIds],
-    );
-  }
-}
-
 /** Deletes the channel; every table that references it cascades. */
 export async function deleteChannel(db: Db, id: string): Promise<void> {
   await db.query("DELETE FROM channels WHERE id = $1", [id]);

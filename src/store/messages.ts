@@ -9,7 +9,8 @@
  * condition so the hot path is a single round trip; when nothing matches,
  * inspect() tells the caller why.
  *
- * The statements of each use case live beside this file: claims, acks,
+ * The statements of each use case live beside this file: the write of a
+ * batch of new messages in message-writes.ts, claims, acks,
  * releases and heartbeats in claim-sql.ts, receives in receive-sql.ts, the
  * reads (lists, queue state, redrive candidates) in message-reads-sql.ts;
  * one message's reads and the queue state in message-reads.ts, cancelling in
@@ -42,12 +43,12 @@ import { Coalescer, takeDistinct, takeUpTo } from "./coalesce.js";
 import type { Db } from "./db.js";
 import { isConnectionError } from "../model/storage-errors.js";
 import { LAPSED, MESSAGE_FIELDS, toRecord, type MessageRow } from "./message-rows.js";
-import { freshLifecycle } from "../model/messages.js";
 import { CANCEL_SQL } from "./message-cancel.js";
 import { releaseUntilWaitpoint } from "./waitpoints.js";
 import { reportProgress } from "./message-progress.js";
 import { dependentChannels, dependentsOf, failDependents, linkParents, parentsOf } from "./message-dependencies.js";
 import { traceMessages } from "./message-traces.js";
+import { writeMessages } from "./message-writes.js";
 import { findMessage, inspectMessage, queueStats } from "./message-reads.js";
 import { ACK_SQL, CLAIM_SQL, HEARTBEAT_SQL, RELEASE_SQL, RELEASE_UNSEEN_SQL } from "./claim-sql.js";
 import { LIST_SQL, NEXT_DUE_SQL, REDRIVE_CANDIDATES_SQL } from "./message-reads-sql.js";
@@ -191,63 +192,8 @@ export class PgMessageStore implements MessageStore {
     retryAlone: rolledBackByStatement,
   });
 
-  private async writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
-    const { rows } = await this.db.query<{ ord: number; outcome: string; retry_after: number | null; message_id: string; created_at: Micros; expires_at: Micros; available_at: Micros }>(
-      "SELECT * FROM agentbus_create_messages($1, $2, $3, $4, $5, $6, $7::jsonb[], $8::jsonb[], $9::float8[], $10::text[], $11::smallint[], $12::int[], $13::jsonb[], $14::text[], $15::text[])",
-      [
-        channelId,
-        inputs.map((m) => m.authorKeyId),
-        inputs.map((m) => m.actor?.id ?? null),
-        inputs.map((m) => m.actor?.name ?? null),
-        inputs.map((m) => m.actorLabel),
-        inputs.map((m) => m.content),
-        inputs.map((m) => JSON.stringify(m.metadata)),
-        inputs.map((m) => JSON.stringify(m.mentions)),
-        inputs.map((m) => m.delaySeconds ?? 0),
-        inputs.map((m) => m.groupKey ?? null),
-        inputs.map((m) => m.priority ?? 3),
-        inputs.map((m) => m.ttlSeconds ?? null),
-        inputs.map((m) => (m.limitIds === undefined || m.limitIds.length === 0 ? null : JSON.stringify(m.limitIds))),
-        inputs.map((m) => m.trace?.traceparent ?? null),
-        inputs.map((m) => m.trace?.tracestate ?? null),
-      ],
-      "create_messages",
-    );
-    const outcomes: CreateOutcome[] = new Array(inputs.length);
-    for (const row of rows) {
-      const input = inputs[row.ord - 1]!;
-      outcomes[row.ord - 1] =
-        row.outcome === "created"
-          ? {
-              outcome: "created",
-              message: {
-                id: row.message_id,
-                channelId,
-                authorKeyId: input.authorKeyId,
-                authorLabel: input.authorLabel,
-                actor: input.actor,
-                actorLabel: input.actorLabel,
-                content: input.content,
-                metadata: input.metadata,
-                mentions: input.mentions,
-                createdAt: row.created_at,
-                expiresAt: row.expires_at,
-                availableAt: row.available_at,
-                claim: null,
-                acknowledgedBy: [],
-                deliveryCount: 0,
-                result: null,
-                deadLetter: null,
-                groupKey: input.groupKey ?? null,
-                priority: input.priority ?? 3,
-                limits: input.limitNames ?? [],
-                trace: input.trace ?? null,
-                ...freshLifecycle(),
-              },
-            }
-          : { outcome: row.outcome as "channel_not_found" | "channel_paused" | "channel_write_rate_exceeded", retryAfter: row.retry_after };
-    }
-    return outcomes;
+  private writeBatch(channelId: string, inputs: readonly NewMessage[]): Promise<CreateOutcome[]> {
+    return writeMessages(this.db, channelId, inputs);
   }
 
   /** Live messages after `since`, oldest first. */
